@@ -1,0 +1,36 @@
+# ovsperf: the two commands of the README are `make run` and `make test` (both set up first).
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+VENV ?= $(ROOT)/.venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup run test check lint typecheck shellcheck pytest bench clean
+
+setup:
+	$(SUDO) VENV=$(VENV) $(ROOT)/scripts/setup-debian.sh
+
+run: setup
+	$(SUDO) VENV=$(VENV) $(ROOT)/scripts/main-job.sh
+
+test: setup check
+
+check: lint typecheck shellcheck pytest
+
+lint:
+	$(VENV)/bin/ruff check .
+
+typecheck:
+	$(VENV)/bin/mypy
+
+shellcheck:
+	git ls-files '*.sh' 'beaker_tasks/*/runtest.sh' '.ci/run' | sort -u | xargs -r shellcheck -x
+
+pytest:
+	$(SUDO) $(VENV)/bin/pytest
+
+bench:
+	for b in benchmarks/bench_*.py; do $(SUDO) $(PY) "$$b" || exit $$?; done
+
+clean:
+	rm -rf $(ROOT)/out $(ROOT)/.pytest_cache $(ROOT)/.mypy_cache

@@ -1,0 +1,176 @@
+"""Define the records and closed sets that describe a performance scenario.
+
+Names follow VSperf where VSperf has one (``OvsDpdkVhost``, ``phy2phy_tput``, ``p2p``,
+``testpmd``), so the values can be written into VSperf configurations unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from jobcreator.errors import CatalogError
+
+
+class _SpecEnum(enum.Enum):
+    """An Enum with string values and a ``from_spec`` that lists valid values on rejection."""
+
+    @classmethod
+    def from_spec(cls, spec: object) -> _SpecEnum:
+        """Return the member whose value is ``spec``.
+
+        :raises CatalogError: listing the valid values when ``spec`` is none of them.
+        """
+        for member in cls:
+            if member.value == spec:
+                return member
+        valid = ", ".join(f"'{m.value}'" for m in cls)
+        raise CatalogError(f"'{spec}' is not a valid {cls.__name__}; expected one of {valid}.")
+
+
+class Vswitch(_SpecEnum):
+    """The vswitch flavour, by its VSperf class name (VSperf ``--vswitch``)."""
+
+    OVS_DPDK = "OvsDpdkVhost"
+    """OVS with the DPDK datapath (netdev), vhost-user ports toward guests."""
+    OVS_VANILLA = "OvsVanilla"
+    """OVS with the kernel datapath, tap/virtio-net toward guests."""
+
+
+class Topology(_SpecEnum):
+    """Where frames travel, by VSperf deployment name."""
+
+    P2P = "p2p"
+    """phy → OVS → phy."""
+    PVP = "pvp"
+    """phy → OVS → guest → OVS → phy."""
+    PVVP = "pvvp"
+    """phy → OVS → guest → OVS → guest → OVS → phy."""
+
+
+class VsperfTest(_SpecEnum):
+    """A VSperf RFC 2544 throughput test case (VSperf ``conf/01_testcases.conf`` names)."""
+
+    PHY2PHY_TPUT = "phy2phy_tput"
+    PVP_TPUT = "pvp_tput"
+    PVVP_TPUT = "pvvp_tput"
+
+    @property
+    def topology(self) -> Topology:
+        """Return the deployment the test case runs (VSperf ``Deployment`` field)."""
+        return {
+            VsperfTest.PHY2PHY_TPUT: Topology.P2P,
+            VsperfTest.PVP_TPUT: Topology.PVP,
+            VsperfTest.PVVP_TPUT: Topology.PVVP,
+        }[self]
+
+
+class GuestLoopback(_SpecEnum):
+    """What forwards frames inside the guest (VSperf ``GUEST_LOOPBACK`` values)."""
+
+    TESTPMD = "testpmd"
+    """DPDK testpmd in io/mac forwarding over virtio-pci bound to vfio-pci (no-IOMMU)."""
+    LINUX_BRIDGE = "linux_bridge"
+    """A Linux bridge joining the guest's two virtio-net interfaces."""
+
+    @property
+    def uses_dpdk(self) -> bool:
+        """Return whether the guest runs DPDK for this loopback."""
+        return self is GuestLoopback.TESTPMD
+
+
+@dataclass(frozen=True)
+class Hugepages:
+    """Hugepages reserved on a host through the kernel command line."""
+
+    size: str
+    """Page size as the kernel spells it: ``'2M'`` or ``'1G'``."""
+    count: int
+    """Number of pages [1]."""
+
+    def __post_init__(self) -> None:
+        if self.size not in ("2M", "1G"):
+            raise CatalogError(f"hugepage size '{self.size}' is not '2M' or '1G'.", key="hugepages.size")
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count <= 0:
+            raise CatalogError(
+                f"hugepage count {self.count!r} is not a positive integer.", key="hugepages.count"
+            )
+
+    @property
+    def kernel_options(self) -> tuple[str, ...]:
+        """Return the kernel command-line options that reserve these pages."""
+        return (f"default_hugepagesz={self.size}", f"hugepagesz={self.size}", f"hugepages={self.count}")
+
+
+@dataclass(frozen=True)
+class Guest:
+    """The virtual machine a PVP scenario forwards through."""
+
+    loopback: GuestLoopback
+    """Forwarding application in the guest."""
+    vcpus: int
+    """Number of guest vCPUs [1]."""
+    memory_mb: int
+    """Guest memory [MiB]; backed by hugepages for vhost-user."""
+    nic_queues: int
+    """Queues per guest virtio NIC [1]."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One entry of the scenario catalog: everything every stage needs to run it.
+
+    Created by :func:`jobcreator.catalog.load_catalog`, which validates every field.
+    """
+
+    name: str
+    """Catalog key, e.g. ``'OVS_DPDK1q_GUEST_DPDK1q'``."""
+    description: str
+    """One line for humans."""
+    vswitch: Vswitch
+    """Vswitch flavour on the DUT."""
+    tests: tuple[VsperfTest, ...]
+    """VSperf test cases, in run order (their index is VSperf's result index)."""
+    rx_queues: int
+    """Receive queues per physical port (OVS ``n_rxq``) [1]."""
+    tx_queues: int
+    """Transmit queues per physical port [1]."""
+    guest: Guest | None
+    """The PVP guest, ``None`` for P2P-only scenarios."""
+    frame_sizes_bytes: tuple[int, ...]
+    """Frame sizes including FCS, ascending [B]."""
+    loss_ratio_limit: float
+    """Acceptable loss ratio for the throughput search [1]; 0 means NDR."""
+    search_trial_s: int
+    """Duration of each binary-search trial [s] (MoonGen ``searchRunTime``)."""
+    validation_trial_s: int
+    """Duration of the final validation trial [s] (MoonGen ``validationRunTime``)."""
+    hugepages: Hugepages
+    """Hugepages reserved on the DUT and the traffic generator."""
+    kernel_options: tuple[str, ...]
+    """Extra kernel command-line options for the DUT and TG (IOMMU etc.)."""
+
+    @property
+    def topologies(self) -> tuple[Topology, ...]:
+        """Return the deployments of :attr:`tests`, in order, without repeats."""
+        return tuple(dict.fromkeys(t.topology for t in self.tests))
+
+    @property
+    def dpdk_in_host(self) -> bool:
+        """Return whether OVS on the DUT uses the DPDK datapath."""
+        return self.vswitch is Vswitch.OVS_DPDK
+
+    @property
+    def dpdk_in_guest(self) -> bool:
+        """Return whether the guest runs DPDK."""
+        return self.guest is not None and self.guest.loopback.uses_dpdk
+
+    @property
+    def loss_percent_limit(self) -> float:
+        """Return :attr:`loss_ratio_limit` in percent, as VSperf ``TRAFFICGEN_LOSSRATE`` wants [%]."""
+        return self.loss_ratio_limit * 100.0
+
+    @property
+    def all_kernel_options(self) -> tuple[str, ...]:
+        """Return hugepage options followed by :attr:`kernel_options`."""
+        return self.hugepages.kernel_options + self.kernel_options

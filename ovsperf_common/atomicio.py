@@ -1,0 +1,72 @@
+"""Write files and directories atomically so a reader never sees a half-written output.
+
+A crash, a full disk or an exception leaves the previous version in place and no temporary
+file behind (write to a sibling temporary, ``fsync``, then ``os.replace``; POSIX rename(2) is
+atomic within one file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    :raises OSError: when the directory is not writable or the disk is full; ``path`` is then
+        unchanged and no temporary file remains.
+    """
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` encoded as UTF-8, atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: Path) -> Iterator[Path]:
+    """Build a directory in a sibling temporary and swap it into ``path`` on success.
+
+    Yields the temporary directory to fill. On normal exit the old ``path`` (if any) is
+    replaced: it is first renamed aside, the new one renamed in, then the old one removed, so
+    at every instant either the complete old or the complete new directory is at ``path``
+    (except for the two renames' gap, where ``path`` briefly does not exist). On an exception
+    the temporary is removed and ``path`` is untouched.
+
+    :raises OSError: when the parent directory is not writable or the disk is full.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            old.rmdir()
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

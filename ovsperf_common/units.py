@@ -1,0 +1,82 @@
+"""Convert between frame rates and bit rates, and compute Ethernet line rate.
+
+Terminology (FD.io CSIT, RFC 2544 §9.1, STYLE.md §2):
+
+* frame size: the Ethernet frame including the 4 B FCS, excluding the 8 B preamble/SFD and
+  the 12 B inter-frame gap [B];
+* L2 rate: ``pps * frame_size_bytes * 8`` [bit/s];
+* L1 rate: ``pps * (frame_size_bytes + 20) * 8`` [bit/s], i.e. what occupies the wire;
+* line rate: the highest frame rate a link carries, ``link_bps / ((frame_size_bytes + 20) * 8)``
+  [pps]; 64 B at 10 GbE is 14,880,952.38 pps.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ETHERNET_L1_OVERHEAD_BYTES: Final = 20
+"""Preamble + SFD (8 B) and minimum inter-frame gap (12 B) per frame [B] (IEEE 802.3)."""
+
+ETHERNET_FCS_BYTES: Final = 4
+"""Frame check sequence, counted in the frame size [B]."""
+
+MIN_FRAME_SIZE_BYTES: Final = 64
+"""Smallest Ethernet frame including FCS [B] (DPDK ``RTE_ETHER_MIN_LEN``)."""
+
+MAX_FRAME_SIZE_BYTES: Final = 1518
+"""Largest non-jumbo Ethernet frame including FCS [B] (DPDK ``RTE_ETHER_MAX_LEN``)."""
+
+MAX_JUMBO_FRAME_SIZE_BYTES: Final = 9018
+"""Largest jumbo frame we accept including FCS [B] (9000 B MTU + 14 B header + 4 B FCS)."""
+
+RFC2544_FRAME_SIZES_BYTES: Final = (64, 128, 256, 512, 1024, 1280, 1518)
+"""Frame sizes RFC 2544 §9.1 recommends for Ethernet [B]."""
+
+
+def l1_bps(pps: float, frame_size_bytes: int) -> float:
+    """Return the L1 (on-the-wire) bit rate of ``pps`` frames of ``frame_size_bytes`` [bit/s].
+
+    Formula: ``pps * (frame_size_bytes + 20) * 8`` (CSIT terminology; MoonGen's ``_mbps`` values
+    and VSperf's ``throughput_rx_mbps`` are L1).
+    """
+    return pps * (frame_size_bytes + ETHERNET_L1_OVERHEAD_BYTES) * 8
+
+
+def l2_bps(pps: float, frame_size_bytes: int) -> float:
+    """Return the L2 bit rate (frame bytes including FCS only) [bit/s].
+
+    Formula: ``pps * frame_size_bytes * 8``.
+    """
+    return pps * frame_size_bytes * 8
+
+
+def line_rate_pps(frame_size_bytes: int, link_bps: float) -> float:
+    """Return the maximum frame rate one link of ``link_bps`` carries [pps].
+
+    Formula: ``link_bps / ((frame_size_bytes + 20) * 8)`` (RFC 2544 §20 / IEEE 802.3 framing).
+
+    :raises ValueError: when ``frame_size_bytes`` is not positive or ``link_bps`` is not positive.
+    """
+    if frame_size_bytes <= 0:
+        raise ValueError(f"Frame size {frame_size_bytes!r} B is not positive.")
+    if link_bps <= 0:
+        raise ValueError(f"Link speed {link_bps!r} bit/s is not positive.")
+    return link_bps / ((frame_size_bytes + ETHERNET_L1_OVERHEAD_BYTES) * 8)
+
+
+def check_frame_size(frame_size_bytes: int, *, jumbo: bool = False) -> int:
+    """Return ``frame_size_bytes`` if it is a valid Ethernet frame size including FCS [B].
+
+    Valid: 64…1518, or 64…9018 when ``jumbo`` is true.
+
+    :raises ValueError: with the accepted range, when the size is outside it or not an ``int``.
+    """
+    upper = MAX_JUMBO_FRAME_SIZE_BYTES if jumbo else MAX_FRAME_SIZE_BYTES
+    if isinstance(frame_size_bytes, bool) or not isinstance(frame_size_bytes, int):
+        raise ValueError(f"Frame size {frame_size_bytes!r} is not a whole number of bytes.")
+    if not MIN_FRAME_SIZE_BYTES <= frame_size_bytes <= upper:
+        raise ValueError(
+            f"Frame size {frame_size_bytes} B is outside {MIN_FRAME_SIZE_BYTES}..{upper} B "
+            "(sizes include the 4 B FCS)."
+        )
+    return frame_size_bytes

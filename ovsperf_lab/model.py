@@ -1,0 +1,134 @@
+"""Define the trial records exchanged between the RFC 2544 search and a traffic generator.
+
+A *trial* (RFC 2544 §23, CSIT terminology) offers traffic at one rate for one duration and
+counts what comes back. The search (``ovsperf_lab.search``) asks a
+:class:`~ovsperf_lab.trafficgen.TrafficGenerator` for trials described by :class:`TrialSpec`
+and decides from :class:`TrialResult`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ovsperf_common.units import check_frame_size
+from ovsperf_lab.errors import TrialSpecError
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What one trial offers: frame size, rate, duration, directions and flows."""
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    rate_pps: float
+    """Offered rate per direction [pps]."""
+    duration_s: float
+    """Traffic duration, excluding warm-up and drain [s]."""
+    bidirectional: bool = True
+    """Send port 0 → 1 and port 1 → 0 at the same time (VSperf ``TRAFFIC['bidir']``)."""
+    flows: int = 1
+    """Number of UDP/IPv4 flows per direction, varied by source port [1]."""
+    warmup_s: float = 0.0
+    """Traffic sent before counting starts, e.g. to fill flow caches [s]."""
+    drain_s: float = 2.0
+    """Time RX keeps counting after TX stops (RFC 2544 §23 asks about 2 s) [s]."""
+    jumbo: bool = False
+    """Allow frames above 1518 B."""
+
+    def __post_init__(self) -> None:
+        try:
+            check_frame_size(self.frame_size_bytes, jumbo=self.jumbo)
+        except ValueError as err:
+            raise TrialSpecError(f"Field 'frame_size_bytes': {err}") from err
+        if not self.rate_pps > 0:
+            raise TrialSpecError(f"Field 'rate_pps' must be positive, got {self.rate_pps!r}.")
+        if not self.duration_s > 0:
+            raise TrialSpecError(f"Field 'duration_s' must be positive, got {self.duration_s!r}.")
+        if isinstance(self.flows, bool) or not isinstance(self.flows, int) or self.flows < 1:
+            raise TrialSpecError(f"Field 'flows' must be an integer >= 1, got {self.flows!r}.")
+        if self.warmup_s < 0 or self.drain_s < 0:
+            raise TrialSpecError("Fields 'warmup_s' and 'drain_s' must not be negative.")
+
+
+@dataclass(frozen=True)
+class DirectionResult:
+    """Counters of one direction of one trial (frames of other origin are not counted)."""
+
+    tx_port: int
+    """Generator port that sent [index]."""
+    rx_port: int
+    """Generator port that received [index]."""
+    tx_packets: int
+    """Frames sent during the counted interval [1]."""
+    rx_packets: int
+    """Distinct frames received, duplicates excluded [1]."""
+    tx_pps: float
+    """Achieved transmit rate: ``tx_packets / tx_duration_s`` [pps]."""
+    tx_duration_s: float
+    """Measured TX time from first to last frame, by TSC [s]."""
+    reordered_packets: int
+    """Frames received with a sequence number lower than one already seen [1]."""
+    duplicate_packets: int
+    """Frames received more than once [1]."""
+    latency_min_ns: float | None
+    """Minimum one-way latency [ns]; ``None`` when no frame was received."""
+    latency_avg_ns: float | None
+    """Mean one-way latency [ns]; ``None`` when no frame was received."""
+    latency_max_ns: float | None
+    """Maximum one-way latency [ns]; ``None`` when no frame was received."""
+    latency_p50_ns: float | None
+    """Median latency [ns]; ``None`` when no frame was received."""
+    latency_p99_ns: float | None
+    """99th-percentile latency [ns]; ``None`` when no frame was received."""
+    latency_p999_ns: float | None
+    """99.9th-percentile latency [ns]; ``None`` when no frame was received."""
+
+    @property
+    def lost_packets(self) -> int:
+        """Return ``tx_packets - rx_packets`` [1]; negative means more arrived than were sent."""
+        return self.tx_packets - self.rx_packets
+
+    @property
+    def loss_ratio(self) -> float:
+        """Return ``lost_packets / tx_packets`` [1]; 0 when nothing was sent."""
+        return self.lost_packets / self.tx_packets if self.tx_packets else 0.0
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """The outcome of one trial: one :class:`DirectionResult` per direction, and validity."""
+
+    spec: TrialSpec
+    """What was requested."""
+    directions: tuple[DirectionResult, ...]
+    """Per-direction counters, port 0 → 1 first."""
+    valid: bool
+    """Whether the trial measured the DUT (not the generator's own limit)."""
+    invalid_reason: str | None = None
+    """Why the trial cannot be trusted, e.g. ``'achieved TX 0.71 Mpps < requested 1.00 Mpps'``."""
+
+    @property
+    def tx_packets(self) -> int:
+        """Return frames sent, summed over directions [1]."""
+        return sum(d.tx_packets for d in self.directions)
+
+    @property
+    def rx_packets(self) -> int:
+        """Return frames received, summed over directions [1]."""
+        return sum(d.rx_packets for d in self.directions)
+
+    @property
+    def loss_ratio(self) -> float:
+        """Return aggregate loss ``(tx - rx) / tx`` over all directions [1]."""
+        tx = self.tx_packets
+        return (tx - self.rx_packets) / tx if tx else 0.0
+
+    @property
+    def tx_pps(self) -> float:
+        """Return achieved TX rate summed over directions [pps]."""
+        return sum(d.tx_pps for d in self.directions)
+
+    @property
+    def rx_pps(self) -> float:
+        """Return received rate summed over directions, over each direction's TX time [pps]."""
+        return sum(d.rx_packets / d.tx_duration_s for d in self.directions if d.tx_duration_s > 0)

@@ -1,0 +1,55 @@
+"""Define the traffic-generator plugin interface and its registry (STYLE.md §1: ABC + explicit dict)."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from ovsperf_lab.model import TrialResult, TrialSpec
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """One generator port as the generator sees it."""
+
+    index: int
+    """Port index in the generator [index]."""
+    mac: str
+    """MAC address, ``'aa:bb:cc:dd:ee:ff'``."""
+    link_speed_mbps: int | None
+    """Link speed the driver reports [Mbit/s]; ``None`` when it reports none (virtio_user)."""
+    link_up: bool
+    """Whether the link is up."""
+
+
+class TrafficGenerator(abc.ABC):
+    """A traffic generator that runs RFC 2544 trials on two ports.
+
+    Implementations own a process or remote session; :meth:`close` releases it and must be
+    safe to call twice. Use as a context manager.
+    """
+
+    @abc.abstractmethod
+    def ports(self) -> tuple[PortInfo, ...]:
+        """Return the generator's ports, index order.
+
+        :raises TrafficGeneratorError: when the generator does not answer.
+        """
+
+    @abc.abstractmethod
+    def run_trial(self, spec: TrialSpec) -> TrialResult:
+        """Run one trial and return its counters.
+
+        :raises TrafficGeneratorError: when the generator fails, replies with an error, or does
+            not reply within its deadline (it is then killed).
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop the generator and release its resources (hugepage files, sockets); idempotent."""
+
+    def __enter__(self) -> TrafficGenerator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Store processed results, comparisons and tester verdicts (SQLite by default, PostgreSQL when shared)."""
