@@ -172,8 +172,14 @@ def test_observer_sees_every_trial_and_best_so_far() -> None:
 
 @pytest.mark.parametrize(
     "field,value",
-    [("max_rate_pps", 0.0), ("rate_granularity_pps", 0.0), ("rate_granularity_pps", 200.0),
-     ("loss_ratio_limit", 1.0), ("search_trial_s", 0.0), ("max_trials", 0)],
+    [
+        ("max_rate_pps", 0.0),
+        ("rate_granularity_pps", 0.0),
+        ("rate_granularity_pps", 200.0),
+        ("loss_ratio_limit", 1.0),
+        ("search_trial_s", 0.0),
+        ("max_trials", 0),
+    ],
 )
 def test_config_rejects_bad_fields(field: str, value: float) -> None:
     with pytest.raises(SearchError, match=field):
