@@ -216,6 +216,15 @@ class OvsSandbox:
         """Return the ``ovs-ofctl`` target of ``bridge`` in the sandbox."""
         return f"unix:{self.run_dir / (bridge + '.mgmt')}"
 
+    def wait_bridge(self, bridge: str, timeout_s: float = 30.0) -> None:
+        """Wait until ``bridge``'s OpenFlow management socket exists.
+
+        :raises OvsError: when it does not appear within ``timeout_s`` [s] or OVS dies.
+        """
+        mgmt = self.run_dir / (bridge + ".mgmt")
+        deadline = Deadline.in_seconds(timeout_s, f"bridge '{bridge}' management socket '{mgmt}'")
+        self._wait(deadline, lambda: True if mgmt.exists() else None, self.vswitchd_log)
+
     def appctl(self, *args: str) -> str:
         """Run ``ovs-appctl`` against the sandbox's ovs-vswitchd."""
         return self._run(["ovs-appctl", "-t", str(self.vswitchd_ctl), "--timeout=30", *args])

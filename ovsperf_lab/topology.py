@@ -98,6 +98,7 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
             f"options:n_rxq={n_rxq}",
             f"ofport_request={port.ofport}",
         )
+    ovs.wait_bridge(BRIDGE)
     target = ovs.bridge_target(BRIDGE)
     ovs.ofctl("del-flows", target)
     for in_port, out_port in lay.rules:
