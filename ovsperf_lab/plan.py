@@ -50,6 +50,10 @@ class LabOptions:
     """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
     flows: int = 1
     """UDP flows per direction (VSperf ``stream_count``) [1]."""
+    nice: int = -10
+    """Nice value of OVS, the generator and the forwarder (busy-polling threads) [1]."""
+    drain_s: float = 2.0
+    """RX time after TX stops in each trial [s] (RFC 2544 §23: about 2 s)."""
     ovs_socket_mem_mb: int = 512
     """OVS ``dpdk-socket-mem`` [MiB]."""
     generator_memory_mb: int = 256
@@ -78,6 +82,8 @@ class LabOptions:
             raise LabError(f"Option '--granularity' must be in (0, 50) %, got {self.granularity_percent!r}.")
         if self.pmd_cores is not None and self.pmd_cores < 1:
             raise LabError(f"Option '--pmd-cores' must be >= 1, got {self.pmd_cores!r}.")
+        if not 0 <= self.drain_s <= 30:
+            raise LabError(f"Option '--drain-time' must be in [0, 30] s, got {self.drain_s!r}.")
         if self.flows < 1:
             raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
 

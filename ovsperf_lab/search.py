@@ -4,9 +4,10 @@ Pure logic over :class:`~ovsperf_lab.trafficgen.TrafficGenerator`: no processes,
 The algorithm follows atheurer/lua-trafficgen ``trafficgen.lua`` (the MoonGen script the Beaker
 lab ran through VSperf; reference: search_and_trending.md §1.3):
 
-1. *Calibration*: one trial at the maximum (line) rate. If the generator cannot send that fast
-   (the trial is invalid and the achieved TX rate is below the request) the start rate is
-   capped at what it achieved, less a margin ("Start rate has been reduced from … to …").
+1. *Start rate*: the first search trial runs at the maximum (line) rate. If the generator
+   cannot send that fast (the trial is invalid, the achieved TX rate is below the request, and
+   nothing proves a DUT failure) the start rate is lowered to what it achieved, less a margin
+   ("Start rate has been reduced from … to …").
 2. *Bisection* with arithmetic midpoints and an absolute granularity [pps]:
    pass → ``next = (prev_fail + rate) / 2``, and when ``|next - rate| <= granularity`` the next
    trial is the *final validation* at the same rate; fail → ``next = (prev_pass + rate) / 2``,
@@ -19,9 +20,12 @@ lab ran through VSperf; reference: search_and_trending.md §1.3):
 
 Differences from the Lua script, on purpose: trials the generator marks invalid (it could not
 send at the requested rate, or received more than it sent) are repeated up to
-``max_invalid_repeats`` times and never counted as pass or fail (lua retries negative loss 3
-times); the number of counted trials is bounded (``max_trials``); the calibration uses the
-generator's own validity check instead of 5-s calibration transmits.
+``max_invalid_repeats`` times and not counted (lua retries negative loss 3 times), except a
+TX-limited trial that lost more than the acceptable ratio: the DUT already failed at a lower
+offered load than requested, so it fails the requested one too (the monotonicity every binary
+search assumes), and the trial counts as a fail; the number of counted trials is bounded
+(``max_trials``); the start-rate calibration uses the generator's validity check instead of
+lua's 5-s calibration transmits.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from ovsperf_lab.errors import SearchError
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.trafficgen import TrafficGenerator
 
-CALIBRATION_MARGIN = 0.98
+CALIBRATION_MARGIN = 0.95
 """Fraction of the achieved unthrottled TX rate used as start rate when capped [1]."""
 
 TX_SHORTFALL_RATIO = 0.99
@@ -46,10 +50,8 @@ TX_SHORTFALL_RATIO = 0.99
 class TrialKind(enum.Enum):
     """Why a trial was run."""
 
-    CALIBRATION = "calibration"
-    """Unthrottled check of the start rate; not a search trial."""
     SEARCH = "search"
-    """A binary-search trial (``searchRunTime``)."""
+    """A binary-search trial (``searchRunTime``); the first ones also calibrate the start rate."""
     VALIDATION = "validation"
     """The final validation trial (``validationRunTime``)."""
 
@@ -87,10 +89,10 @@ class SearchConfig:
     """Send both directions (``runBidirec``)."""
     flows: int = 1
     """UDP flows per direction [1] (``nrFlows``)."""
+    drain_s: float = 2.0
+    """RX time after TX stops in every trial [s] (RFC 2544 §23: about 2 s)."""
     calibrate: bool = True
-    """Run the calibration trial first (step 1 of the module docstring)."""
-    calibration_trial_s: float = 1.0
-    """Duration of the calibration trial [s]."""
+    """Lower the start rate to what the generator achieves (step 1 of the module docstring)."""
     max_invalid_repeats: int = 3
     """How often an invalid trial is repeated before the search gives up [1]."""
     max_trials: int = 60
@@ -106,7 +108,7 @@ class SearchConfig:
             )
         if not 0 <= self.loss_ratio_limit < 1:
             raise SearchError(f"Field 'loss_ratio_limit' must be in [0, 1), got {self.loss_ratio_limit!r}.")
-        for name in ("search_trial_s", "validation_trial_s", "calibration_trial_s"):
+        for name in ("search_trial_s", "validation_trial_s"):
             if not getattr(self, name) > 0:
                 raise SearchError(f"Field '{name}' must be positive, got {getattr(self, name)!r}.")
         if self.max_invalid_repeats < 0 or self.max_trials < 1:
@@ -151,11 +153,7 @@ class SearchResult:
     @property
     def counted_trials(self) -> int:
         """Return the number of search and validation trials that were not invalid [1]."""
-        return sum(
-            1
-            for t in self.trials
-            if t.kind is not TrialKind.CALIBRATION and t.outcome is not TrialOutcome.INVALID
-        )
+        return sum(1 for t in self.trials if t.outcome is not TrialOutcome.INVALID)
 
 
 class SearchObserver:
@@ -216,15 +214,18 @@ class _Runner:
             duration_s=duration_s,
             bidirectional=cfg.bidirectional,
             flows=cfg.flows,
+            drain_s=cfg.drain_s,
         )
         index = len(self.trials) + 1
         self.observer.trial_started(index, kind, rate_pps, duration_s)
         started = self.clock()
         result = self.generator.run_trial(spec)
         outcome = judge(result, cfg.loss_ratio_limit)
+        if outcome is TrialOutcome.INVALID and _tx_limited_failure_of(result, rate_pps, cfg.loss_ratio_limit):
+            outcome = TrialOutcome.FAIL
         record = TrialRecord(index, kind, rate_pps, outcome, result, started, self.clock())
         self.trials.append(record)
-        if outcome is TrialOutcome.PASS and kind is not TrialKind.CALIBRATION:
+        if outcome is TrialOutcome.PASS:
             self.best_pass_pps = max(self.best_pass_pps or 0.0, rate_pps)
         self.log.info(
             "%d B trial %d (%s) at %.0f pps/dir for %g s: %s, loss %.6f %%%s.",
@@ -256,16 +257,28 @@ class _Runner:
         )
 
 
-def _calibrate(runner: _Runner) -> float:
-    """Return the start rate: ``max_rate_pps``, capped by what the generator achieves [pps]."""
+def _tx_limited_failure_of(result: TrialResult, rate_pps: float, loss_ratio_limit: float) -> bool:
+    """Return whether ``result`` fell short of ``rate_pps`` yet lost more than the limit."""
+    if not result.directions or any(d.lost_packets < 0 or d.tx_packets == 0 for d in result.directions):
+        return False
+    short = _achieved_tx_pps(result) < rate_pps
+    return short and any(d.loss_ratio > loss_ratio_limit for d in result.directions)
+
+
+def _first_trial(runner: _Runner) -> TrialRecord:
+    """Run the first search trial, lowering the start rate while the generator cannot reach it.
+
+    lua-trafficgen caps ``startRate`` at the TX rate its calibration achieves ("Start rate has
+    been reduced from … to …"); here the first search trial doubles as that calibration.
+    """
     cfg = runner.config
     rate = cfg.max_rate_pps
     for _attempt in range(cfg.max_invalid_repeats + 1):
-        record = runner.once(TrialKind.CALIBRATION, rate, cfg.calibration_trial_s)
+        record = runner.once(TrialKind.SEARCH, rate, cfg.search_trial_s)
         if record.outcome is not TrialOutcome.INVALID:
-            return rate
+            return record
         achieved = _achieved_tx_pps(record.result)
-        if 0 < achieved < rate * TX_SHORTFALL_RATIO:
+        if cfg.calibrate and 0 < achieved < rate:
             reduced = max(achieved * CALIBRATION_MARGIN, cfg.rate_granularity_pps * 2)
             runner.log.warning(
                 "%d B: start rate has been reduced from %.0f to %.0f pps per direction: the "
@@ -277,7 +290,7 @@ def _calibrate(runner: _Runner) -> float:
             )
             rate = reduced
     raise SearchError(
-        f"{cfg.frame_size_bytes} B: calibration trials stayed invalid "
+        f"{cfg.frame_size_bytes} B: the first trials stayed invalid "
         f"({runner.trials[-1].result.invalid_reason}); cannot choose a start rate.",
         frame_size_bytes=cfg.frame_size_bytes,
     )
@@ -301,22 +314,24 @@ def search_throughput(
     runner = _Runner(generator, config, log, observer or SearchObserver(), clock)
     gran = config.rate_granularity_pps
     floor = max(config.min_rate_pps, gran)
-    start = _calibrate(runner) if config.calibrate else config.max_rate_pps
     log.info(
         "%d B: searching from %.0f pps per direction, granularity %.0f pps, acceptable loss %g %%.",
         config.frame_size_bytes,
-        start,
+        config.max_rate_pps,
         gran,
         config.loss_ratio_limit * 100.0,
     )
+    record = _first_trial(runner)
+    start = record.rate_pps
     rate = start
     prev_pass = 0.0
     prev_fail = start
     final = False
-    for _counted in range(config.max_trials):
-        kind = TrialKind.VALIDATION if final else TrialKind.SEARCH
-        duration = config.validation_trial_s if final else config.search_trial_s
-        record = runner.valid(kind, rate, duration)
+    for counted in range(config.max_trials):
+        if counted > 0:
+            kind = TrialKind.VALIDATION if final else TrialKind.SEARCH
+            duration = config.validation_trial_s if final else config.search_trial_s
+            record = runner.valid(kind, rate, duration)
         if record.outcome is TrialOutcome.PASS:
             if final:
                 log.info(

@@ -28,6 +28,7 @@ def make_testpmd_argv(
     sockets: tuple[Path, Path],
     queues: int,
     forward_mode: str = "io",
+    queue_size: int = 256,
     extra_app_args: tuple[str, ...] = (),
 ) -> list[str]:
     """Return the ``dpdk-testpmd`` command line of a forwarder on ``sockets`` (server mode)."""
@@ -43,7 +44,7 @@ def make_testpmd_argv(
         str(memory_mb),
     ]
     for i, sock in enumerate(sockets):
-        argv += ["--vdev", f"net_virtio_user{i},path={sock},server=1,queues={queues}"]
+        argv += ["--vdev", f"net_virtio_user{i},path={sock},server=1,queues={queues},queue_size={queue_size}"]
     argv += [
         "--",
         f"--forward-mode={forward_mode}",
@@ -51,6 +52,8 @@ def make_testpmd_argv(
         "--nb-cores=1",
         f"--rxq={queues}",
         f"--txq={queues}",
+        f"--rxd={queue_size}",
+        f"--txd={queue_size}",
         "--no-lsc-interrupt",
         *extra_app_args,
     ]

@@ -25,6 +25,8 @@ from ovsperf_lab.results import CSV_COLUMNS, METADATA_FILE, TRIALS_FILE
 from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from ovsperf_lab.trafficgen import TrafficGenerator
+from reporting.api import generate_report
+from reporting.load import load_results_dir
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
 pytestmark = pytest.mark.dpdk
@@ -80,6 +82,16 @@ def test_complete_p2p_run(tmp_path: Path, state_root: Path) -> None:
     md = (outcome.results_dir / "result_0_phy2phy_tput_p2p.md").read_text()
     assert f"* vSwitch: OvsDpdkVhost, Version: {meta['ovs_version']}, GIT tag: None" in md
     assert list(outcome.results_dir.glob("vswitchd_*.log"))
+    # reporting reads it like Beaker results, and renders a report of it.
+    loaded = load_results_dir(outcome.results_dir)
+    assert loaded.ovs_version == meta["ovs_version"] and loaded.dpdk_version == meta["dpdk_version"]
+    [run] = loaded.runs
+    assert (run.test, run.deployment, run.vswitch) == ("phy2phy_tput", "p2p", "OvsDpdkVhost")
+    assert [t.frame_size_bytes for t in run.trials] == [64, 1518]
+    assert run.trials[0].rx_pps == ndr64 and run.trials[0].latency_avg_ns == 20000.0
+    assert run.trials[0].frame_loss_percent == 0.0
+    report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
+    assert report.index_html.is_file() and report.overall == "PASS"
     names = sorted(p.name for p in outcome.results_dir.iterdir())
     assert names[-1] == "vswitchd_" + outcome.results_dir.name.removeprefix("results_") + ".log"
 
@@ -129,10 +141,10 @@ def test_ovs_crash_mid_search_keeps_partial_results_and_cleans_up(tmp_path: Path
 
 def test_generator_crash_mid_search(tmp_path: Path, state_root: Path) -> None:
     def factory(req: GeneratorRequest) -> TrafficGenerator:
-        # 64 B: calibration + 2 trials; dies in the 1518 B search.
-        return FakeTrafficGenerator(capacity_pps=1e9, fail_at_trial=5)
+        # 64 B: a search and a validation trial; dies in the first 1518 B trial.
+        return FakeTrafficGenerator(capacity_pps=1e9, fail_at_trial=3)
 
-    with pytest.raises(TrafficGeneratorError, match="died in trial 5"):
+    with pytest.raises(TrafficGeneratorError, match="died in trial 3"):
         run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
     assert_nothing_left(state_root)
     [results] = list(tmp_path.iterdir())
@@ -148,7 +160,7 @@ def test_failed_search_for_one_size_is_reported_others_kept(tmp_path: Path, stat
         return FakeTrafficGenerator(capacity_for=cap)
 
     outcome = run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
-    assert not outcome.complete and "phy2phy_tput 64 B" in (outcome.reason or "")
+    assert not outcome.complete and "phy2phy_tput: 64 B: could not pass" in (outcome.reason or "")
     assert [r["packet_size"] for r in read_csv(outcome.csv_paths[0])] == ["1518"]
     assert_nothing_left(state_root)
 

@@ -137,11 +137,14 @@ def test_calibration_caps_start_rate_at_generator_limit(caplog: pytest.LogCaptur
     gen = FakeTrafficGenerator(capacity_pps=1e9, max_tx_pps=60.0)
     with caplog.at_level(logging.WARNING):
         res = search_throughput(gen, config(calibrate=True), log=LOG)
-    assert res.trials[0].kind is TrialKind.CALIBRATION
-    assert res.trials[0].outcome is TrialOutcome.INVALID
-    assert res.start_rate_pps == pytest.approx(58.8)
-    assert res.rate_pps == pytest.approx(58.8)
-    assert "start rate has been reduced from 100 to 59" in caplog.text
+    assert steps(res.trials) == [
+        ("search", 100.0, "invalid"),
+        ("search", pytest.approx(57.0), "pass"),
+        ("validation", pytest.approx(57.0), "pass"),
+    ]
+    assert res.start_rate_pps == pytest.approx(57.0)
+    assert res.rate_pps == pytest.approx(57.0)
+    assert "start rate has been reduced from 100 to 57" in caplog.text
 
 
 def test_trial_bound() -> None:
@@ -184,3 +187,31 @@ def test_observer_sees_every_trial_and_best_so_far() -> None:
 def test_config_rejects_bad_fields(field: str, value: float) -> None:
     with pytest.raises(SearchError, match=field):
         config(**{field: value})
+
+
+def test_tx_limited_trial_with_excess_loss_counts_as_fail() -> None:
+    # The generator tops out at 60 pps; at 100 requested it sends 60 and the DUT (37) loses:
+    # the DUT failed below the requested load, so the trial is a fail and the bisection goes on.
+    gen = FakeTrafficGenerator(capacity_pps=37.0, max_tx_pps=60.0)
+    res = search_throughput(gen, config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "fail"),
+        ("search", 25.0, "pass"),
+        ("search", 37.5, "fail"),
+        ("validation", 31.25, "pass"),
+    ]
+    assert res.trials[0].result.valid is False
+    assert res.counted_trials == 5
+
+
+def test_tx_limited_trial_without_loss_ends_the_search_without_calibration() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=1000.0, max_tx_pps=60.0)
+    with pytest.raises(SearchError, match="achieved TX 60 < requested 100"):
+        search_throughput(gen, config(max_invalid_repeats=1, calibrate=False), log=LOG)
+
+
+def test_drain_time_is_passed_to_every_trial() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=37.0)
+    search_throughput(gen, config(drain_s=0.5), log=LOG)
+    assert {s.drain_s for s in gen.specs} == {0.5}
