@@ -111,12 +111,29 @@ def _ovs_versions(binary: Path | None) -> tuple[str | None, str | None]:
     return (ovs.group(1) if ovs else None, dpdk.group(1) if dpdk else None)
 
 
+def find_dpdk_vswitchd() -> Path | None:
+    """Return an ovs-vswitchd built with DPDK, ``None`` when there is none.
+
+    Debian ships it as ``/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk`` (the
+    ``ovs-vswitchd`` alternative is the non-DPDK build); RHEL/Fedora's ``/usr/sbin/ovs-vswitchd``
+    is built with DPDK. A candidate counts when its ``--version`` names DPDK.
+    """
+    candidates = [OVS_DPDK_VSWITCHD, Path("/usr/sbin/ovs-vswitchd")]
+    found = shutil.which("ovs-vswitchd")
+    if found:
+        candidates.append(Path(found))
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK) and _ovs_versions(candidate)[1] is not None:
+            return candidate
+    return None
+
+
 def probe_machine() -> MachineFacts:
     """Return the facts of this machine (reads /proc, /sys, PATH; starts only ``--version``)."""
     mem = _meminfo()
     mounts = _read("/proc/mounts")
     kernel = platform.release()
-    vswitchd = OVS_DPDK_VSWITCHD if os.access(OVS_DPDK_VSWITCHD, os.X_OK) else None
+    vswitchd = find_dpdk_vswitchd()
     model = re.search(r"^model name\s*:\s*(.*)$", _read("/proc/cpuinfo"), re.MULTILINE)
     os_name = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', _read("/etc/os-release"), re.MULTILINE)
     ovs_version, dpdk_version = _ovs_versions(vswitchd)

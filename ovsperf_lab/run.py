@@ -286,6 +286,7 @@ def run_lab(
                 pmd_cpus=plan.cpus.pmd_cpus,
                 file_prefix=state.new_file_prefix("ovs"),
                 socket_mem_mb=plan.options.ovs_socket_mem_mb,
+                vswitchd=facts.ovs_vswitchd_dpdk or OvsConfig.vswitchd,
             ),
         )
         ovs.start()
