@@ -8,7 +8,9 @@ delivered to each vhost-user port). After a trial:
   on *p* (minus frames the port refused, which never reached OVS, plus warm-up frames);
 * frames OVS delivered to the port facing generator port *q* must not exceed what the generator
   counted on *q* (received + duplicates + foreign frames): an excess means frames vanished inside
-  the generator's RX path, and the loss the search saw was not the DUT's.
+  the generator's RX path, and the loss the search saw was not the DUT's;
+* OVS must not have dropped frames toward the generator (``tx_dropped``: the generator's RX ring
+  was full, i.e. the generator did not poll in time; with a NIC the wire would not drop them).
 
 A mismatch beyond the tolerance is reported (WARNING and in the trial log); it does not stop
 the run. Source of the idea: lua-trafficgen's device counters vs bench-trafficgen's stream
@@ -115,6 +117,12 @@ def compare(
         counted = sum(d.rx_packets + d.duplicate_packets for d in result.directions if d.rx_port == gport)
         if gport < len(foreign):
             counted += int(foreign[gport] or 0)
+        dropped = ovs_drop[gport]
+        if dropped:
+            mismatches.append(
+                f"OVS could not deliver {dropped} frames to generator port {gport} (its RX ring was "
+                "full): the generator did not keep up, the loss is not the DUT's."
+            )
         delivered = ovs_tx[gport]
         if delivered is not None and delivered > counted and not _close(delivered, counted):
             mismatches.append(

@@ -46,9 +46,9 @@ log = logging.getLogger(__name__)
 DEFAULT_LINK_SPEED_MBPS = 10_000
 """Line rate assumed when the generator's ports report no speed [Mbit/s] (MoonGen's 10 GbE)."""
 
-VIRTIO_QUEUE_SIZE = 1024
-"""virtio_user ring size [descriptors] (DPDK default 256): buffers ~1.4 ms at 0.75 Mpps, so a
-briefly descheduled PMD on a shared 2-core machine does not drop frames."""
+VIRTIO_QUEUE_SIZE = 4096
+"""virtio_user ring size [descriptors] (DPDK default 256): buffers ~5 ms at 0.75 Mpps, so a
+briefly descheduled PMD or generator on a shared 2-core machine drops fewer frames."""
 
 DEATH_GRACE_S = 3.0
 """How long to watch OVS for a death that explains a failure [s]."""

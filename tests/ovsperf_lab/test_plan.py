@@ -55,11 +55,11 @@ def test_multiqueue_uses_more_pmds_when_cores_allow(here: MachineFacts) -> None:
     assert small.cpus.pmd_cpus == (1,) and small.queues == 2
 
 
-def test_pvp_testpmd_shares_generator_cpu_with_warning(here: MachineFacts) -> None:
+def test_pvp_testpmd_shares_pmd_cpu_with_warning(here: MachineFacts) -> None:
     plan = plan_run(CATALOG.get("OVS_DPDK1q_GUEST_DPDK1q"), facts(here), LabOptions())
     assert plan.vnf is VnfKind.TESTPMD
-    assert plan.cpus.vnf_cpu == 0
-    assert "shares CPU 0" in plan.warnings[0]
+    assert plan.cpus.vnf_cpu == 1
+    assert "shares CPU 1 with an OVS PMD thread" in plan.warnings[0]
     roomy = plan_run(CATALOG.get("OVS_DPDK1q_GUEST_DPDK1q"), facts(here, cpus=(0, 1, 2)), LabOptions())
     assert roomy.cpus.vnf_cpu == 2 and roomy.warnings == ()
 
