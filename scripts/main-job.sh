@@ -19,6 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${FRAME_SIZES:=64,512,1518}"
 : "${SEARCH_TIME_S:=2}"
 : "${VALIDATION_TIME_S:=5}"
+: "${GRANULARITY_PERCENT:=0.5}"
 PATH="${VENV}/bin:${PATH}"
 
 [[ ${EUID} -eq 0 ]] || die "run as root (DPDK needs hugepages): sudo $0"
@@ -36,14 +37,18 @@ ovsperf-lab -q cleanup >&2
 
 mkdir -p "${OUT}/lab"
 log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (trials ${SEARCH_TIME_S} s / ${VALIDATION_TIME_S} s)"
+lab_status=0
 results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
     --search-time "${SEARCH_TIME_S}" --validation-time "${VALIDATION_TIME_S}" --drain-time 0.5 \
-    --output "${OUT}/lab") || die "the lab run failed (see the messages above)"
-[[ -d ${results} ]] || die "the lab printed no results directory"
+    --granularity "${GRANULARITY_PERCENT}" --output "${OUT}/lab") || lab_status=$?
+[[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
+compgen -G "${results}/result_*.csv" >/dev/null || die "the lab run wrote no result CSV (see above)"
+# Exit 2 with a results directory: some frame size found no rate; the report shows what is there.
+[[ ${lab_status} -eq 0 ]] || log "the lab run is incomplete (exit ${lab_status}); reporting the frame sizes it finished"
 echo "${results}"
 
 baseline_root="${LAB_STATE_DIR}/baseline"
-if ! compgen -G "${baseline_root}/results_*" >/dev/null; then
+if [[ ${lab_status} -eq 0 ]] && ! compgen -G "${baseline_root}/results_*" >/dev/null; then
     mkdir -p "${baseline_root}"
     tmp=$(mktemp -d "${baseline_root}/.new.XXXXXX")
     cp -a "${results}" "${tmp}/"
@@ -53,6 +58,11 @@ if ! compgen -G "${baseline_root}/results_*" >/dev/null; then
     log "later runs compare with it (delete ${baseline_root} to record a new one)"
 fi
 mapfile -t baselines < <(compgen -G "${baseline_root}/results_*" | sort)
+if [[ ${#baselines[@]} -eq 0 ]]; then
+    # No complete run recorded yet: this incomplete one is compared with itself, not kept.
+    baselines=("${results}")
+    log "no baseline recorded yet (an incomplete run is not recorded as one)"
+fi
 baseline=${baselines[0]}
 log "comparing with the baseline ${baseline}"
 
