@@ -11,6 +11,7 @@ import math
 import re
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from jobcreator.errors import CatalogError, JobOptionsError
@@ -445,3 +446,66 @@ class JobPlan:
     """``(name, url)`` kick repositories, the same on every recipe."""
     recipes: tuple[RecipePlan, ...]
     """Host recipes: the traffic generator first, then the DUT."""
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Bound every call to the Beaker hub: timeout and retries.
+
+    Never credentials: those stay in the Beaker client configuration files.
+    """
+
+    timeout_s: float = 120.0
+    """Socket timeout of each XML-RPC request [s] (bkr's own default)."""
+    retries: int = 2
+    """Extra attempts after a connection failure [1]; an upload is only retried when the
+    connection was refused, so a job is never submitted twice."""
+    retry_interval_s: float = 10.0
+    """Pause between attempts [s]."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise JobOptionsError(
+                f"{self.timeout_s!r} is not a positive number of seconds.", option="--hub-timeout"
+            )
+        if isinstance(self.retries, bool) or self.retries < 0:
+            raise JobOptionsError(f"{self.retries!r} is not a count >= 0.", option="--hub-retries")
+        if not (math.isfinite(self.retry_interval_s) and self.retry_interval_s >= 0):
+            raise JobOptionsError(f"{self.retry_interval_s!r} is not a pause >= 0 s.", option="--hub-retries")
+
+    @property
+    def worst_case_s(self) -> float:
+        """Return the longest one hub call can take, all attempts included [s]."""
+        return (self.retries + 1) * self.timeout_s + self.retries * self.retry_interval_s
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One ``jobcreator`` invocation: which scenario, how, and what to do with the job."""
+
+    scenario_name: str
+    """Catalog name of the scenario (``--config``)."""
+    options: JobOptions
+    """Hosts, distro, repositories, reservation, … ."""
+    catalog_path: Path | None = None
+    """Scenario catalog (``--catalog``); ``None`` for the packaged one."""
+    output: Path | None = None
+    """Write the job XML here (``--output``); ``None`` prints it unless it is submitted."""
+    autosubmit: bool = False
+    """Submit the job to the Beaker hub (``--autosubmit``)."""
+    dry_run: bool = False
+    """Render and validate only; never contact the hub (``--dry-run``)."""
+    hub: HubSettings = HubSettings()
+    """Timeouts for the hub."""
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What :func:`jobcreator.workflow.create_job` produced."""
+
+    xml: str
+    """The validated job XML."""
+    written_to: Path | None
+    """The file the XML was written to, if any."""
+    job_id: str | None
+    """``'J:<n>'`` when submitted, else ``None``."""
