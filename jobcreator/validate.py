@@ -60,10 +60,14 @@ _SECRET_NAME_RE: Final = re.compile(
     r"PASSW(OR)?D|PASSWD|SECRET|TOKEN|PRIVATE|CREDENTIAL|API_?KEY|AUTH", re.IGNORECASE
 )
 _SECRET_VALUE_RE: Final = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----|\bPRIVATE KEY\b")
-_GENERIC_SCHEMA_ERRORS: Final = frozenset(
-    {"RELAXNG_ERR_INTERSEQ", "RELAXNG_ERR_CONTENTVALID", "RELAXNG_ERR_INTEREXTRA"}
-)
-"""libxml2 RELAX NG errors that only echo a deeper error (interleave cascades)."""
+_SCHEMA_ERROR_RANK: Final = {
+    "RELAXNG_ERR_INVALIDATTR": 0,
+    "RELAXNG_ERR_INTEREXTRA": 2,
+    "RELAXNG_ERR_INTERSEQ": 3,
+    "RELAXNG_ERR_CONTENTVALID": 4,
+}
+"""Preference among libxml2 RELAX NG errors: a bad attribute first, then any specific error (1),
+then the interleave cascade messages that only echo a deeper problem."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,13 +109,20 @@ def check_schema(doc: etree._ElementTree) -> None:
     if schema.validate(doc):
         return
     entries = list(schema.error_log)
-    specific = [e for e in entries if e.type_name not in _GENERIC_SCHEMA_ERRORS]
-    invalid_attr = [e for e in specific if e.type_name == "RELAXNG_ERR_INVALIDATTR"]
-    chosen = (invalid_attr or specific or entries)[0]
-    located = chosen if chosen.line > 0 else next((e for e in entries if e.line > 0), chosen)
-    line: int = located.line
+    # libxml2 reports a cascade (the real error, then "failed to validate content" for every
+    # ancestor). Locate the deepest element with a line; among the messages about it (and the
+    # unlocated ones) take the most specific.
+    located = [e for e in entries if e.line > 0 and e.path]
+    deepest = max(located, key=lambda e: e.path.count("/"), default=None)
+    candidates = [e for e in entries if deepest is None or e.path in (deepest.path, None) or e.line <= 0]
+    chosen = min(candidates or entries, key=lambda e: _SCHEMA_ERROR_RANK.get(e.type_name, 1))
+    message = chosen.message
+    if deepest is not None and _SCHEMA_ERROR_RANK.get(chosen.type_name, 1) >= 3:
+        element = deepest.path.rsplit("/", 1)[-1].split("[")[0]
+        message = f"element '{element}' is unknown, misplaced or incomplete here ({message})"
+    line: int | None = deepest.line if deepest is not None else None
     raise JobValidationError(
-        f"{chosen.message} (beaker-job.rng)", line=line if line > 0 else None, path=located.path
+        f"{message} (beaker-job.rng)", line=line, path=deepest.path if deepest else None
     )
 
 
