@@ -47,10 +47,13 @@ def fake_hub() -> Iterator[FakeBeakerHub]:
         yield hub
 
 
-def write_client_conf(path: Path, hub_url: str, username: str = HUB_USER, password: str = HUB_PASSWORD) -> Path:
+def write_client_conf(
+    path: Path, hub_url: str, username: str = HUB_USER, password: str = HUB_PASSWORD
+) -> Path:
     """Write a bkr client configuration using password authentication."""
     path.write_text(
-        f'HUB_URL = "{hub_url}"\nAUTH_METHOD = "password"\nUSERNAME = "{username}"\nPASSWORD = "{password}"\n',
+        f'HUB_URL = "{hub_url}"\nAUTH_METHOD = "password"\n'
+        f'USERNAME = "{username}"\nPASSWORD = "{password}"\n',
         encoding="utf-8",
     )
     return path

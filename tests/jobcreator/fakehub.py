@@ -78,7 +78,7 @@ class _Handler(SimpleXMLRPCRequestHandler):
             self._set_cookie = None
         super().end_headers()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -91,7 +91,9 @@ class FakeBeakerHub:
             ("127.0.0.1", 0), requestHandler=_Handler, logRequests=False, allow_none=True
         )
         self._server.state = self.state  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-beaker-hub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-beaker-hub", daemon=True
+        )
 
     @property
     def url(self) -> str:

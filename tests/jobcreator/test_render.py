@@ -70,7 +70,10 @@ def test_guest_recipe_present_iff_the_scenario_has_a_guest(catalog: Catalog, nam
         return
     (guest,) = guests
     assert guest.getparent() is _recipe(job, "DUT")
-    assert guest.get("guestargs") == f"--ram={scenario.guest.memory_mb} --vcpus={scenario.guest.vcpus} --file-size=20"
+    assert (
+        guest.get("guestargs")
+        == f"--ram={scenario.guest.memory_mb} --vcpus={scenario.guest.vcpus} --file-size=20"
+    )
     assert guest.find("hostRequires") is not None and len(guest.find("hostRequires")) == 0
     assert _tasks(guest) == [
         ("/distribution/check-install", {}),
@@ -94,7 +97,13 @@ def test_kick_repos_distro_and_kernel_options_on_every_recipe(catalog: Catalog, 
         assert recipe.get("ks_meta") == "harness=restraint-rhts"
     for recipe in job.findall("recipeSet/recipe"):
         options = recipe.get("kernel_options_post", "").split()
-        assert options == ["default_hugepagesz=1G", "hugepagesz=1G", "hugepages=16", "intel_iommu=on", "iommu=pt"]
+        assert options == [
+            "default_hugepagesz=1G",
+            "hugepagesz=1G",
+            "hugepages=16",
+            "intel_iommu=on",
+            "iommu=pt",
+        ]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -120,9 +129,7 @@ def test_task_order_and_parameters_follow_the_design(catalog: Catalog, name: str
             },
         ),
     ]
-    virt = (
-        [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
-    )
+    virt = [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
     assert _tasks(_recipe(job, "DUT")) == [
         ("/distribution/check-install", {}),
         ("/ovsperf/vsperf_test", {"VSPERF_ACTION": "setup", "SCENARIO": name}),
@@ -167,7 +174,7 @@ def test_whiteboard_carries_tag_scenario_hosts_and_distro(catalog: Catalog) -> N
 
 
 def test_markup_in_the_tag_is_escaped_and_survives_intact(catalog: Catalog) -> None:
-    tag = "<b>O'Neil & \"co\"</b> ]]> &amp;"
+    tag = '<b>O\'Neil & "co"</b> ]]> &amp;'
     job = _job(catalog, "OVS_DPDK2q", tag=tag)
     assert job.findtext("whiteboard", "").startswith(f"[{tag}] ")
     assert job.find(".//b") is None
@@ -199,7 +206,9 @@ def test_sleeper_mode_adds_the_sleeper_task_last_on_both_hosts(catalog: Catalog)
 
 
 def test_family_variant_and_arch_select_the_distro(catalog: Catalog) -> None:
-    job = _job(catalog, "OVS_DPDK1q_GUEST_DPDK1q", distro="family:CentOSStream9", variant="BaseOS", arch="aarch64")
+    job = _job(
+        catalog, "OVS_DPDK1q_GUEST_DPDK1q", distro="family:CentOSStream9", variant="BaseOS", arch="aarch64"
+    )
     for recipe in job.findall("recipeSet/recipe") + job.findall(".//guestrecipe"):
         req = recipe.find("distroRequires/and")
         assert [(e.tag, e.get("value")) for e in req] == [
@@ -216,7 +225,10 @@ def test_task_repo_fetches_our_tasks_and_only_ours(catalog: Catalog) -> None:
         name = task.get("name", "")
         fetch = task.find("fetch")
         if name.startswith("/ovsperf/"):
-            assert fetch is not None and fetch.get("url") == f"{url}#beaker_tasks/{name.removeprefix('/ovsperf/')}"
+            assert (
+                fetch is not None
+                and fetch.get("url") == f"{url}#beaker_tasks/{name.removeprefix('/ovsperf/')}"
+            )
             assert task.index(fetch) == 0  # <fetch> before <params>, as the schema wants
         else:
             assert fetch is None

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from ovsperf_templates import environment
 
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobValidationError
 from jobcreator.render import plan_job, render_job
 from jobcreator.validate import load_schema, validate_job
-from ovsperf_templates import environment
 from tests.jobcreator.conftest import DUT, TG, make_options
 
 VALID = render_job(load_catalog().get("OVS_DPDK1q_GUEST_DPDK1q"), make_options(reserve_hours=2.0))
@@ -40,11 +40,19 @@ SCHEMA_BREAKS = [
     ('when="always"', 'when="fail"', 'when="fail"', "Invalid attribute when for element reservesys"),
     ('priority="Normal"', 'priority="normal"', 'priority="normal"', "priority"),
     (' guestargs="', ' guestoptions="', "<guestrecipe", "guestrecipe"),
-    ('<param name="GUEST" value="1"/>', '<param name="GUEST"/>', '<param name="GUEST"/>',
-     "Element param failed to validate attributes"),
+    (
+        '<param name="GUEST" value="1"/>',
+        '<param name="GUEST"/>',
+        '<param name="GUEST"/>',
+        "Element param failed to validate attributes",
+    ),
     ("<hostRequires/>", "", "<guestrecipe", "Expecting an element hostRequires"),
-    ('<task name="/distribution/virt/start" role="STANDALONE"/>', '<task role="STANDALONE"/>',
-     '<task role="STANDALONE"/>', "Expecting an element fetch"),
+    (
+        '<task name="/distribution/virt/start" role="STANDALONE"/>',
+        '<task role="STANDALONE"/>',
+        '<task role="STANDALONE"/>',
+        "Expecting an element fetch",
+    ),
     ("<whiteboard>", "<extra>x</extra><whiteboard>", "<extra>", "element 'extra' is unknown, misplaced"),
 ]
 
@@ -93,8 +101,11 @@ def test_not_well_formed_xml_names_the_line() -> None:
 
 def test_a_broken_template_is_rejected_with_line_info(tmp_path: Path) -> None:
     """Render through a copy of our templates with the guest's <hostRequires/> dropped."""
-    source = Path(environment("beaker", autoescape=True).loader.get_source(  # type: ignore[union-attr]
-        environment("beaker", autoescape=True), "job.xml.j2")[1])
+    source = Path(
+        environment("beaker", autoescape=True).loader.get_source(  # type: ignore[union-attr]
+            environment("beaker", autoescape=True), "job.xml.j2"
+        )[1]
+    )
     for template in source.parent.glob("*.j2"):
         text = template.read_text()
         if template.name == "job.xml.j2":
@@ -102,8 +113,12 @@ def test_a_broken_template_is_rejected_with_line_info(tmp_path: Path) -> None:
             text = text.replace("        <hostRequires/>\n", "")
         (tmp_path / template.name).write_text(text)
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(tmp_path), undefined=jinja2.StrictUndefined, autoescape=True,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        loader=jinja2.FileSystemLoader(tmp_path),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     plan = plan_job(load_catalog().get("OVS_DPDK1q_GUEST_DPDK1q"), make_options())
     xml = env.get_template("job.xml.j2").render(plan=plan)
@@ -122,24 +137,63 @@ def _tg_task(name: str) -> str:
 SEMANTIC_BREAKS = [
     ('role="DUT"', 'role="TRAFFICGEN"', "two recipes have the role", None),
     ('role="DUT"', 'role="D-U-T"', "not an environment variable name", None),
-    (f'<hostname op="=" value="{DUT}"/>', f'<hostname op="=" value="{TG}"/>', "both recipes are pinned", None),
-    (f'<hostname op="=" value="{DUT}"/>', '<system_type op="=" value="Machine"/>', "pinned by exactly one", None),
-    ('<task name="/distribution/virt/start" role="STANDALONE"/>', "", "needs '/distribution/virt/install'", None),
-    ('<task name="/distribution/check-install" role="STANDALONE"/>', _tg_task("/kernel/unknown"),
-     "neither fetched nor a known library task", _tg_task("/kernel/unknown")),
-    ('<param name="GUEST" value="1"/>', '<param name="ROOT_PASSWORD" value="x"/>', "looks like a secret",
-     '<param name="ROOT_PASSWORD"'),
-    ('<param name="GUEST" value="1"/>', '<param name="KEY" value="-----BEGIN RSA PRIVATE KEY-----"/>',
-     "looks like a secret", '<param name="KEY"'),
+    (
+        f'<hostname op="=" value="{DUT}"/>',
+        f'<hostname op="=" value="{TG}"/>',
+        "both recipes are pinned",
+        None,
+    ),
+    (
+        f'<hostname op="=" value="{DUT}"/>',
+        '<system_type op="=" value="Machine"/>',
+        "pinned by exactly one",
+        None,
+    ),
+    (
+        '<task name="/distribution/virt/start" role="STANDALONE"/>',
+        "",
+        "needs '/distribution/virt/install'",
+        None,
+    ),
+    (
+        '<task name="/distribution/check-install" role="STANDALONE"/>',
+        _tg_task("/kernel/unknown"),
+        "neither fetched nor a known library task",
+        _tg_task("/kernel/unknown"),
+    ),
+    (
+        '<param name="GUEST" value="1"/>',
+        '<param name="ROOT_PASSWORD" value="x"/>',
+        "looks like a secret",
+        '<param name="ROOT_PASSWORD"',
+    ),
+    (
+        '<param name="GUEST" value="1"/>',
+        '<param name="KEY" value="-----BEGIN RSA PRIVATE KEY-----"/>',
+        "looks like a secret",
+        '<param name="KEY"',
+    ),
     ('<param name="GUEST" value="1"/>', '<param name="SCENARIO" value="x"/>', "given twice", None),
-    ('<param name="GUEST" value="1"/>', '<param name="1GUEST" value="1"/>', "not an environment variable", None),
+    (
+        '<param name="GUEST" value="1"/>',
+        '<param name="1GUEST" value="1"/>',
+        "not an environment variable",
+        None,
+    ),
     ('url="http://example.com/repos/dpdk', 'url="http://bob:pw@example.com/repos/dpdk', "credentials", None),
     ('duration="7200"', 'duration="2h"', "not a positive integer", 'duration="2h"'),
-    (f'<param name="SYNC_PEER" value="{DUT}"/>', '<param name="SYNC_PEER" value="elsewhere.example.com"/>',
-     "is not the other host", None),
-    ('<param name="SYNC_STATE" value="VSPERF_END"/>\n          <param name="SYNC_PEER"',
-     '<param name="SYNC_STATE" value="VSPERF_DONE"/>\n          <param name="SYNC_PEER"', "never sets 'VSPERF_DONE'",
-     None),
+    (
+        f'<param name="SYNC_PEER" value="{DUT}"/>',
+        '<param name="SYNC_PEER" value="elsewhere.example.com"/>',
+        "is not the other host",
+        None,
+    ),
+    (
+        '<param name="SYNC_STATE" value="VSPERF_END"/>\n          <param name="SYNC_PEER"',
+        '<param name="SYNC_STATE" value="VSPERF_DONE"/>\n          <param name="SYNC_PEER"',
+        "never sets 'VSPERF_DONE'",
+        None,
+    ),
 ]
 
 
@@ -155,10 +209,14 @@ def test_semantic_violations_are_rejected(old: str, new: str, message: str, at: 
 
 
 def test_virt_tasks_inside_the_guest_are_rejected() -> None:
-    guest_task = '<task name="/ovsperf/vsperf_test" role="STANDALONE">\n          <params>\n' \
+    guest_task = (
+        '<task name="/ovsperf/vsperf_test" role="STANDALONE">\n          <params>\n'
         '            <param name="VSPERF_ACTION" value="setup"/>\n            <param name="SCENARIO"'
+    )
     assert guest_task in VALID
-    broken = _replace_once(guest_task, '<task name="/distribution/virt/install" role="STANDALONE"/>\n' + guest_task)
+    broken = _replace_once(
+        guest_task, '<task name="/distribution/virt/install" role="STANDALONE"/>\n' + guest_task
+    )
     with pytest.raises(JobValidationError, match="never in the guest"):
         validate_job(broken)
 
