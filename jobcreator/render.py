@@ -21,6 +21,7 @@ running task (restraint issue #294).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Final
 
@@ -203,6 +204,13 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _template(name: str) -> jinja2.Template:
+    """Return the compiled template ``templates/beaker/<name>`` (compiled once per process)."""
+    env: jinja2.Environment = environment("beaker", autoescape=True)
+    return env.get_template(name)
+
+
 def render_plan(plan: JobPlan, template: str = "job.xml.j2") -> str:
     """Spell ``plan`` as Beaker job XML with ``templates/beaker/<template>``.
 
@@ -210,8 +218,7 @@ def render_plan(plan: JobPlan, template: str = "job.xml.j2") -> str:
     :raises RenderError: when the template is missing or fails (a template bug).
     """
     try:
-        env: jinja2.Environment = environment("beaker", autoescape=True)
-        return env.get_template(template).render(plan=plan)
+        return _template(template).render(plan=plan)
     except jinja2.TemplateError as err:
         raise RenderError(f"Template 'beaker/{template}' failed: {err}") from err
 

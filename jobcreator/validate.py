@@ -51,6 +51,8 @@ OVSPERF_TASKS: Final = frozenset(
 )
 """Our tasks (``beaker_tasks/<name>``), uploaded to the task library or fetched."""
 
+KNOWN_TASKS: Final = LIBRARY_TASKS | OVSPERF_TASKS
+
 VIRT_INSTALL: Final = "/distribution/virt/install"
 VIRT_START: Final = "/distribution/virt/start"
 SYNC_TASK: Final = "/ovsperf/perf_synchronization"
@@ -143,7 +145,7 @@ def _check_url_has_no_credentials(doc: etree._ElementTree, element: etree._Eleme
 
 def _check_task(doc: etree._ElementTree, task: etree._Element) -> None:
     name = task.get("name")
-    if task.find("fetch") is None and name not in LIBRARY_TASKS | OVSPERF_TASKS:
+    if task.find("fetch") is None and name not in KNOWN_TASKS:
         raise _fail(doc, task, f"task '{name}' is neither fetched nor a known library task.")
     role = task.get("role")
     if role is not None and not _IDENTIFIER_RE.match(role):
