@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lxml import etree
 
@@ -253,3 +255,17 @@ def test_plan_is_pure_and_repeatable(catalog: Catalog) -> None:
     options = make_options()
     assert plan_job(scenario, options) == plan_job(scenario, options)
     assert render_job(scenario, options) == render_job(scenario, options)
+
+
+def test_design_example_matches_the_reviewed_golden_job(catalog: Catalog) -> None:
+    """The design's example job, reviewed once by hand; any change to it must be deliberate."""
+    golden = Path(__file__).parent.parent / "fixtures" / "jobcreator" / "OVS_DPDK1q_GUEST_DPDK1q.xml"
+    xml = render_job(
+        catalog.get("OVS_DPDK1q_GUEST_DPDK1q"),
+        make_options(collector="ovsperf@collector.example.com:/srv/ovsperf/ci_in"),
+    )
+
+    def canonical(data: bytes) -> bytes:
+        return etree.tostring(etree.fromstring(data), method="c14n2", strip_text=True)
+
+    assert canonical(xml.encode()) == canonical(golden.read_bytes())

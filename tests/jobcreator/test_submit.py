@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,3 +195,21 @@ def test_missing_configuration_names_where_to_put_it(tmp_path: Path) -> None:
     with pytest.raises(ClientConfigError, match="No HUB_URL") as err:
         load_client_config({"HOME": str(tmp_path)})
     assert "~/.beaker_client/config" in str(err.value) and "/etc/beaker/client.conf" in str(err.value)
+
+
+def test_bkr_job_submit_itself_accepts_our_job_and_our_hub_double(
+    fake_hub: FakeBeakerHub, tmp_path: Path
+) -> None:
+    """Beaker's own CLI (``bkr job-submit``) talks to the double the way our code does."""
+    job = tmp_path / "job.xml"
+    job.write_text(render_job(load_catalog().get("OVS_DPDK2q_GUEST_DPDK2q"), make_options()))
+    env = {**os.environ, "BEAKER_CLIENT_CONF": str(write_client_conf(tmp_path / "c.conf", fake_hub.url))}
+    bkr = Path(sys.executable).parent / "bkr"
+    done = subprocess.run(
+        [str(bkr), "job-submit", str(job)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "validation failed" not in done.stderr  # bkr validates against the same schema
+    assert re.search(r"Submitted: \['J:1234'\]", done.stdout)
+    assert fake_hub.state.calls == ["auth.login_password", "jobs.upload"]
+    assert _canonical(fake_hub.state.uploads[0]) == _canonical(job.read_text())
