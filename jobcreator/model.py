@@ -377,7 +377,7 @@ class JobOptions:
         """Return the reservation [s], ``None`` when there is none."""
         if not self.reserve_hours:
             return None
-        return round(self.reserve_hours * 3600)
+        return math.ceil(self.reserve_hours * 3600)
 
 
 @dataclass(frozen=True)

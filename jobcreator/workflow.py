@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 
 from jobcreator.catalog import load_catalog
-from jobcreator.errors import OutputError
+from jobcreator.errors import OutputError, SubmitError
 from jobcreator.model import JobOutcome, JobRequest
 from jobcreator.render import render_job
-from jobcreator.submit import submit_job
 from jobcreator.validate import validate_job
 from ovsperf_common.atomicio import atomic_write_text
 
@@ -44,6 +43,12 @@ def create_job(request: JobRequest) -> JobOutcome:
     if request.autosubmit and request.dry_run:
         log.info("Dry run: the job for '%s' is valid and was not submitted.", scenario.name)
     elif request.autosubmit:
+        try:  # imported here so rendering works where beaker-client (gssapi) cannot be installed
+            from jobcreator.submit import submit_job
+        except ImportError as err:
+            raise SubmitError(
+                f"Cannot submit: beaker-client is not usable ({err}); install 'beaker-client'."
+            ) from err
         job_id = submit_job(xml, request.hub)
         log.info("Submitted job '%s' for scenario '%s'.", job_id, scenario.name)
     return JobOutcome(xml=xml, written_to=request.output, job_id=job_id)

@@ -269,3 +269,8 @@ def test_design_example_matches_the_reviewed_golden_job(catalog: Catalog) -> Non
         return etree.tostring(etree.fromstring(data), method="c14n2", strip_text=True)
 
     assert canonical(xml.encode()) == canonical(golden.read_bytes())
+
+
+def test_a_tiny_reservation_rounds_up_to_a_valid_duration(catalog: Catalog) -> None:
+    job = _job(catalog, "OVS_DPDK2q", reserve_hours=0.0001)
+    assert job.xpath("//reservesys/@duration") == ["1", "1"]
