@@ -213,3 +213,25 @@ def test_bkr_job_submit_itself_accepts_our_job_and_our_hub_double(
     assert re.search(r"Submitted: \['J:1234'\]", done.stdout)
     assert fake_hub.state.calls == ["auth.login_password", "jobs.upload"]
     assert _canonical(fake_hub.state.uploads[0]) == _canonical(job.read_text())
+
+
+def test_an_invalid_job_is_never_written_printed_or_submitted(
+    fake_hub: FakeBeakerHub, conf_for, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Break the renderer's output (a template bug): the guarantee must hold at the output end."""
+    import jobcreator.workflow
+
+    good = render_job(load_catalog().get("OVS_DPDK1q_GUEST_DPDK1q"), make_options())
+    monkeypatch.setattr(
+        jobcreator.workflow, "render_job", lambda *_: good.replace('when="always"', 'when="sometimes"')
+    )
+    conf_for(fake_hub.url)
+    output = tmp_path / "job.xml"
+    output.write_text("previous job")
+    assert main([*ARGV, "--output", str(output)]) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "Invalid attribute when for element reservesys" in captured.err
+    assert output.read_text() == "previous job"
+    assert fake_hub.state.calls == []
