@@ -19,7 +19,7 @@ from collections.abc import Callable
 from lxml import etree
 
 from jobcreator.catalog import load_catalog
-from jobcreator.model import JobOptions
+from jobcreator.jobmodel import JobOptions
 from jobcreator.render import render_job
 from jobcreator.validate import load_schema, validate_job
 

@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobCreatorError, UsageError
-from jobcreator.model import (
+from jobcreator.jobmodel import (
     DEFAULT_MOONGEN_COMMIT,
     DEFAULT_TRAFFICGEN_COMMIT,
     HubSettings,

@@ -1,7 +1,7 @@
 """Turn a scenario and job options into Beaker job XML (pure: no I/O besides templates).
 
 Two steps: :func:`plan_job` decides the job — recipes, task order, task parameters, timeouts —
-as a :class:`~jobcreator.model.JobPlan`; :func:`render_plan` spells the plan in XML through
+as a :class:`~jobcreator.jobmodel.JobPlan`; :func:`render_plan` spells the plan in XML through
 ``templates/beaker/job.xml.j2``. Only the templates know Beaker's XML; the task *sequence* of
 the design lives here, so it can be tested without parsing XML. The result is not yet
 validated: :mod:`jobcreator.validate` does that before anything is printed or submitted.
@@ -29,15 +29,8 @@ import jinja2
 from ovsperf_templates import environment
 
 from jobcreator.errors import RenderError
-from jobcreator.model import (
-    GuestPlan,
-    JobOptions,
-    JobPlan,
-    RecipePlan,
-    ReserveMode,
-    Scenario,
-    TaskStep,
-)
+from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
+from jobcreator.model import Scenario
 
 TASK_NAMESPACE: Final = "/ovsperf"
 """Beaker task-library namespace of our tasks (``beaker_tasks/<name>`` → ``/ovsperf/<name>``)."""

@@ -39,7 +39,7 @@ from jobcreator.errors import (
     LoginRefusedError,
     SubmitError,
 )
-from jobcreator.model import HubSettings
+from jobcreator.jobmodel import HubSettings
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import logging
 
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import OutputError, SubmitError
-from jobcreator.model import JobOutcome, JobRequest
+from jobcreator.jobmodel import JobOutcome, JobRequest
 from jobcreator.render import render_job
 from jobcreator.validate import validate_job
 from ovsperf_common.atomicio import atomic_write_text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jobcreator.catalog import Catalog, load_catalog
-from jobcreator.model import JobOptions
+from jobcreator.jobmodel import JobOptions
 from tests.jobcreator.fakehub import FakeBeakerHub
 
 TG = "moongen.example.com"

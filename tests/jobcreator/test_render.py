@@ -8,7 +8,7 @@ import pytest
 from lxml import etree
 
 from jobcreator.catalog import Catalog, load_catalog
-from jobcreator.model import DEFAULT_MOONGEN_COMMIT, DEFAULT_TRAFFICGEN_COMMIT, ReserveMode
+from jobcreator.jobmodel import DEFAULT_MOONGEN_COMMIT, DEFAULT_TRAFFICGEN_COMMIT, ReserveMode
 from jobcreator.render import (
     HOST_SETUP_BUDGET_S,
     plan_job,

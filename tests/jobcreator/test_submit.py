@@ -18,7 +18,7 @@ from lxml import etree
 from jobcreator.catalog import load_catalog
 from jobcreator.cli import main
 from jobcreator.errors import ClientConfigError, HubUnreachableError
-from jobcreator.model import HubSettings
+from jobcreator.jobmodel import HubSettings
 from jobcreator.render import render_job
 from jobcreator.submit import load_client_config, submit_job
 from ovsperf_common.exitcodes import ExitCode
