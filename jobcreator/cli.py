@@ -101,6 +101,11 @@ def _build_parser() -> _Parser:
         help="fetch the /ovsperf tasks from URL#beaker_tasks/<task> instead of the task library",
     )
     job.add_argument(
+        "--inventory",
+        metavar="PATH",
+        help="host inventory for the tasks (INVENTORY), relative to the task repository root or absolute",
+    )
+    job.add_argument(
         "--catalog", type=Path, metavar="FILE", help="scenario catalog (default: the packaged one)"
     )
 
@@ -164,6 +169,7 @@ def _request(args: argparse.Namespace) -> JobRequest:
         moongen_commit=args.moongen_commit,
         trafficgen_commit=args.trafficgen_commit,
         task_repo=args.task_repo,
+        inventory=args.inventory,
     )
     return JobRequest(
         scenario_name=args.config,

@@ -135,6 +135,9 @@ class JobOptions:
     task_repo: str | None = None
     """URL of an archive or git repository holding ``beaker_tasks/``; ``None`` means the
     ``/ovsperf/*`` tasks are installed in Beaker's task library."""
+    inventory: str | None = None
+    """Host inventory for the tasks (``INVENTORY``): a path relative to the root of the fetched
+    repository, or absolute, e.g. ``vsperf_configs/inventory.yaml``."""
 
     def __post_init__(self) -> None:
         _check_hostname(self.trafficgen_host, "--host")
@@ -194,6 +197,15 @@ class JobOptions:
                 )
         if self.task_repo is not None:
             _check_url(self.task_repo, "--task-repo", TASK_REPO_SCHEMES)
+        if self.inventory is not None and (
+            not self.inventory
+            or any(c.isspace() or not c.isprintable() for c in self.inventory)
+            or ".." in self.inventory.split("/")
+        ):
+            raise JobOptionsError(
+                f"'{self.inventory}' is not an inventory path (no white space, no '..').",
+                option="--inventory",
+            )
 
     @property
     def distro_match(self) -> DistroMatch:

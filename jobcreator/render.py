@@ -9,14 +9,16 @@ validated: :mod:`jobcreator.validate` does that before anything is printed or su
 Task sequence (one recipe set, all tasks ``role="STANDALONE"``; see docs/jobcreator.md):
 
 * TRAFFICGEN: check-install → build_moongen → setup_dpdk (reboots itself and resumes) →
-  perf_synchronization set MOONGEN_READY → perf_synchronization wait VSPERF_END (peer DUT)
-* DUT: check-install → vsperf_test setup (reboots itself and resumes) →
-  [virt/install → virt/start] → perf_synchronization wait MOONGEN_READY (peer TG) →
-  vsperf_test run → perf_synchronization set VSPERF_END
+  sync wait DUT_SSH_KEY (installs the DUT's public key) → sync set MOONGEN_READY (publishes
+  this host's SSH host keys) → sync wait VSPERF_END
+* DUT: check-install → vsperf_test setup (reboots itself and resumes; creates the SSH key
+  pair) → sync set DUT_SSH_KEY → [virt/install → virt/start] → sync wait MOONGEN_READY
+  (installs the TG's host keys) → vsperf_test run → sync set VSPERF_END
 * guest (PVP scenarios): check-install → vsperf_test setup with ``GUEST=1``
 
-All DUT reboots happen before ``virt/start``: a host reboot after it aborts the guest's
-running task (restraint issue #294).
+The key exchange through ``perf_synchronization`` (``SYNC_DATA``) lets VSperf on the DUT log in
+to the MoonGen host without any key or password in the job. All DUT reboots happen before
+``virt/start``: a host reboot after it aborts the guest's running task (restraint issue #294).
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ VIRT_START_TASK: Final = "/distribution/virt/start"
 TRAFFICGEN_ROLE: Final = "TRAFFICGEN"
 DUT_ROLE: Final = "DUT"
 
+DUT_SSH_KEY: Final = "DUT_SSH_KEY"
+"""Sync state the DUT sets after its setup, carrying its SSH public key (the TG installs it)."""
 MOONGEN_READY: Final = "MOONGEN_READY"
-"""Sync state the TG sets once MoonGen is built and DPDK is bound (the DUT waits for it)."""
+"""Sync state the TG sets once MoonGen is built, DPDK is bound and the DUT's key is installed,
+carrying the TG's SSH host keys (the DUT waits for it and trusts them)."""
 VSPERF_END: Final = "VSPERF_END"
 """Sync state the DUT sets after the VSperf run (the TG waits for it, then finishes)."""
 
@@ -80,10 +85,12 @@ def vsperf_run_budget_s(scenario: Scenario) -> int:
 def sync_timeouts_s(scenario: Scenario) -> dict[str, int]:
     """Return the wait timeout of each sync state [s].
 
-    ``MOONGEN_READY``: :data:`HOST_SETUP_BUDGET_S` (both hosts start together, the DUT waits for
-    the TG's setup). ``VSPERF_END``: the DUT's setup budget plus :func:`vsperf_run_budget_s`.
+    ``DUT_SSH_KEY`` and ``MOONGEN_READY``: :data:`HOST_SETUP_BUDGET_S` (both hosts start
+    together; each waits for the other's setup). ``VSPERF_END``: the DUT's setup budget plus
+    :func:`vsperf_run_budget_s`.
     """
     return {
+        DUT_SSH_KEY: HOST_SETUP_BUDGET_S,
         MOONGEN_READY: HOST_SETUP_BUDGET_S,
         VSPERF_END: HOST_SETUP_BUDGET_S + vsperf_run_budget_s(scenario),
     }
@@ -106,17 +113,22 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
 
     timeouts = sync_timeouts_s(scenario)
 
-    def sync_set(state: str) -> TaskStep:
-        return ours("perf_synchronization", ("SYNC_ACTION", "set"), ("SYNC_STATE", state))
+    def sync_set(state: str, *data: tuple[str, str]) -> TaskStep:
+        return ours("perf_synchronization", ("SYNC_ACTION", "set"), ("SYNC_STATE", state), *data)
 
-    def sync_wait(state: str, peer: str) -> TaskStep:
+    def sync_wait(state: str, peer: str, *data: tuple[str, str]) -> TaskStep:
         return ours(
             "perf_synchronization",
             ("SYNC_ACTION", "wait"),
             ("SYNC_STATE", state),
             ("SYNC_PEER", peer),
             ("SYNC_TIMEOUT_S", str(timeouts[state])),
+            *data,
         )
+
+    inventory = (("INVENTORY", options.inventory),) if options.inventory is not None else ()
+    pubkey = ("SYNC_DATA", "ssh-pubkey")
+    hostkey = ("SYNC_DATA", "ssh-hostkey")
 
     check_install = TaskStep(name=CHECK_INSTALL_TASK)
     sleeper: tuple[TaskStep, ...] = ()
@@ -137,9 +149,11 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
                 "build_moongen",
                 ("MOONGEN_COMMIT", options.moongen_commit),
                 ("TRAFFICGEN_COMMIT", options.trafficgen_commit),
+                *inventory,
             ),
-            ours("setup_dpdk"),
-            sync_set(MOONGEN_READY),
+            ours("setup_dpdk", *inventory),
+            sync_wait(DUT_SSH_KEY, options.dut_host, pubkey),
+            sync_set(MOONGEN_READY, hostkey),
             sync_wait(VSPERF_END, options.dut_host),
             *sleeper,
         ),
@@ -170,10 +184,18 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
         kernel_options_post=" ".join(scenario.all_kernel_options),
         tasks=(
             check_install,
-            ours("vsperf_test", ("VSPERF_ACTION", "setup"), ("SCENARIO", scenario.name)),
+            ours("vsperf_test", ("VSPERF_ACTION", "setup"), ("SCENARIO", scenario.name), *inventory),
+            sync_set(DUT_SSH_KEY, pubkey),
             *virt,
-            sync_wait(MOONGEN_READY, options.trafficgen_host),
-            ours("vsperf_test", ("VSPERF_ACTION", "run"), ("SCENARIO", scenario.name), *collector),
+            sync_wait(MOONGEN_READY, options.trafficgen_host, hostkey),
+            ours(
+                "vsperf_test",
+                ("VSPERF_ACTION", "run"),
+                ("SCENARIO", scenario.name),
+                *inventory,
+                *collector,
+                ("VSPERF_TIMEOUT_S", str(vsperf_run_budget_s(scenario))),
+            ),
             sync_set(VSPERF_END),
             *sleeper,
         ),

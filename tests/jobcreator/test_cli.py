@@ -134,6 +134,9 @@ BAD_INPUT = [
         id="unpinned-moongen",
     ),
     pytest.param([*BASE, "--arch", "sparc"], ["'--arch'", "x86_64"], id="unknown-arch"),
+    pytest.param(
+        [*BASE, "--inventory", "../etc/inventory.yaml"], ["'--inventory'", "no '..'"], id="inventory-dotdot"
+    ),
     pytest.param([*BASE, "--bogus"], ["unrecognized arguments: --bogus"], id="unknown-option"),
     pytest.param([*BASE, "--hub-retries", "-1"], ["'--hub-retries'"], id="negative-retries"),
 ]

@@ -111,18 +111,35 @@ def test_kick_repos_distro_and_kernel_options_on_every_recipe(catalog: Catalog, 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_task_order_and_parameters_follow_the_design(catalog: Catalog, name: str) -> None:
     scenario = catalog.get(name)
-    job = _job(catalog, name, collector="ovsperf@collector.example.com:/srv/ovsperf/ci_in")
+    collector = "ovsperf@collector.example.com:/srv/ovsperf/ci_in"
+    inventory = "vsperf_configs/inventory.yaml"
+    job = _job(catalog, name, collector=collector, inventory=inventory)
     timeouts = sync_timeouts_s(scenario)
+    sync = "/ovsperf/perf_synchronization"
     assert _tasks(_recipe(job, "TRAFFICGEN")) == [
         ("/distribution/check-install", {}),
         (
             "/ovsperf/build_moongen",
-            {"MOONGEN_COMMIT": DEFAULT_MOONGEN_COMMIT, "TRAFFICGEN_COMMIT": DEFAULT_TRAFFICGEN_COMMIT},
+            {
+                "MOONGEN_COMMIT": DEFAULT_MOONGEN_COMMIT,
+                "TRAFFICGEN_COMMIT": DEFAULT_TRAFFICGEN_COMMIT,
+                "INVENTORY": inventory,
+            },
         ),
-        ("/ovsperf/setup_dpdk", {}),
-        ("/ovsperf/perf_synchronization", {"SYNC_ACTION": "set", "SYNC_STATE": "MOONGEN_READY"}),
+        ("/ovsperf/setup_dpdk", {"INVENTORY": inventory}),
         (
-            "/ovsperf/perf_synchronization",
+            sync,
+            {
+                "SYNC_ACTION": "wait",
+                "SYNC_STATE": "DUT_SSH_KEY",
+                "SYNC_PEER": DUT,
+                "SYNC_TIMEOUT_S": str(HOST_SETUP_BUDGET_S),
+                "SYNC_DATA": "ssh-pubkey",
+            },
+        ),
+        (sync, {"SYNC_ACTION": "set", "SYNC_STATE": "MOONGEN_READY", "SYNC_DATA": "ssh-hostkey"}),
+        (
+            sync,
             {
                 "SYNC_ACTION": "wait",
                 "SYNC_STATE": "VSPERF_END",
@@ -131,18 +148,22 @@ def test_task_order_and_parameters_follow_the_design(catalog: Catalog, name: str
             },
         ),
     ]
-    virt = [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
+    virt = (
+        [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
+    )
     assert _tasks(_recipe(job, "DUT")) == [
         ("/distribution/check-install", {}),
-        ("/ovsperf/vsperf_test", {"VSPERF_ACTION": "setup", "SCENARIO": name}),
+        ("/ovsperf/vsperf_test", {"VSPERF_ACTION": "setup", "SCENARIO": name, "INVENTORY": inventory}),
+        (sync, {"SYNC_ACTION": "set", "SYNC_STATE": "DUT_SSH_KEY", "SYNC_DATA": "ssh-pubkey"}),
         *virt,
         (
-            "/ovsperf/perf_synchronization",
+            sync,
             {
                 "SYNC_ACTION": "wait",
                 "SYNC_STATE": "MOONGEN_READY",
                 "SYNC_PEER": TG,
                 "SYNC_TIMEOUT_S": str(HOST_SETUP_BUDGET_S),
+                "SYNC_DATA": "ssh-hostkey",
             },
         ),
         (
@@ -150,12 +171,21 @@ def test_task_order_and_parameters_follow_the_design(catalog: Catalog, name: str
             {
                 "VSPERF_ACTION": "run",
                 "SCENARIO": name,
-                "COLLECTOR": "ovsperf@collector.example.com:/srv/ovsperf/ci_in",
+                "INVENTORY": inventory,
+                "COLLECTOR": collector,
+                "VSPERF_TIMEOUT_S": str(vsperf_run_budget_s(scenario)),
             },
         ),
-        ("/ovsperf/perf_synchronization", {"SYNC_ACTION": "set", "SYNC_STATE": "VSPERF_END"}),
+        (sync, {"SYNC_ACTION": "set", "SYNC_STATE": "VSPERF_END"}),
     ]
     assert all(t.get("role") == "STANDALONE" for t in job.iter("task"))
+
+
+def test_optional_parameters_are_left_out_when_not_given(catalog: Catalog) -> None:
+    job = _job(catalog, "OVS_DPDK2q", collector=None, inventory=None)
+    names = {p for p in job.xpath("//param/@name")}
+    assert "INVENTORY" not in names and "COLLECTOR" not in names
+    assert "VSPERF_TIMEOUT_S" in names
 
 
 def test_vsperf_end_timeout_grows_with_the_scenarios_trials(catalog: Catalog) -> None:
@@ -262,7 +292,10 @@ def test_design_example_matches_the_reviewed_golden_job(catalog: Catalog) -> Non
     golden = Path(__file__).parent.parent / "fixtures" / "jobcreator" / "OVS_DPDK1q_GUEST_DPDK1q.xml"
     xml = render_job(
         catalog.get("OVS_DPDK1q_GUEST_DPDK1q"),
-        make_options(collector="ovsperf@collector.example.com:/srv/ovsperf/ci_in"),
+        make_options(
+            collector="ovsperf@collector.example.com:/srv/ovsperf/ci_in",
+            inventory="vsperf_configs/inventory.yaml",
+        ),
     )
 
     def canonical(data: bytes) -> bytes:
