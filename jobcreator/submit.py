@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import socket
+import ssl
 import time
 import xml.parsers.expat
 import xmlrpc.client
@@ -230,6 +231,12 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
     except (xmlrpc.client.ResponseError, xml.parsers.expat.ExpatError) as err:
         raise SubmitError(
             f"Beaker hub '{hub_url}' sent a reply that is not XML-RPC: {err}", hub_url=hub_url
+        ) from err
+    except ssl.SSLError as err:
+        raise HubUnreachableError(
+            f"TLS with Beaker hub '{hub_url}' failed: {err}; set CA_CERT (or SSL_VERIFY = False) "
+            f"in {config.describe()}.",
+            hub_url=hub_url,
         ) from err
     except (OSError, DeadlineExceededError) as err:
         raise HubUnreachableError(

@@ -235,3 +235,13 @@ def test_an_invalid_job_is_never_written_printed_or_submitted(
     assert "Invalid attribute when for element reservesys" in captured.err
     assert output.read_text() == "previous job"
     assert fake_hub.state.calls == []
+
+
+def test_tls_failure_points_at_ca_cert(
+    fake_hub: FakeBeakerHub, conf_for, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf_for(fake_hub.url.replace("http://", "https://"))  # the double speaks plain HTTP
+    assert main([*ARGV, "--hub-retries", "0", "--hub-timeout", "5"]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "TLS with Beaker hub 'https://127.0.0.1:" in err and "CA_CERT" in err
+    assert fake_hub.state.calls == []
