@@ -28,7 +28,7 @@ import math
 from typing import Final
 
 import jinja2
-from ovsperf_templates import environment
+from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from jobcreator.errors import RenderError
 from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
