@@ -2,7 +2,8 @@
 
 Beaker's server cannot be installed here, so tests run beaker-client's real ``HubProxy``
 against this double. It implements what the client calls on the ``/client/`` endpoint:
-``auth.login_password`` (sets a session cookie, like Beaker's), ``auth.who_am_i``,
+``auth.login_password`` and ``auth.login_oauth2`` (set a session cookie, like Beaker's),
+``auth.who_am_i``,
 ``auth.logout`` and ``jobs.upload`` (requires the cookie, answers ``'J:<n>'``).
 """
 
@@ -24,6 +25,7 @@ class HubState:
 
     username: str
     password: str
+    access_token: str = "oauth2-token-for-tests"
     first_job_id: int = 1234
     calls: list[str] = field(default_factory=list)
     uploads: list[str] = field(default_factory=list)
@@ -55,6 +57,13 @@ class _Handler(SimpleXMLRPCRequestHandler):
             state.sessions.add(token)
             self._set_cookie = f"{COOKIE_NAME}={token}; Path=/"
             return username
+        if method == "auth.login_oauth2":
+            if params[0] != state.access_token:
+                raise _fault("bkr.server.identity.LoginException", "Invalid OAuth2 access token")
+            token = secrets.token_hex(8)
+            state.sessions.add(token)
+            self._set_cookie = f"{COOKIE_NAME}={token}; Path=/"
+            return state.username
         if method == "auth.who_am_i":
             if not logged_in:
                 raise _fault("bkr.server.identity.IdentityFailure", "Not logged in")

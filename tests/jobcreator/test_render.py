@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -148,9 +149,7 @@ def test_task_order_and_parameters_follow_the_design(catalog: Catalog, name: str
             },
         ),
     ]
-    virt = (
-        [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
-    )
+    virt = [("/distribution/virt/install", {}), ("/distribution/virt/start", {})] if scenario.guest else []
     assert _tasks(_recipe(job, "DUT")) == [
         ("/distribution/check-install", {}),
         ("/ovsperf/vsperf_test", {"VSPERF_ACTION": "setup", "SCENARIO": name, "INVENTORY": inventory}),
@@ -307,3 +306,18 @@ def test_design_example_matches_the_reviewed_golden_job(catalog: Catalog) -> Non
 def test_a_tiny_reservation_rounds_up_to_a_valid_duration(catalog: Catalog) -> None:
     job = _job(catalog, "OVS_DPDK2q", reserve_hours=0.0001)
     assert job.xpath("//reservesys/@duration") == ["1", "1"]
+
+
+def test_any_printable_tag_round_trips_through_the_xml(catalog: Catalog) -> None:
+    """Deterministic pseudo-random tags over XML-special, non-ASCII and astral characters."""
+    rng = random.Random(20181105)
+    alphabet = (
+        "<>&\"' ]]>?-/\\=;:#%{}$`" + "abcXYZ019" + "äöüßéçñ€µ" + "中文日本語" + "\U0001f680\u00a0\u2028"
+    )
+    scenario = catalog.get("OVS_DPDK2q")
+    for _ in range(50):
+        tag = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60)))
+        if not tag.isprintable():  # e.g. U+2028 LINE SEPARATOR: refused by JobOptions
+            continue
+        job = validate_job(render_job(scenario, make_options(tag=tag))).getroot()
+        assert job.findtext("whiteboard", "").startswith(f"[{tag}] "), tag

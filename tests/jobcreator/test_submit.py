@@ -245,3 +245,36 @@ def test_tls_failure_points_at_ca_cert(
     err = capsys.readouterr().err
     assert "TLS with Beaker hub 'https://127.0.0.1:" in err and "CA_CERT" in err
     assert fake_hub.state.calls == []
+
+
+def test_oauth2_login_is_supported_through_the_real_client(
+    fake_hub: FakeBeakerHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    conf = tmp_path / "client.conf"
+    conf.write_text(
+        f'HUB_URL = "{fake_hub.url}"\nAUTH_METHOD = "oauth2"\n'
+        f'ACCESS_TOKEN = "{fake_hub.state.access_token}"\n'
+    )
+    monkeypatch.setenv("BEAKER_CLIENT_CONF", str(conf))
+    assert main(ARGV) == ExitCode.OK
+    assert capsys.readouterr().out == "J:1234\n"
+    assert fake_hub.state.calls == ["auth.login_oauth2", "jobs.upload"]
+    assert fake_hub.state.access_token not in fake_hub.state.uploads[0]
+
+
+def test_anonymous_upload_refused_by_the_hub_is_reported(
+    fake_hub: FakeBeakerHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    conf = tmp_path / "client.conf"
+    conf.write_text(f'HUB_URL = "{fake_hub.url}"\nAUTH_METHOD = "none"\n')
+    monkeypatch.setenv("BEAKER_CLIENT_CONF", str(conf))
+    assert main(ARGV) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "rejected the job: Anonymous access denied" in err
+    assert fake_hub.state.calls == ["jobs.upload"]
