@@ -21,11 +21,10 @@ from jobcreator.workflow import create_job
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
 
-EXAMPLE = (
-    "example: jobcreator --host moongen.example.com --host dut.example.com "
-    "--config OVS_DPDK1q_GUEST_DPDK1q --distro RHEL-7.3 "
-    "--kickrepo http://example.com/repos/dpdk/16.11/4.el7 --tag nightly --reserve 100 --autosubmit"
-)
+EXAMPLE = """example:
+  jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q_GUEST_DPDK1q \\
+      --distro RHEL-7.3 --kickrepo http://example.com/repos/dpdk/16.11/4.el7 --tag nightly \\
+      --reserve 100 --autosubmit"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,9 +38,9 @@ def _build_parser() -> _Parser:
     parser = _Parser(
         prog="jobcreator",
         description=(
-            "Render the Beaker job of an OVS/DPDK performance scenario, validate it against "
-            "Beaker's beaker-job.rng, then print it, write it or submit it. The first --host is "
-            "the traffic generator (MoonGen), the second the DUT."
+            "Render the Beaker job of an OVS/DPDK performance scenario, validate it against\n"
+            "Beaker's beaker-job.rng, then print it, write it or submit it (printing J:<n>).\n"
+            "The first --host is the traffic generator (MoonGen), the second the DUT."
         ),
         epilog=f"{EXAMPLE}\n\n{ExitCode.help_text()}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
