@@ -287,7 +287,16 @@ def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
             df = (vb + vc) ** 2 / (
                 (vb**2 / (base.n - 1) if vb else 0.0) + (vc**2 / (cur.n - 1) if vc else 0.0)
             )
-            p_value = float(scipy_stats.ttest_ind(cur.samples_pps, base.samples_pps, equal_var=False).pvalue)
+            if vb and vc:
+                p_value = float(
+                    scipy_stats.ttest_ind(cur.samples_pps, base.samples_pps, equal_var=False).pvalue
+                )
+            else:
+                # One side without spread: Welch's test reduces to a one-sample test of the other
+                # side against that constant (same t and df); scipy's two-sample code would warn
+                # about catastrophic cancellation here.
+                spread, constant = (cur, b_mean) if vc else (base, c_mean)
+                p_value = float(scipy_stats.ttest_1samp(spread.samples_pps, popmean=constant).pvalue)
     else:
         method = Method.ONE_SAMPLE_T
         many, single = (cur, b_mean) if cur.n >= 2 else (base, c_mean)
