@@ -104,37 +104,39 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     :raises OSError: when the PNG cannot be written.
     """
     sizes = [c.frame_size_bytes for c in test.cells]
+    # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
+    pos = {size: float(i) for i, size in enumerate(sizes)}
     fig = Figure(figsize=(8.0, 4.2), dpi=96)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     line = [c.line_rate_pps / 1e6 if c.line_rate_pps else math.nan for c in test.cells]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
-    ax.plot(sizes, line, linestyle="--", color="#777777", label=line_label)
+    ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
     for side, colour, marker in (("baseline", "#1f5fa8", "o"), ("current", "#d2691e", "s")):
-        xs, ys, errs = [], [], []
+        xs: list[float] = []
+        ys: list[float] = []
+        errs: list[float] = []
         for cell in test.cells:
             stats = cell.baseline if side == "baseline" else cell.current
             if stats is None:
                 continue
-            xs.append(cell.frame_size_bytes)
+            xs.append(pos[cell.frame_size_bytes])
             ys.append(stats.mean_pps / 1e6)
             errs.append((stats.stdev_pps or 0.0) / 1e6)
         if xs:
             ax.errorbar(xs, ys, yerr=errs, marker=marker, color=colour, capsize=3, label=side)
     if any(len(c.per_result) > 1 for c in test.cells):
-        px = [c.frame_size_bytes for c in test.cells for r in c.per_result if r.rx_pps is not None]
+        px = [pos[c.frame_size_bytes] for c in test.cells for r in c.per_result if r.rx_pps is not None]
         py = [r.rx_pps / 1e6 for c in test.cells for r in c.per_result if r.rx_pps is not None]
         ax.scatter(px, py, s=8, color="#d2691e", alpha=0.35, label="each current result")
-    invalid = [c.frame_size_bytes for c in test.cells if c.verdict is Verdict.INVALID]
+    invalid = [pos[c.frame_size_bytes] for c in test.cells if c.verdict is Verdict.INVALID]
     if invalid:
         ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="#b00020", label="INVALID")
     title = f"{test.test} ({test.deployment})".replace("$", r"\$")
     ax.set_title(f"{title}: throughput, both directions summed")
     ax.set_xlabel("frame size [B] (incl. FCS)")
     ax.set_ylabel("throughput [Mpps]")
-    ax.set_xscale("log")
-    ax.set_xticks(sizes, [str(s) for s in sizes])
-    ax.minorticks_off()
+    ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
     ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
