@@ -88,3 +88,15 @@ def test_several_baselines_and_title(tmp_path: Path, capsys: pytest.CaptureFixtu
     report = json.loads((out / "report.json").read_text())
     assert len(report["baseline"]) == 2 and report["title"] == "nightly <b>x</b>"
     assert "<title>nightly &lt;b&gt;x&lt;/b&gt;</title>" in (out / "index.html").read_text()
+
+
+def test_shipped_examples_main_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's main job compares the shipped examples (copies of the fixtures)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "results"
+    out = tmp_path / "report"
+    argv = ["--baseline", str(examples / "baseline_ovs-2.9.0_dpdk-17.11"), "--output-dir", str(out)]
+    assert main([*argv, str(examples / "candidate_ovs-2.9.1_dpdk-17.11.2")]) == 1
+    report = json.loads((out / "report.json").read_text())
+    pvp = next(t for t in report["tests"] if t["test"] == "pvp_tput")
+    assert pvp["rows"][0]["rel_change_percent"] == pytest.approx(-6.0, abs=5e-4)
+    assert report["counts"]["REGRESSION"] == 1
