@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, Verdict
+from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, TestRun, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -258,20 +258,8 @@ def report_data(
                 "graph": f"graphs/{_graph_name(t)}",
                 "rows": [_cell_json(c) for c in t.cells],
                 "processes": {
-                    side: [
-                        {
-                            "result": r.csv_path.parent.name,
-                            "csv": r.csv_path.name,
-                            "process": p.process,
-                            "cpu_percent": p.cpu_percent,
-                            "rss_kib": p.rss_kib,
-                            "vsz_kib": p.vsz_kib,
-                            "mem_percent": p.mem_percent,
-                        }
-                        for r in runs
-                        for p in r.processes
-                    ]
-                    for side, runs in (("baseline", t.baseline_runs), ("current", t.current_runs))
+                    "baseline": _processes_json(t.baseline_runs),
+                    "current": _processes_json(t.current_runs),
                 },
                 "moongen_checks": [
                     {
@@ -306,6 +294,30 @@ def report_data(
             "recorded_at": tester_verdict.recorded_at.isoformat(),
         },
     }
+
+
+def _processes_json(runs: Sequence[TestRun]) -> list[dict[str, Any]]:
+    """Pidstat rows of ``runs``, once per results directory (repeats share ``pidstat_<test>.log``)."""
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str]] = set()
+    for run in runs:
+        for p in run.processes:
+            key = (str(run.csv_path.parent), run.test, p.process)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(
+                {
+                    "result": run.csv_path.parent.name,
+                    "source": f"pidstat_{run.test}.log",
+                    "process": p.process,
+                    "cpu_percent": p.cpu_percent,
+                    "rss_kib": p.rss_kib,
+                    "vsz_kib": p.vsz_kib,
+                    "mem_percent": p.mem_percent,
+                }
+            )
+    return rows
 
 
 def _graph_name(test: TestComparison) -> str:
