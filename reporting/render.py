@@ -215,6 +215,8 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
                 "result": r.label,
                 "fps": r.rx_pps,
                 "mpps": _round(_mpps(r.rx_pps), 6),
+                "l1_mbps": _round(_mbps(r.rx_pps, size), 3),
+                "line_rate_percent": _round(100.0 * r.rx_pps / line, 3) if r.rx_pps and line else None,
                 "rel_change_percent": _round(r.rel_change_percent, 6),
             }
             for r in cell.per_result

@@ -196,6 +196,11 @@ def test_repeats_in_one_directory_and_several_directories(tmp_path: Path) -> Non
     assert row["baseline_stdev_fps"] == 0.0  # (a) and (d) hold identical numbers
     assert 0 <= row["p_value"] < 0.05
     assert len(row["per_result"]) == 2
+    repeats, candidate = row["per_result"]
+    assert repeats["mpps"] == pytest.approx((13.813702 + 13.750463) / 2, abs=1e-6)
+    assert candidate["fps"] == 13777605.0 and candidate["l1_mbps"] == pytest.approx(9258.551, abs=1e-3)
+    assert candidate["line_rate_percent"] == pytest.approx(46.293, abs=5e-4)
+    assert candidate["rel_change_percent"] == pytest.approx(-3.0, abs=5e-4)
     assert "Each current result" in html
     _warning(outcome, "baseline side pools results of different versions")
 
