@@ -135,3 +135,25 @@ def test_moongen_old_format_explains_zero_row(tmp_path: Path, copy_results: Any)
     texts = [str(w) for w in rs.warnings]
     assert any("no 'Tx Mpps:'" in t for t in texts)
     assert any("disagrees" in t and "Rx rate" in t for t in texts)
+
+
+def test_environment_from_md_without_rst(copy_results: Any) -> None:
+    src = copy_results(CANDIDATE, "md_only")
+    run_dir = next(src.glob("results_*"))
+    for rst in run_dir.glob("*.rst"):
+        rst.unlink()
+    rs = load_results_dir(run_dir)
+    assert rs.ovs_version == "2.9.1" and rs.dpdk_version == "17.11.2"
+    assert rs.env["Board"] == "Dell Inc. 02C2CP [2 sockets]" and rs.vsperf_report is None
+
+
+def test_trafficgen_mode_and_matrix_files_are_ignored(copy_results: Any) -> None:
+    src = copy_results(BASELINE, "extra_files")
+    (src / TS / "result.csv").write_text("throughput_rx_fps,packet_size\r\n1,64\r\n")
+    (src / TS / "result_performance_matrix.rst").write_text("matrix\n")
+    rs = load_results_dir(src / TS)
+    assert [r.csv_path.name for r in rs.runs] == [
+        "result_0_phy2phy_tput_p2p.csv",
+        "result_1_pvp_tput_pvp.csv",
+    ]
+    assert rs.warnings == ()
