@@ -80,6 +80,8 @@ def test_full_disk_keeps_previous_report(tiny_tmpfs: Path) -> None:
                 handle.flush()
         except OSError as err:
             assert err.errno == errno.ENOSPC
+    # Leave room for part of a report only, so the write fails half-way through.
+    os.truncate(filler, filler.stat().st_size - 96 * 1024)
     with pytest.raises(ReportWriteError) as info:
         generate_report([BASELINE], [CANDIDATE], out, title="new")
     assert "previous report" in str(info.value) and str(out) in str(info.value)
