@@ -35,15 +35,6 @@ FRAME_SIZE_BYTES = 64
 REPEATS = 3
 
 
-def wait_up(ovs: OvsSandbox, lay: topology.Layout, timeout_s: float = 60.0) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if set(topology.port_link_states(ovs, lay).values()) == {"up"}:
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"vhost-user links not up after {timeout_s} s: {topology.port_link_states(ovs, lay)}")
-
-
 def measure_max_forwarding(
     state: RunState, ovs: OvsSandbox, lay: topology.Layout, cpu: int, window_s: float
 ) -> float:
@@ -62,7 +53,7 @@ def measure_max_forwarding(
     gen = ForwarderProcess(state, "flowgen-testpmd", argv, state.run_dir / "flowgen.log")
     gen.start()
     try:
-        wait_up(ovs, lay)
+        topology.wait_links_up(ovs, lay)
         if gen.pid is not None:
             renice(gen.pid, -10)
         time.sleep(2.0)  # warm-up: flows installed, rings full

@@ -383,6 +383,13 @@ def _run_test(
     failures: list[str] = []
     rows: list[FrameSizeResult] = []
     test_start = datetime.now()
+
+    def write(*, complete: bool) -> Path:
+        """Rewrite the test's CSV/.md/.rst with the rows so far (partial results survive a crash)."""
+        return writer.write_test(
+            index, test, rows, env=env, start=test_start, stop=datetime.now(), guest=guest, complete=complete
+        )
+
     try:
         if test.topology is not Topology.P2P:
             vnf = _start_vnf(plan, state, facts, lay)
@@ -429,30 +436,10 @@ def _run_test(
                 continue
             results.append(found)
             rows.append(FrameSizeResult(found, speed))
-            outcome.csv_paths.append(
-                writer.write_test(
-                    index,
-                    test,
-                    rows,
-                    env=env,
-                    start=test_start,
-                    stop=datetime.now(),
-                    guest=guest,
-                    complete=False,
-                )
-            )
+            outcome.csv_paths.append(write(complete=False))
             obs.frame_size_finished(test, found)
         if rows:
-            writer.write_test(
-                index,
-                test,
-                rows,
-                env=env,
-                start=test_start,
-                stop=datetime.now(),
-                guest=guest,
-                complete=not failures,
-            )
+            write(complete=not failures)
     except (TrafficGeneratorError, VnfError, OvsError) as err:
         cause = _root_cause(err, ovs, vnf)
         if cause is err:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobcreator.model import Topology
-from ovsperf_lab.errors import LabError
+from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_lab.errors import LabError, OvsError
 from ovsperf_lab.ovs import OvsSandbox
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,20 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
 def remove(ovs: OvsSandbox) -> None:
     """Delete the bridge (and its ports); the sockets' owners are stopped separately."""
     ovs.vsctl("--if-exists", "del-br", BRIDGE)
+
+
+def wait_links_up(ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0) -> None:
+    """Wait until OVS sees every port of ``lay`` up (its peer connected to the socket).
+
+    :raises OvsError: naming the ports still down after ``timeout_s`` [s].
+    """
+    deadline = Deadline.in_seconds(
+        timeout_s, f"vhost-user ports {', '.join(p.name for p in lay.ports)} to come up"
+    )
+    try:
+        deadline.poll(lambda: True if set(port_link_states(ovs, lay).values()) == {"up"} else None, log=log)
+    except DeadlineExceededError as err:
+        raise OvsError(f"{err} Link states: {port_link_states(ovs, lay)}.") from err
 
 
 def port_link_states(ovs: OvsSandbox, lay: Layout) -> dict[str, str]:

@@ -35,15 +35,6 @@ def txonly(state: RunState, lay: topology.Layout, name: str = "tg-testpmd") -> F
     return ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
 
 
-def wait_up(ovs: OvsSandbox, lay: topology.Layout, timeout_s: float = 60.0) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if set(topology.port_link_states(ovs, lay).values()) == {"up"}:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"links not up: {topology.port_link_states(ovs, lay)}")
-
-
 def test_cpu_mask() -> None:
     assert cpu_mask((1,)) == "0x2"
     assert cpu_mask((0, 2, 3)) == "0xd"
@@ -70,7 +61,7 @@ def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState) 
     gen = txonly(run_state, lay)
     gen.start()
     try:
-        wait_up(ovs, lay)
+        topology.wait_links_up(ovs, lay)
         time.sleep(2.0)
         gen.command("stop")
         time.sleep(1.0)
@@ -105,7 +96,7 @@ def test_pvp_crosses_the_testpmd_forwarder(ovs: OvsSandbox, run_state: RunState)
     gen = txonly(run_state, lay)
     gen.start()
     try:
-        wait_up(ovs, lay)
+        topology.wait_links_up(ovs, lay)
         time.sleep(2.0)
         vnf.check_alive()
         gen.command("stop")
