@@ -19,6 +19,7 @@ counters (search_and_trending.md §1.5, §2.4).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,8 @@ class CrossCheck:
     """Generator port → frames OVS delivered to it during the trial [1]."""
     ovs_tx_dropped: dict[int, int | None]
     """Generator port → frames OVS could not deliver to it [1]."""
+    ovs_ports: dict[int, dict[str, int | None]]
+    """OVS port number → counter deltas of every bridge port (PVP: where frames were lost) [1]."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -59,6 +62,7 @@ class CrossCheck:
             "ovs_rx_packets": {str(k): v for k, v in self.ovs_rx_packets.items()},
             "ovs_tx_packets": {str(k): v for k, v in self.ovs_tx_packets.items()},
             "ovs_tx_dropped": {str(k): v for k, v in self.ovs_tx_dropped.items()},
+            "ovs_ports": {str(k): v for k, v in self.ovs_ports.items()},
         }
 
 
@@ -129,22 +133,57 @@ def compare(
                 f"OVS delivered {delivered} frames to generator port {gport}, the generator counted "
                 f"{counted}: {delivered - counted} frames were lost inside the generator, not the DUT."
             )
-    return CrossCheck(not mismatches, tuple(mismatches), ovs_rx, ovs_tx, ovs_drop)
+    ports = {
+        ofport: {
+            "rx_packets": _delta(after[ofport].rx_packets, before[ofport].rx_packets),
+            "rx_dropped": _delta(after[ofport].rx_dropped, before[ofport].rx_dropped),
+            "tx_packets": _delta(after[ofport].tx_packets, before[ofport].tx_packets),
+            "tx_dropped": _delta(after[ofport].tx_dropped, before[ofport].tx_dropped),
+        }
+        for ofport in sorted(set(before) & set(after))
+    }
+    return CrossCheck(not mismatches, tuple(mismatches), ovs_rx, ovs_tx, ovs_drop, ports)
+
+
+def generator_caused_failure(result: TrialResult, check: CrossCheck, loss_ratio_limit: float) -> int:
+    """Return how many lost frames OVS dropped toward the generator, if they alone fail the trial.
+
+    A direction *a → b* whose loss minus the frames OVS could not deliver to generator port *b*
+    is within ``loss_ratio_limit`` [1] did not fail because of the DUT. Returns 0 when the trial
+    passes anyway, when OVS dropped nothing toward the generator, or when some direction fails
+    even without those frames (then the DUT failed, whatever the generator did).
+    """
+    dropped_total = sum(v or 0 for v in check.ovs_tx_dropped.values())
+    if dropped_total == 0 or all(d.loss_ratio <= loss_ratio_limit for d in result.directions):
+        return 0
+    for d in result.directions:
+        not_ours = check.ovs_tx_dropped.get(d.rx_port) or 0
+        if d.tx_packets and (d.lost_packets - not_ours) / d.tx_packets > loss_ratio_limit:
+            return 0
+    return dropped_total
 
 
 class CrossCheckedGenerator(TrafficGenerator):
     """Wrap a generator: snapshot OVS port counters around every trial and compare them.
 
-    The last comparison is in :attr:`last`; every mismatch is logged as a WARNING.
+    The last comparison is in :attr:`last`; every mismatch is logged as a WARNING. A trial that
+    fails only because OVS could not deliver frames to the generator (its RX ring was full: the
+    generator, not the DUT, fell behind) is returned as invalid, so the search repeats it.
     """
 
     def __init__(
-        self, inner: TrafficGenerator, ovs: OvsSandbox, bridge: str, ofports: tuple[int, ...]
+        self,
+        inner: TrafficGenerator,
+        ovs: OvsSandbox,
+        bridge: str,
+        ofports: tuple[int, ...],
+        loss_ratio_limit: float = 0.0,
     ) -> None:
         self.inner = inner
         self.ovs = ovs
         self.bridge = bridge
         self.ofports = ofports
+        self.loss_ratio_limit = loss_ratio_limit
         self.last: CrossCheck | None = None
 
     def ports(self) -> tuple[PortInfo, ...]:
@@ -162,6 +201,16 @@ class CrossCheckedGenerator(TrafficGenerator):
         self.last = compare(before, after, result, self.ofports, raw if isinstance(raw, dict) else None)
         for line in self.last.mismatches:
             log.warning("Cross-check, %d B at %.0f pps: %s", spec.frame_size_bytes, spec.rate_pps, line)
+        dropped = generator_caused_failure(result, self.last, self.loss_ratio_limit) if result.valid else 0
+        if dropped:
+            return dataclasses.replace(
+                result,
+                valid=False,
+                invalid_reason=(
+                    f"generator RX fell behind: OVS could not deliver {dropped} frames to it, "
+                    "and only those made the trial fail"
+                ),
+            )
         return result
 
     def close(self) -> None:

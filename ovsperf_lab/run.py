@@ -416,7 +416,11 @@ def _run_test(
             vnf.check_alive()
         speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
         checked = CrossCheckedGenerator(
-            generator, ovs, topology.BRIDGE, tuple(p.ofport for p in lay.generator_ports)
+            generator,
+            ovs,
+            topology.BRIDGE,
+            tuple(p.ofport for p in lay.generator_ports),
+            plan.loss_ratio_limit,
         )
         trial_log = _TrialLogger(writer, test, checked, obs)
         results: list[SearchResult] = outcome.results.setdefault(test.value, [])
