@@ -412,6 +412,9 @@ def _run_test(
         wait_link = getattr(generator, "wait_link", None)
         if callable(wait_link):
             wait_link(timeout_s=LINK_TIMEOUT_S)
+        # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
+        if lay.vnf_ports:
+            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
         if vnf is not None:
             vnf.check_alive()
         speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS

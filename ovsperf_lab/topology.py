@@ -118,16 +118,22 @@ def remove(ovs: OvsSandbox) -> None:
     ovs.vsctl("--if-exists", "del-br", BRIDGE)
 
 
-def wait_links_up(ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0) -> None:
-    """Wait until OVS sees every port of ``lay`` up (its peer connected to the socket).
+def wait_links_up(
+    ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0, ports: tuple[VhostPort, ...] | None = None
+) -> None:
+    """Wait until OVS sees ``ports`` (default: every port of ``lay``) up (peer connected).
 
     :raises OvsError: naming the ports still down after ``timeout_s`` [s].
     """
-    deadline = Deadline.in_seconds(
-        timeout_s, f"vhost-user ports {', '.join(p.name for p in lay.ports)} to come up"
-    )
+    wanted = {p.name for p in (ports if ports is not None else lay.ports)}
+    deadline = Deadline.in_seconds(timeout_s, f"vhost-user ports {', '.join(sorted(wanted))} to come up")
+
+    def all_up() -> bool | None:
+        states = port_link_states(ovs, lay)
+        return True if all(states[name] == "up" for name in wanted) else None
+
     try:
-        deadline.poll(lambda: True if set(port_link_states(ovs, lay).values()) == {"up"} else None, log=log)
+        deadline.poll(all_up, log=log)
     except DeadlineExceededError as err:
         raise OvsError(f"{err} Link states: {port_link_states(ovs, lay)}.") from err
 
