@@ -57,10 +57,10 @@ def measure_max_forwarding(
         if gen.pid is not None:
             renice(gen.pid, -10)
         time.sleep(2.0)  # warm-up: flows installed, rings full
-        before = ovs.port_counters(topology.BRIDGE)
+        before = ovs.port_counters(ovs.bridge)
         start = time.monotonic()
         time.sleep(window_s)
-        after = ovs.port_counters(topology.BRIDGE)
+        after = ovs.port_counters(ovs.bridge)
         elapsed = time.monotonic() - start
         gen.command("stop")
     finally:

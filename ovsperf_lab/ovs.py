@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import secrets
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,9 @@ class OvsSandbox:
         self.vswitchd_log = self.log_dir / "ovs-vswitchd.log"
         self.ovsdb_log = self.log_dir / "ovsdb-server.log"
         self._children: list[tuple[TrackedProcess, subprocess.Popen[bytes]]] = []
+        self.bridge = f"olab{secrets.token_hex(4)}"
+        """Bridge name, unique per sandbox: a netdev bridge creates a tap device of that name in
+        the network namespace, so two OVS instances using VSperf's ``br0`` would collide."""
         self.env = {
             **os.environ,
             "OVS_RUNDIR": str(self.run_dir),

@@ -421,7 +421,7 @@ def _run_test(
         checked = CrossCheckedGenerator(
             generator,
             ovs,
-            topology.BRIDGE,
+            ovs.bridge,
             tuple(p.ofport for p in lay.generator_ports),
             plan.loss_ratio_limit,
         )

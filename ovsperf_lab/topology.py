@@ -23,9 +23,6 @@ from ovsperf_lab.ovs import OvsSandbox
 
 log = logging.getLogger(__name__)
 
-BRIDGE = "br0"
-"""Bridge name in the sandbox (VSperf's ``VSWITCH_BRIDGE_NAME`` default)."""
-
 
 @dataclass(frozen=True)
 class VhostPort:
@@ -83,12 +80,12 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
     :raises OvsError: when OVS refuses a port or a rule.
     """
     lay.generator_ports[0].socket.parent.mkdir(parents=True, exist_ok=True)
-    ovs.vsctl("--if-exists", "del-br", BRIDGE)
-    ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+    ovs.vsctl("--if-exists", "del-br", ovs.bridge)
+    ovs.vsctl("add-br", ovs.bridge, "--", "set", "bridge", ovs.bridge, "datapath_type=netdev")
     for port in lay.ports:
         ovs.vsctl(
             "add-port",
-            BRIDGE,
+            ovs.bridge,
             port.name,
             "--",
             "set",
@@ -99,15 +96,15 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
             f"options:n_rxq={n_rxq}",
             f"ofport_request={port.ofport}",
         )
-    ovs.wait_bridge(BRIDGE)
-    target = ovs.bridge_target(BRIDGE)
+    ovs.wait_bridge(ovs.bridge)
+    target = ovs.bridge_target(ovs.bridge)
     ovs.ofctl("del-flows", target)
     for in_port, out_port in lay.rules:
         ovs.ofctl("add-flow", target, f"in_port={in_port},actions=output:{out_port}")
     log.info(
-        "Built %s topology on '%s': ports %s, rules %s.",
+        "Built %s topology on bridge '%s': ports %s, rules %s.",
         lay.topology.value,
-        BRIDGE,
+        ovs.bridge,
         ", ".join(f"{p.name}={p.ofport}" for p in lay.ports),
         ", ".join(f"{a}->{b}" for a, b in lay.rules),
     )
@@ -115,7 +112,7 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
 
 def remove(ovs: OvsSandbox) -> None:
     """Delete the bridge (and its ports); the sockets' owners are stopped separately."""
-    ovs.vsctl("--if-exists", "del-br", BRIDGE)
+    ovs.vsctl("--if-exists", "del-br", ovs.bridge)
 
 
 def wait_links_up(

@@ -56,7 +56,7 @@ def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: Ru
 def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState) -> None:
     lay = topology.layout(Topology.P2P, run_state.run_dir / "sock")
     topology.build(ovs, lay, n_rxq=1)
-    flows = ovs.ofctl("--no-names", "dump-flows", ovs.bridge_target(topology.BRIDGE))
+    flows = ovs.ofctl("--no-names", "dump-flows", ovs.bridge_target(ovs.bridge))
     assert "in_port=1 actions=output:2" in flows and "in_port=2 actions=output:1" in flows
     gen = txonly(run_state, lay)
     gen.start()
@@ -65,7 +65,7 @@ def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState) 
         time.sleep(2.0)
         gen.command("stop")
         time.sleep(1.0)
-        c = ovs.port_counters(topology.BRIDGE)
+        c = ovs.port_counters(ovs.bridge)
     finally:
         gen.stop()
     assert set(c) == {1, 2}
@@ -101,7 +101,7 @@ def test_pvp_crosses_the_testpmd_forwarder(ovs: OvsSandbox, run_state: RunState)
         vnf.check_alive()
         gen.command("stop")
         time.sleep(1.0)
-        c = ovs.port_counters(topology.BRIDGE)
+        c = ovs.port_counters(ovs.bridge)
     finally:
         gen.stop()
         vnf.stop()
