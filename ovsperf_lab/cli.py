@@ -125,7 +125,7 @@ class _RichProgress(RunObserver):
 
     def _show(self, current: str) -> None:
         self.progress.update(
-            self.task, description=f"{self.head} | {current} | last: {self.last} | best: {self.best}"
+            self.task, description=f"{self.head} | {current} | best {self.best} | last {self.last}"
         )
 
     def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
@@ -145,7 +145,7 @@ class _RichProgress(RunObserver):
         self._show(f"trial {index} {kind.value} at {rate_pps / 1e6:.3f} Mpps/dir for {duration_s:g} s")
 
     def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
-        self.last = f"{record.outcome.value} loss {record.result.loss_ratio * 100:.4f} %"
+        self.last = f"{record.outcome.value}, loss {record.result.loss_ratio * 100:.4f} %"
         if best_pass_pps is not None:
             self.best = f"{best_pass_pps / 1e6:.3f} Mpps/dir"
         self._show(f"trial {record.index} done")
