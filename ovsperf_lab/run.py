@@ -373,6 +373,8 @@ def _run_test(
     """Run one test (all frame sizes); return the frame sizes whose search failed, as sentences."""
     lay = topology.layout(test.topology, state.run_dir / "sock")
     topology.build(ovs, lay, plan.queues)
+    for daemon_pid in ovs.pids.values():  # PMD threads exist only once ports are added
+        renice(daemon_pid, plan.options.nice)
     guest: GuestLoopback | None = None
     if test.topology is not Topology.P2P:
         guest = plan.scenario.guest.loopback if plan.scenario.guest else GuestLoopback.TESTPMD
