@@ -15,7 +15,7 @@ from jobcreator.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
 from ovsperf_lab.cleanup import cleanup
-from ovsperf_lab.doctor import diagnose, scenario_readiness
+from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
@@ -172,6 +172,11 @@ def _run(args: argparse.Namespace) -> int:
     )
     facts = probe_machine()
     plan = plan_run(scenario, facts, options)
+    binary = generator_binary()
+    if not binary.is_file():
+        raise LabError(
+            f"Traffic generator '{binary}' is not built; run 'make -C trafficgen' (see 'ovsperf-lab doctor')."
+        )
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if args.no_progress or not sys.stderr.isatty():

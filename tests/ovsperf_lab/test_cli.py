@@ -127,3 +127,15 @@ def test_cleanup_removes_only_orphaned_runs(capsys: pytest.CaptureFixture[str], 
 def test_cleanup_with_nothing_to_do(capsys: pytest.CaptureFixture[str], state_root: Path) -> None:
     assert main(["--state-dir", str(state_root / "none"), "cleanup"]) == ExitCode.OK
     assert "nothing to clean up" in capsys.readouterr().err
+
+
+def test_missing_generator_is_refused_before_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, state_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OVSPERF_TRAFFICGEN", str(tmp_path / "no-such-generator"))
+    code = main(
+        ["--state-dir", str(state_root), "run", "--config", "OVS_DPDK1q", "--output", str(tmp_path / "out")]
+    )
+    assert code == ExitCode.ERROR
+    assert "is not built; run 'make -C trafficgen'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and list(state_root.iterdir()) == []
