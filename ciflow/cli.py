@@ -1,0 +1,61 @@
+"""Command line entry point ``process-ci-results``: one pass over ``ci_in`` (run it from cron or Jenkins)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ciflow.config import load_config
+from ciflow.errors import CiflowError
+from ciflow.model import OutcomeKind, failed_reason_file
+from ciflow.process import run_pass
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+
+EPILOG = """\
+output: one tab-separated line per result handled, on stdout:
+  processed <name> <overall PASS|REGRESSION|INVALID> <report index.html>
+  failed    <name> <reason file in ci_failed>
+  error     <name> <reason>              (left in ci_in, retried next pass)
+exit codes: 0 all results processed, no regression; 1 at least one regression;
+  2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
+  3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="process-ci-results",
+        description=(
+            "Process new results in ci_in once: generate each report against its scenario's baseline, "
+            "record it in the results store, move the result to ci_processed (or ci_failed with the reason)."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help="YAML configuration (see docs/ciflow.md)"
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one pass; return the exit code documented in ``--help``."""
+    args = _parser().parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        summary = run_pass(load_config(Path(args.config)))
+    except CiflowError as err:
+        print(f"process-ci-results: error: {err}", file=sys.stderr)
+        return int(ExitCode.ERROR)
+    for outcome in summary.outcomes:
+        if outcome.kind is OutcomeKind.PROCESSED:
+            print(f"processed\t{outcome.name}\t{outcome.overall}\t{outcome.report_index}")
+        elif outcome.kind is OutcomeKind.FAILED:
+            print(f"failed\t{outcome.name}\t{failed_reason_file(outcome.location)}")
+        elif outcome.kind is OutcomeKind.ERROR:
+            print(f"error\t{outcome.name}\t{outcome.reason}")
+    return int(summary.exit_code)
