@@ -11,7 +11,7 @@ from typing import Any
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
 from resultstore.errors import ResultStoreError
-from resultstore.model import ComparisonRecord, TesterDecision
+from resultstore.model import ComparisonRecord, Decision
 from resultstore.store import DB_ENV_VAR, ResultStore, database_url, default_database_path
 from resultstore.verdicts import record_verdict, render_comparison
 
@@ -48,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     verdict = sub.add_parser("verdict", help="record a tester verdict and re-render the report page")
     verdict.add_argument("comparison", help="comparison id or result name")
     decision = verdict.add_mutually_exclusive_group(required=True)
-    decision.add_argument("--pass", dest="decision", action="store_const", const=TesterDecision.PASS)
-    decision.add_argument("--fail", dest="decision", action="store_const", const=TesterDecision.FAIL)
+    decision.add_argument("--pass", dest="decision", action="store_const", const=Decision.PASS)
+    decision.add_argument("--fail", dest="decision", action="store_const", const=Decision.FAIL)
     verdict.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
     verdict.add_argument("--comment", metavar="TEXT", help="free text shown on the page")
     verdict.add_argument("--tester", metavar="NAME", help="who decides (default: login name)")

@@ -38,7 +38,7 @@ def check_name(value: object, field: str) -> str:
     return value
 
 
-class TesterDecision(enum.Enum):
+class Decision(enum.Enum):
     """A tester's decision on one comparison (the role CQE had)."""
 
     PASS = "PASS"
@@ -47,7 +47,7 @@ class TesterDecision(enum.Enum):
     """The comparison shows a real problem (usually with a bug id)."""
 
     @classmethod
-    def from_spec(cls, spec: object) -> TesterDecision:
+    def from_spec(cls, spec: object) -> Decision:
         """Return the decision named ``spec`` (case-insensitive).
 
         :raises InvalidRecordError: listing the valid values when ``spec`` is not one.
@@ -113,7 +113,7 @@ class VerdictRecord:
     """Database id (grows with time)."""
     comparison_id: int
     """The comparison decided on."""
-    decision: TesterDecision
+    decision: Decision
     """PASS or FAIL."""
     bug_id: str | None
     """Bug tracker id, e.g. ``RHBZ#1234567``; None when not given."""

@@ -34,7 +34,7 @@ from resultstore.model import (
     ComparisonRecord,
     ResultRecord,
     ResultStatus,
-    TesterDecision,
+    Decision,
     VerdictRecord,
     check_name,
 )
@@ -299,7 +299,7 @@ class ResultStore:
             .join(latest, latest.c.comparison_id == ComparisonRow.id)
             .join(VerdictRow, VerdictRow.id == latest.c.verdict_id)
             .where(
-                VerdictRow.decision == TesterDecision.PASS.value,
+                VerdictRow.decision == Decision.PASS.value,
                 ResultRow.scenario == scenario,
                 ResultRow.status == ResultStatus.PROCESSED.value,
             )
@@ -439,7 +439,7 @@ class ResultStore:
         self,
         comparison_id: int,
         *,
-        decision: TesterDecision,
+        decision: Decision,
         bug_id: str | None = None,
         comment: str | None = None,
         tester: str | None = None,
@@ -531,7 +531,7 @@ def _verdict_record(row: VerdictRow) -> VerdictRecord:
     return VerdictRecord(
         id=row.id,
         comparison_id=row.comparison_id,
-        decision=TesterDecision.from_spec(row.decision),
+        decision=Decision.from_spec(row.decision),
         bug_id=row.bug_id,
         comment=row.comment,
         tester=row.tester,

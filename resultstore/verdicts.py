@@ -14,7 +14,7 @@ import logging
 from reporting.api import ReportOutcome, Thresholds, TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import RenderError
-from resultstore.model import ComparisonRecord, TesterDecision, VerdictRecord
+from resultstore.model import ComparisonRecord, Decision, VerdictRecord
 from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
 def record_verdict(
     store: ResultStore,
     ref: str,
-    decision: TesterDecision,
+    decision: Decision,
     *,
     bug_id: str | None = None,
     comment: str | None = None,
