@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +74,34 @@ def snapshot(tree: Path) -> dict[str, bytes]:
         for p in sorted(tree.rglob("*"))
         if p.is_file() and not p.is_symlink()
     }
+
+
+@contextlib.contextmanager
+def tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
+    """Mount a small tmpfs at mountpoint (root only; CI runs as root) and unmount it afterwards."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mountpoint)], check=True
+    )
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)
+
+
+def fill_disk(directory: Path) -> Path:
+    """Write a filler file into directory until the file system is full (ENOSPC); return it."""
+    filler = directory / ".filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for size in (64 * 1024, 512, 1):
+            for _ in range(1 << 20):  # bounded: far above any test tmpfs
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError as err:
+                    if err.errno != errno.ENOSPC:
+                        raise
+                    break
+    finally:
+        os.close(fd)
+    return filler

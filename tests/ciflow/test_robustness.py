@@ -1,0 +1,167 @@
+"""A pass under stress: full disks, other file systems, crashes between steps, concurrent passes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ciflow.process
+from ciflow.cli import main
+from ciflow.errors import MoveError
+from ciflow.model import LOCK_NAME
+from resultstore.cli import main as results_main
+from resultstore.store import ResultStore, database_url
+from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[list[str]]]:
+    code = main(["--config", str(config)])
+    return code, [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+
+
+def hidden_leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".") and p.name != LOCK_NAME)
+
+
+def test_full_disk_keeps_result_in_ci_in_and_previous_report_intact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    db = str(tmp_path / "results.sqlite")
+    with tmpfs(tmp_path / "reports", "16m") as reports:
+        deliver(ci_in, "night-1", CANDIDATE)
+        assert run(config, capsys)[0] == 1
+        page = (reports / "night-1" / "index.html").read_bytes()
+        data = (reports / "night-1" / "report.json").read_bytes()
+
+        filler = fill_disk(reports)
+        files = snapshot(deliver(ci_in, "night-2", CANDIDATE))
+        code, lines = run(config, capsys)
+        assert code == 2
+        assert lines[0][:2] == ["error", "night-2"]
+        assert snapshot(ci_in / "night-2") == files  # left in ci_in, complete
+        assert not (reports / "night-2").exists()
+        assert hidden_leftovers(reports) == [".filler"]  # no half-written report
+        assert not (tmp_path / "ci_failed" / "night-2").exists()
+
+        # A verdict's re-render also fails: the verdict is stored, the old page stays.
+        code = results_main(["--db", db, "verdict", "night-1", "--fail", "--bug", "RHBZ#2001"])
+        capsys.readouterr()
+        assert code == 2
+        assert (reports / "night-1" / "index.html").read_bytes() == page
+        assert (reports / "night-1" / "report.json").read_bytes() == data
+        with ResultStore.open(database_url(db)) as store:
+            verdict = store.comparison("night-1").verdict
+            assert verdict is not None and verdict.bug_id == "RHBZ#2001"
+
+        filler.unlink()  # space again: the next pass takes night-2, a re-render shows the verdict
+        code, lines = run(config, capsys)
+        assert (code, lines[0][:2]) == (1, ["processed", "night-2"])
+        assert results_main(["--db", db, "render", "night-1"]) == 0
+        capsys.readouterr()
+        shown = json.loads((reports / "night-1" / "report.json").read_text(encoding="utf-8"))
+        assert shown["tester_verdict"]["bug_id"] == "RHBZ#2001"
+        assert shown["tester_verdict"]["verdict"] == "FAIL"
+
+
+def test_move_to_another_file_system_copies_then_removes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    with tmpfs(tmp_path / "ci_processed", "16m") as processed:
+        assert os.stat(processed).st_dev != os.stat(ci_in).st_dev
+        result = deliver(ci_in, "night-1", CANDIDATE)
+        (result / "latest").symlink_to("results_2018-04-10_22-01-55")  # symlinks stay symlinks
+        files = snapshot(result)
+        code, lines = run(config, capsys)
+        assert (code, lines[0][:2]) == (1, ["processed", "night-1"])
+        assert snapshot(processed / "night-1") == files
+        assert os.readlink(processed / "night-1" / "latest") == "results_2018-04-10_22-01-55"
+        assert sorted(p.name for p in ci_in.iterdir()) == [LOCK_NAME]
+        assert hidden_leftovers(processed) == []
+
+
+def test_move_to_a_full_other_file_system_leaves_the_source_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    with tmpfs(tmp_path / "ci_processed", "128k") as processed:  # smaller than one result (~280 KiB)
+        files = snapshot(deliver(ci_in, "night-1", CANDIDATE))
+        code, lines = run(config, capsys)
+        assert code == 2
+        assert lines[0][:2] == ["error", "night-1"]
+        assert snapshot(ci_in / "night-1") == files
+        assert list(processed.iterdir()) == []  # no partial copy, no temporary
+
+
+def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    files = snapshot(deliver(ci_in, "night-1", CANDIDATE))
+
+    def refuse(source: Path, destination: Path) -> None:
+        raise MoveError("simulated failure", source=source, destination=destination)
+
+    monkeypatch.setattr(ciflow.process, "move_result", refuse)
+    code, lines = run(config, capsys)
+    assert (code, lines[0][:2]) == (2, ["error", "night-1"])
+    assert snapshot(ci_in / "night-1") == files
+
+    monkeypatch.undo()
+    code, lines = run(config, capsys)
+    assert (code, lines[0][:2]) == (1, ["processed", "night-1"])
+    with ResultStore.open(database_url(str(tmp_path / "results.sqlite"))) as store:
+        assert [c.result_name for c in store.comparisons()] == ["night-1"]  # recorded once, not twice
+
+
+_PASS_SCRIPT = """
+import sys
+from tests.reporting_standin import install_if_missing
+install_if_missing()
+from ciflow.cli import main
+sys.exit(main(["--config", sys.argv[1], "-q"]))
+"""
+
+
+def test_two_concurrent_passes_process_each_result_exactly_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    names = [f"night-{i}" for i in range(6)]
+    for i, name in enumerate(names):
+        deliver(ci_in, name, CANDIDATE if i % 2 else BASELINE)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PASS_SCRIPT, str(config)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    codes = sorted(proc.returncode for proc in procs)
+    processed = [
+        line.split("\t")[1]
+        for out, _err in outputs
+        for line in out.splitlines()
+        if line.startswith("processed")
+    ]
+    assert sorted(processed) == names, outputs
+    assert codes == [1, 3], outputs  # the other pass finds the lock held, or nothing left
+    assert sorted(p.name for p in (tmp_path / "ci_processed").iterdir()) == names
+    assert list((tmp_path / "ci_failed").iterdir()) == []
+    with ResultStore.open(database_url(str(tmp_path / "results.sqlite"))) as store:
+        assert sorted(c.result_name for c in store.comparisons()) == names
