@@ -32,9 +32,9 @@ from resultstore.errors import (
 )
 from resultstore.model import (
     ComparisonRecord,
+    Decision,
     ResultRecord,
     ResultStatus,
-    Decision,
     VerdictRecord,
     check_name,
 )
@@ -55,6 +55,7 @@ DB_ENV_VAR = "OVSPERF_RESULTS_DB"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 """How long an SQLite writer waits for another one to finish [s]."""
 
+_URL_HINT = "give e.g. 'sqlite:////path/results.sqlite' or 'postgresql+psycopg://user@host/db'."
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -146,11 +147,7 @@ class ResultStore:
         try:
             parsed = make_url(url)
         except ArgumentError as err:
-            raise StoreDatabaseError(
-                "not a database URL; give e.g. 'sqlite:////path/results.sqlite' or "
-                "'postgresql+psycopg://user@host/db'.",
-                url=shown,
-            ) from err
+            raise StoreDatabaseError(f"not a database URL; {_URL_HINT}", url=shown) from err
         is_sqlite = parsed.get_backend_name() == "sqlite"
         if is_sqlite and parsed.database not in (None, "", ":memory:"):
             try:
@@ -160,7 +157,7 @@ class ResultStore:
         try:
             engine = create_engine(url, pool_pre_ping=not is_sqlite)
         except (ArgumentError, ImportError, SQLAlchemyError) as err:
-            raise StoreDatabaseError(f"cannot use this URL: {err}", url=shown) from err
+            raise StoreDatabaseError(f"cannot use this URL ({err}); {_URL_HINT}", url=shown) from err
         if is_sqlite:
             event.listen(engine, "connect", _set_sqlite_pragmas)
         store = cls(engine, url)

@@ -13,7 +13,6 @@ from ciflow.errors import MoveError
 from ciflow.inbox import pass_lock, scan
 from ciflow.model import (
     LOCK_NAME,
-    EntryState,
     OutcomeKind,
     PassSummary,
     ResultOutcome,

@@ -11,7 +11,7 @@ import pytest
 from ciflow.cli import main
 from ciflow.inbox import pass_lock
 from ciflow.model import LOCK_NAME
-from resultstore.model import ResultStatus, Decision
+from resultstore.model import Decision, ResultStatus
 from resultstore.store import ResultStore, database_url
 from tests.ciflow.helpers import (
     BASELINE,
