@@ -56,6 +56,7 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 """How long an SQLite writer waits for another one to finish [s]."""
 
 _URL_HINT = "give e.g. 'sqlite:////path/results.sqlite' or 'postgresql+psycopg://user@host/db'."
+_IN_CHUNK = 500
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -428,7 +429,7 @@ class ResultStore:
             query = query.limit(limit)
         with self._session() as session:
             rows = list(session.scalars(query))
-            return [self._comparison_record(session, row) for row in rows]
+            return self._comparison_records(session, rows)
 
     # ---- verdicts ------------------------------------------------------------------------
 
@@ -486,28 +487,50 @@ class ResultStore:
 
     @staticmethod
     def _comparison_record(session: Session, row: ComparisonRow) -> ComparisonRecord:
-        result = session.get(ResultRow, row.result_id)
-        assert result is not None  # guaranteed by the foreign key
-        baseline = session.get(ResultRow, row.baseline_result_id) if row.baseline_result_id else None
-        verdict = session.scalars(
-            select(VerdictRow).where(VerdictRow.comparison_id == row.id).order_by(VerdictRow.id.desc())
-        ).first()
-        return ComparisonRecord(
-            id=row.id,
-            result_name=result.name,
-            scenario=result.scenario,
-            baseline_result_name=None if baseline is None else baseline.name,
-            baseline_dirs=tuple(Path(p) for p in row.baseline_dirs),
-            current_dirs=tuple(Path(p) for p in row.current_dirs),
-            report_dir=Path(row.report_dir),
-            title=row.title,
-            overall=row.overall,
-            counts=dict(row.counts),
-            warnings=tuple(row.warnings),
-            thresholds=dict(row.thresholds),
-            created_at=row.created_at,
-            verdict=None if verdict is None else _verdict_record(verdict),
-        )
+        return ResultStore._comparison_records(session, [row])[0]
+
+    @staticmethod
+    def _comparison_records(session: Session, rows: Sequence[ComparisonRow]) -> list[ComparisonRecord]:
+        """Build records for ``rows`` with a fixed number of queries per 500 rows (no N+1)."""
+        results: dict[int, ResultRow] = {}
+        verdicts: dict[int, VerdictRow] = {}
+        for start in range(0, len(rows), _IN_CHUNK):
+            chunk = rows[start : start + _IN_CHUNK]
+            ids = {r.result_id for r in chunk} | {r.baseline_result_id for r in chunk if r.baseline_result_id}
+            results.update((r.id, r) for r in session.scalars(select(ResultRow).where(ResultRow.id.in_(ids))))
+            newest = (
+                select(func.max(VerdictRow.id))
+                .where(VerdictRow.comparison_id.in_([r.id for r in chunk]))
+                .group_by(VerdictRow.comparison_id)
+            )
+            verdicts.update(
+                (v.comparison_id, v)
+                for v in session.scalars(select(VerdictRow).where(VerdictRow.id.in_(newest)))
+            )
+        records = []
+        for row in rows:
+            result = results[row.result_id]  # present: guaranteed by the foreign key
+            baseline = results.get(row.baseline_result_id) if row.baseline_result_id else None
+            verdict = verdicts.get(row.id)
+            records.append(
+                ComparisonRecord(
+                    id=row.id,
+                    result_name=result.name,
+                    scenario=result.scenario,
+                    baseline_result_name=None if baseline is None else baseline.name,
+                    baseline_dirs=tuple(Path(p) for p in row.baseline_dirs),
+                    current_dirs=tuple(Path(p) for p in row.current_dirs),
+                    report_dir=Path(row.report_dir),
+                    title=row.title,
+                    overall=row.overall,
+                    counts=dict(row.counts),
+                    warnings=tuple(row.warnings),
+                    thresholds=dict(row.thresholds),
+                    created_at=row.created_at,
+                    verdict=None if verdict is None else _verdict_record(verdict),
+                )
+            )
+        return records
 
 
 def _result_record(row: ResultRow) -> ResultRecord:
