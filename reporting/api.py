@@ -1,0 +1,220 @@
+"""Generate a baseline comparison report: the library entry point of ``generate-report``.
+
+``ciflow`` (process-ci-results) and ``resultstore`` call :func:`generate_report`; names here are a
+contract (docs/reporting.md). Load (``load.py``) → compare (``compare.py``) → render
+(``render.py``) into a sibling temporary directory that replaces ``output_dir`` atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ovsperf_common.atomicio import atomic_directory
+from ovsperf_common.exitcodes import ExitCode
+from reporting.compare import compare
+from reporting.errors import NoResultsError, ReportingError, ReportWriteError
+from reporting.load import find_results_dirs, load_results_dir
+from reporting.model import ResultSet, TesterVerdict, Thresholds
+from reporting.render import MARKER_NAME, write_report
+
+__all__ = [
+    "NoResultsError",
+    "ReportOutcome",
+    "ReportingError",
+    "TesterVerdict",
+    "Thresholds",
+    "generate_report",
+]
+
+log = logging.getLogger(__name__)
+
+_EXIT_BY_OVERALL = {
+    "PASS": ExitCode.OK,
+    "REGRESSION": ExitCode.REGRESSION,
+    "INVALID": ExitCode.ERROR,
+    "NO_RESULTS": ExitCode.NO_RESULTS,
+}
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What :func:`generate_report` wrote and decided."""
+
+    exit_code: ExitCode
+    """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS."""
+    overall: str
+    """'PASS' | 'REGRESSION' | 'INVALID' | 'NO_RESULTS'."""
+    index_html: Path
+    """OUT/index.html."""
+    report_json: Path
+    """OUT/report.json."""
+    counts: Mapping[str, int]
+    """Verdict name → number of (test, frame size) cells."""
+    warnings: tuple[str, ...]
+    """Each names the file and row (or the test and frame size)."""
+
+
+def generate_report(
+    baseline_dirs: Sequence[Path],
+    current_dirs: Sequence[Path],
+    output_dir: Path,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen dataclass, safe default
+    tester_verdict: TesterVerdict | None = None,
+    title: str | None = None,
+) -> ReportOutcome:
+    """Load, compare and render; write OUT atomically (a failed write leaves the previous report).
+
+    Each directory is a VSperf ``results_<timestamp>`` directory or a directory holding one or
+    more. All directories of a side are pooled as samples of that side (repeats); the same
+    directory given twice, or two directories with identical result CSVs, count once.
+
+    :raises NoResultsError: (subclass of ReportingError) when no result CSV is found on a side.
+    :raises ReportingError: on unreadable input or output (ResultsLoadError, ReportWriteError).
+    """
+    warnings: list[str] = []
+    baseline_seen: dict[str, Path] = {}
+    current_seen: dict[str, Path] = {}
+    baseline = _load_side("baseline", baseline_dirs, baseline_seen, warnings)
+    current = _load_side("current", current_dirs, current_seen, warnings)
+    for key in baseline_seen.keys() & current_seen.keys():
+        warnings.append(
+            f"'{current_seen[key]}' holds the same result CSVs as baseline '{baseline_seen[key]}'; "
+            "every change is 0 %."
+        )
+    _check_versions("current", current, warnings)
+    _check_versions("baseline", baseline, warnings)
+    comparison = compare(baseline, current, thresholds)
+    warnings.extend(comparison.warnings)
+    output_dir = Path(output_dir)
+    _check_output(output_dir, [*baseline_dirs, *current_dirs])
+    if title is None:
+        title = _default_title(baseline, current)
+    for message in warnings:
+        log.warning("%s", message)
+    log.info("Rendering %d test(s) into '%s'.", len(comparison.tests), output_dir)
+    try:
+        with atomic_directory(output_dir) as tmp:
+            write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
+    except OSError as err:
+        raise ReportWriteError(
+            f"{err.strerror or err}; the previous report (if any) is unchanged.", path=output_dir
+        ) from err
+    overall = comparison.overall
+    log.info("Report written: '%s' (overall %s).", output_dir / "index.html", overall)
+    return ReportOutcome(
+        exit_code=_EXIT_BY_OVERALL[overall],
+        overall=overall,
+        index_html=output_dir / "index.html",
+        report_json=output_dir / "report.json",
+        counts=comparison.counts,
+        warnings=tuple(warnings),
+    )
+
+
+def _fingerprint(rs: ResultSet) -> str:
+    """Hash of the result CSVs' names and bytes (detects the same results copied twice)."""
+    digest = hashlib.sha256()
+    for run in sorted(rs.runs, key=lambda r: r.csv_path.name):
+        digest.update(run.csv_path.name.encode())
+        try:
+            digest.update(run.csv_path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+    return digest.hexdigest()
+
+
+def _load_side(
+    side: str, dirs: Sequence[Path], seen: dict[str, Path], warnings: list[str]
+) -> list[ResultSet]:
+    """Load every results directory of one side, skipping duplicates with a warning.
+
+    :raises NoResultsError: when no result CSV is found in any of ``dirs``.
+    :raises ResultsLoadError: when a directory does not exist or cannot be listed.
+    """
+    sets: list[ResultSet] = []
+    resolved_seen: dict[Path, str] = {}
+    found_dirs: list[Path] = []
+    for given in dirs:
+        found, find_warnings = find_results_dirs(Path(given))
+        warnings.extend(str(w) for w in find_warnings)
+        if not found:
+            warnings.append(f"'{given}': no 'results_<timestamp>' directory or result CSV inside.")
+        found_dirs.extend(found)
+    total = len(found_dirs)
+    for number, path in enumerate(found_dirs, start=1):
+        real = path.resolve()
+        if real in resolved_seen:
+            warnings.append(
+                f"'{path}': the same results directory is given twice on the {side} side; used once."
+            )
+            continue
+        resolved_seen[real] = side
+        rs = load_results_dir(path)
+        log.info("Loaded %s %d/%d: '%s' (%d test run(s)).", side, number, total, path, len(rs.runs))
+        warnings.extend(str(w) for w in rs.warnings)
+        if not rs.runs:
+            continue
+        key = _fingerprint(rs)
+        if key in seen:
+            warnings.append(
+                f"'{path}': same result CSVs as '{seen[key]}' (duplicate results directory); "
+                f"not counted again on the {side} side."
+            )
+            continue
+        seen[key] = path
+        sets.append(rs)
+    if not sets:
+        raise NoResultsError(side, tuple(Path(d) for d in dirs))
+    return sets
+
+
+def _check_versions(side: str, sets: Sequence[ResultSet], warnings: list[str]) -> None:
+    """Warn when a side pools results of different OVS/DPDK versions (they are not repeats)."""
+    versions = {(rs.ovs_version, rs.dpdk_version) for rs in sets}
+    if len(versions) > 1:
+        shown = ", ".join(f"OVS {o or 'n/a'} / DPDK {d or 'n/a'}" for o, d in sorted(versions, key=str))
+        warnings.append(
+            f"The {side} side pools results of different versions ({shown}); they are treated as repeats."
+        )
+
+
+def _check_output(output_dir: Path, inputs: Sequence[Path]) -> None:
+    """Refuse an output directory that would replace or sit inside a user's results.
+
+    :raises ReportWriteError: when ``output_dir`` overlaps an input, or exists, is not empty and
+        is not a report written by this tool.
+    """
+    out = output_dir.resolve()
+    for given in inputs:
+        src = Path(given).resolve()
+        if out == src or src.is_relative_to(out) or out.is_relative_to(src):
+            raise ReportWriteError(
+                f"it overlaps the results directory '{given}'; choose a separate output directory.",
+                path=output_dir,
+            )
+    if output_dir.is_symlink() or (output_dir.exists() and not output_dir.is_dir()):
+        raise ReportWriteError("it exists and is not a directory.", path=output_dir)
+    if output_dir.is_dir():
+        try:
+            entries = os.listdir(output_dir)
+        except OSError as err:
+            raise ReportWriteError(f"cannot list it: {err.strerror}.", path=output_dir) from err
+        if entries and MARKER_NAME not in entries:
+            raise ReportWriteError(
+                "it exists, is not empty and is not a report written by generate-report; "
+                "refusing to replace it.",
+                path=output_dir,
+            )
+
+
+def _default_title(baseline: Sequence[ResultSet], current: Sequence[ResultSet]) -> str:
+    def label(sets: Sequence[ResultSet]) -> str:
+        versions = sorted({f"OVS {rs.ovs_version or 'n/a'}, DPDK {rs.dpdk_version or 'n/a'}" for rs in sets})
+        return " / ".join(versions)
+
+    return f"{label(current)} against baseline {label(baseline)}"

@@ -1,0 +1,118 @@
+"""Command line of ``generate-report``: parse arguments, call :func:`generate_report`, exit."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+from reporting.api import generate_report
+from reporting.errors import NoResultsError, ReportingError
+from reporting.model import Thresholds
+
+log = logging.getLogger(__name__)
+
+EPILOG = """\
+Each DIR is a VSperf results directory (results_<YYYY-mm-dd_HH-MM-SS>/ with
+result_<i>_<test>_<deployment>.csv, .md, .rst and logs; pre-Fraser result_<test>_<deployment>.csv
+too) or a directory holding one or more. Several directories on a side, or the same test
+repeated in one directory, are pooled as repeats: the report then gives mean, standard
+deviation, a confidence interval and a Welch t-test per frame size; with one run per side it
+gives the % of baseline against the thresholds.
+
+exit codes:
+  0  report written, no regression
+  1  report written, at least one REGRESSION
+  2  error: bad input or output, or report written with INVALID cells (0 or missing throughput)
+  3  no results found (no result CSV on a side)
+
+The report path (OUT/index.html) is printed on stdout; logs go to stderr.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="generate-report",
+        description="Compare VSperf RFC 2544 throughput results against a baseline and write an HTML report.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="baseline results directory; repeat for several baseline runs",
+    )
+    parser.add_argument(
+        "--output-dir", required=True, type=Path, metavar="OUT", help="report directory (replaced atomically)"
+    )
+    parser.add_argument(
+        "--threshold-regression",
+        type=float,
+        default=Thresholds.regression_percent,
+        metavar="PCT",
+        help="a drop of at least PCT %% is a regression (default %(default)s)",
+    )
+    parser.add_argument(
+        "--threshold-improvement",
+        type=float,
+        default=Thresholds.improvement_percent,
+        metavar="PCT",
+        help="a rise of at least PCT %% is an improvement (default %(default)s)",
+    )
+    parser.add_argument(
+        "--threshold-warning",
+        type=float,
+        default=Thresholds.warning_percent,
+        metavar="PCT",
+        help="colour changes of at least PCT %% as a warning (default %(default)s)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=Thresholds.alpha,
+        metavar="P",
+        help="significance level of the t-tests with repeats (default %(default)s)",
+    )
+    parser.add_argument("--title", metavar="T", help="page title (default: the compared versions)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    parser.add_argument(
+        "result_dirs", nargs="+", type=Path, metavar="RESULT_DIR", help="current results directory"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``generate-report``; return the exit code (see the epilog)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        thresholds = Thresholds(
+            regression_percent=args.threshold_regression,
+            improvement_percent=args.threshold_improvement,
+            warning_percent=args.threshold_warning,
+            alpha=args.alpha,
+        )
+        outcome = generate_report(
+            args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
+        )
+    except NoResultsError as err:
+        print(f"generate-report: {err}", file=sys.stderr)
+        return int(ExitCode.NO_RESULTS)
+    except ReportingError as err:
+        print(f"generate-report: {err}", file=sys.stderr)
+        return int(ExitCode.ERROR)
+    print(outcome.index_html)
+    counts = ", ".join(f"{k} {v}" for k, v in outcome.counts.items() if v)
+    log.info("Overall %s (%s); %d warning(s).", outcome.overall, counts, len(outcome.warnings))
+    return int(outcome.exit_code)

@@ -1,0 +1,330 @@
+"""Compare baseline and current VSperf results per (test, deployment, frame size); pure, no I/O.
+
+Method (stated on the report page):
+
+* **One valid run per side** (the original thesis behaviour): relative change
+  ``current / baseline − 1``; REGRESSION when ≤ −``regression_percent``, IMPROVEMENT when
+  ≥ +``improvement_percent``, else PASS. No noise estimate is possible.
+* **Several runs on a side** (repeats: the same test with different indices in one results
+  directory, or several directories per side): mean, sample standard deviation and a
+  ``1 − alpha`` confidence interval of the relative change. Both sides with ≥ 2 samples: Welch's
+  unequal-variance t-test (``scipy.stats.ttest_ind(equal_var=False)``), Welch–Satterthwaite
+  degrees of freedom for the interval. One side with a single sample: a one-sample t-test of the
+  other side's samples against that value (``scipy.stats.ttest_1samp``). Verdict, after
+  Perfherder's "magnitude gate and significance" rule (reference search_and_trending §7, §9.3):
+  REGRESSION / IMPROVEMENT when p < alpha **and** the mean change passes the threshold; PASS
+  when the whole interval lies inside (−regression, +improvement); otherwise UNSTABLE (more
+  repeats needed). The relative interval is the difference interval divided by the baseline
+  mean (its own uncertainty is neglected).
+* Zero, missing or unparsable throughput, a frame size or test missing on one side: INVALID,
+  never a −100 % regression (VSperf writes zeros when it cannot parse MoonGen's output,
+  reference vsperf §7.1; LNST's NonzeroFlowEvaluator).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import stats as scipy_stats
+
+from ovsperf_common.units import l1_bps, line_rate_pps
+from reporting.model import (
+    Cell,
+    Comparison,
+    Method,
+    ResultSet,
+    RunValue,
+    SideStats,
+    TestComparison,
+    TestRun,
+    Thresholds,
+    TrialResult,
+    Verdict,
+)
+
+DEFAULT_LINK_BPS = 2 * 10e9
+"""Aggregate line speed assumed when the results carry no rate percentage: 2 × 10 GbE [bit/s]
+(VSperf's MoonGen wrapper supports only 10 Gbps, bidirectional = 2 streams, reference vsperf §3.7)."""
+
+
+@dataclass(frozen=True)
+class LinkSpeed:
+    """Aggregate line speed used for the theoretical line rate."""
+
+    bps: float
+    """[bit/s], both directions summed."""
+    source: str
+    """How it was found, for the page."""
+
+
+def link_speed(result_sets: Sequence[ResultSet]) -> LinkSpeed:
+    """Derive the aggregate line speed from VSperf's ``throughput_rx_percent`` [bit/s].
+
+    VSperf computes ``percent = 100 · rx_fps / (streams · 10e9 / 8 / (frame + 20))``, so
+    ``link = rx_fps · 100 / percent · (frame + 20) · 8``; the median over rows, rounded to
+    1 Gbit/s. Falls back to :data:`DEFAULT_LINK_BPS` without usable rows.
+    """
+    estimates = [
+        l1_bps(t.rx_pps * 100.0 / t.rx_line_rate_percent, t.frame_size_bytes)
+        for rs in result_sets
+        for run in rs.runs
+        for t in run.trials
+        if t.valid and t.rx_pps is not None and t.rx_line_rate_percent and t.rx_line_rate_percent > 1.0
+    ]
+    if not estimates:
+        return LinkSpeed(DEFAULT_LINK_BPS, "assumed 2 × 10 GbE (no rate percentage in the results)")
+    bps = round(statistics.median(estimates) / 1e9) * 1e9
+    if bps <= 0:
+        return LinkSpeed(DEFAULT_LINK_BPS, "assumed 2 × 10 GbE (rate percentages unusable)")
+    return LinkSpeed(bps, "derived from VSperf's throughput_rx_percent")
+
+
+def compare(
+    baseline: Sequence[ResultSet],
+    current: Sequence[ResultSet],
+    thresholds: Thresholds,
+) -> Comparison:
+    """Compare every (test, deployment) found on either side.
+
+    :param baseline: result directories pooled as the baseline samples.
+    :param current: result directories pooled as the current samples; each also gets its own
+        per-result value and change in every cell.
+    :returns: tests in baseline order, then current-only tests; cells ascending by frame size.
+    """
+    link = link_speed([*baseline, *current])
+    keys: list[tuple[str, str]] = []
+    for rs in [*baseline, *current]:
+        for run in rs.runs:
+            if (run.test, run.deployment) not in keys:
+                keys.append((run.test, run.deployment))
+    warnings: list[str] = []
+    tests = []
+    for test, deployment in keys:
+        b_runs = _runs(baseline, test, deployment)
+        c_runs = _runs(current, test, deployment)
+        for side, runs, sets in (("baseline", b_runs, baseline), ("current", c_runs, current)):
+            if not runs:
+                failed = [rs.path for rs in sets if test in rs.failed_tests]
+                why = f" (failed in {', '.join(repr(str(p)) for p in failed)})" if failed else ""
+                warnings.append(
+                    f"Test '{test}' ({deployment}) has no result on the {side} side{why}; "
+                    "its cells are INVALID."
+                )
+        sizes = sorted({t.frame_size_bytes for r in [*b_runs, *c_runs] for t in r.trials})
+        cells = tuple(
+            _cell(size, b_runs, c_runs, current, test, deployment, link, thresholds) for size in sizes
+        )
+        for cell in cells:
+            if (
+                cell.verdict is Verdict.INVALID
+                and b_runs
+                and c_runs
+                and (cell.baseline is None or cell.current is None)
+            ):
+                warnings.append(f"Test '{test}' ({deployment}) {cell.frame_size_bytes} B: {cell.reason}")
+        tests.append(
+            TestComparison(
+                test=test, deployment=deployment, cells=cells, baseline_runs=b_runs, current_runs=c_runs
+            )
+        )
+    return Comparison(
+        tests=tuple(tests),
+        thresholds=thresholds,
+        warnings=tuple(warnings),
+        link_bps=link.bps,
+        link_source=link.source,
+    )
+
+
+def _runs(sets: Sequence[ResultSet], test: str, deployment: str) -> tuple[TestRun, ...]:
+    return tuple(r for rs in sets for r in rs.runs if r.test == test and r.deployment == deployment)
+
+
+def _trials(runs: Sequence[TestRun], size: int) -> list[TrialResult]:
+    return [t for r in runs for t in r.trials if t.frame_size_bytes == size]
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _side(trials: list[TrialResult]) -> SideStats | None:
+    samples = tuple(t.rx_pps for t in trials if t.valid and t.rx_pps is not None)
+    return SideStats(samples) if samples else None
+
+
+def _invalid_reason(side: str, trials: list[TrialResult], has_runs: bool, size: int) -> str:
+    if not has_runs:
+        return f"Test not present on the {side} side."
+    if not trials:
+        return f"No {size} B row on the {side} side (frame sizes differ)."
+    bad = trials[0]
+    what = "0" if bad.rx_pps == 0 else "missing or unparsable"
+    return f"Throughput {what} on the {side} side ('{bad.path.name}' line {bad.line})."
+
+
+def _cell(
+    size: int,
+    b_runs: tuple[TestRun, ...],
+    c_runs: tuple[TestRun, ...],
+    current_sets: Sequence[ResultSet],
+    test: str,
+    deployment: str,
+    link: LinkSpeed,
+    thresholds: Thresholds,
+) -> Cell:
+    b_trials = _trials(b_runs, size)
+    c_trials = _trials(c_runs, size)
+    base = _side(b_trials)
+    cur = _side(c_trials)
+    per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
+    common = dict(
+        frame_size_bytes=size,
+        baseline=base,
+        current=cur,
+        line_rate_pps=line_rate_pps(size, link.bps),
+        baseline_latency_avg_ns=_mean([t.latency_avg_ns for t in b_trials]),
+        current_latency_avg_ns=_mean([t.latency_avg_ns for t in c_trials]),
+        baseline_latency_max_ns=_mean([t.latency_max_ns for t in b_trials]),
+        current_latency_max_ns=_mean([t.latency_max_ns for t in c_trials]),
+        baseline_frame_loss_percent=_mean([t.frame_loss_percent for t in b_trials]),
+        current_frame_loss_percent=_mean([t.frame_loss_percent for t in c_trials]),
+        per_result=per_result,
+    )
+    if base is None or cur is None:
+        reason = (
+            _invalid_reason("baseline", b_trials, bool(b_runs), size)
+            if base is None
+            else _invalid_reason("current", c_trials, bool(c_runs), size)
+        )
+        return Cell(
+            rel_change_percent=None,
+            ci_low_percent=None,
+            ci_high_percent=None,
+            p_value=None,
+            method=Method.NONE,
+            verdict=Verdict.INVALID,
+            reason=reason,
+            warn=False,
+            **common,  # type: ignore[arg-type]
+        )
+    decision = decide(base, cur, thresholds)
+    dropped = sum(1 for t in [*b_trials, *c_trials] if not t.valid)
+    reason = decision.reason + (f" {dropped} invalid sample(s) left out." if dropped else "")
+    return Cell(
+        rel_change_percent=decision.rel_change_percent,
+        ci_low_percent=decision.ci_low_percent,
+        ci_high_percent=decision.ci_high_percent,
+        p_value=decision.p_value,
+        method=decision.method,
+        verdict=decision.verdict,
+        reason=reason,
+        warn=abs(decision.rel_change_percent) >= thresholds.warning_percent,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _run_value(rs: ResultSet, test: str, deployment: str, size: int, base: SideStats | None) -> RunValue:
+    trials = _trials([r for r in rs.runs if r.test == test and r.deployment == deployment], size)
+    valid = [t.rx_pps for t in trials if t.valid and t.rx_pps is not None]
+    value = sum(valid) / len(valid) if valid else None
+    rel = (value / base.mean_pps - 1.0) * 100.0 if value is not None and base is not None else None
+    return RunValue(label=rs.path.name, rx_pps=value, rel_change_percent=rel)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Result of :func:`decide`."""
+
+    rel_change_percent: float
+    ci_low_percent: float | None
+    ci_high_percent: float | None
+    p_value: float | None
+    method: Method
+    verdict: Verdict
+    reason: str
+
+
+def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
+    """Return the verdict for valid samples on both sides (see the module docstring).
+
+    :param base: baseline samples, each > 0 [pps].
+    :param cur: current samples, each > 0 [pps].
+    """
+    reg, imp = thresholds.regression_percent, thresholds.improvement_percent
+    b_mean, c_mean = base.mean_pps, cur.mean_pps
+    rel = (c_mean / b_mean - 1.0) * 100.0
+    if base.n == 1 and cur.n == 1:
+        if rel <= -reg:
+            verdict = Verdict.REGRESSION
+        elif rel >= imp:
+            verdict = Verdict.IMPROVEMENT
+        else:
+            verdict = Verdict.PASS
+        return Decision(
+            rel_change_percent=rel,
+            ci_low_percent=None,
+            ci_high_percent=None,
+            p_value=None,
+            method=Method.SINGLE,
+            verdict=verdict,
+            reason=(
+                f"One run per side, no noise estimate possible: {rel:+.3f} % against thresholds "
+                f"−{reg:g} % / +{imp:g} %."
+            ),
+        )
+    diff = c_mean - b_mean
+    if base.n >= 2 and cur.n >= 2:
+        method = Method.WELCH_T
+        vb = (base.stdev_pps or 0.0) ** 2 / base.n
+        vc = (cur.stdev_pps or 0.0) ** 2 / cur.n
+        se = math.sqrt(vb + vc)
+        if se > 0:
+            df = (vb + vc) ** 2 / (
+                (vb**2 / (base.n - 1) if vb else 0.0) + (vc**2 / (cur.n - 1) if vc else 0.0)
+            )
+            p_value = float(scipy_stats.ttest_ind(cur.samples_pps, base.samples_pps, equal_var=False).pvalue)
+    else:
+        method = Method.ONE_SAMPLE_T
+        many, single = (cur, b_mean) if cur.n >= 2 else (base, c_mean)
+        se = (many.stdev_pps or 0.0) / math.sqrt(many.n)
+        df = many.n - 1
+        if se > 0:
+            p_value = float(scipy_stats.ttest_1samp(many.samples_pps, popmean=single).pvalue)
+    if se > 0:
+        half = float(scipy_stats.t.ppf(1.0 - thresholds.alpha / 2.0, df)) * se
+    else:
+        # Identical samples on every side with repeats: no spread, the difference is exact.
+        half = 0.0
+        p_value = 0.0 if diff != 0 else 1.0
+    low = (diff - half) / b_mean * 100.0
+    high = (diff + half) / b_mean * 100.0
+    confidence = 100.0 * (1.0 - thresholds.alpha)
+    detail = (
+        f"{rel:+.3f} %, {confidence:g} % CI [{low:+.3f}, {high:+.3f}] %, p = {p_value:.3g} "
+        f"(n = {base.n} vs {cur.n})"
+    )
+    if p_value < thresholds.alpha and rel <= -reg:
+        verdict, why = Verdict.REGRESSION, f"Significant drop beyond −{reg:g} %"
+    elif p_value < thresholds.alpha and rel >= imp:
+        verdict, why = Verdict.IMPROVEMENT, f"Significant rise beyond +{imp:g} %"
+    elif low > -reg and high < imp:
+        verdict, why = Verdict.PASS, f"Whole interval within −{reg:g} % … +{imp:g} %"
+    else:
+        verdict, why = (
+            Verdict.UNSTABLE,
+            "Too noisy to decide (interval crosses a threshold); run more repeats",
+        )
+    return Decision(
+        rel_change_percent=rel,
+        ci_low_percent=low,
+        ci_high_percent=high,
+        p_value=p_value,
+        method=method,
+        verdict=verdict,
+        reason=f"{why}: {detail}.",
+    )

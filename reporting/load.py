@@ -1,0 +1,375 @@
+"""Load VSperf results directories into :class:`~reporting.model.ResultSet` records.
+
+The only module that knows VSperf's file names and CSV column names (reference: VSperf
+``testcases/testcase.py`` ``write_result_to_file``, ``core/results/results_constants.py``,
+``tools/report/report.py``). Columns are read by header name, never by position; ``''`` and
+``'Unknown'`` mean "not measured". Every degraded input becomes a
+:class:`~reporting.model.LoadWarning` naming the file and line; only an unreadable directory
+raises.
+
+Supported layouts: current (``result_<idx>_<test>_<deployment>.csv``, logs inside the results
+directory, VSperf ≥ Hunter) and pre-Fraser (``result_<test>_<deployment>.csv``, logs such as
+``overall.log`` beside the results directory, VSperf danube).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from reporting import load_text
+from reporting.errors import ResultsLoadError
+from reporting.model import LoadWarning, ResultSet, TestRun, TrialResult
+
+log = logging.getLogger(__name__)
+
+RESULTS_DIR_RE = re.compile(r"^results_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}$")
+"""VSperf ``results_<%Y-%m-%d_%H-%M-%S>`` directory name (``vsperf`` ``main()``)."""
+
+RESULT_CSV_RE = re.compile(r"^result_(?:(\d+)_)?(.+)_([a-z0-9]+)\.csv$")
+"""``result_[<idx>_]<test>_<deployment>.csv``; the index is absent before Fraser (opnfv-6.0.0)."""
+
+MISSING_VALUES = frozenset({"", "unknown"})
+"""Values VSperf writes for "not measured" (``DictWriter`` restval, ``UNKNOWN_VALUE``)."""
+
+# VSperf column names (core/results/results_constants.py).
+COL_RX_FPS = "throughput_rx_fps"
+COL_RX_PERCENT = "throughput_rx_percent"
+COL_TX_FPS = "tx_rate_fps"
+COL_PACKET_SIZE = "packet_size"
+COL_ID = "id"
+COL_DEPLOYMENT = "deployment"
+COL_VSWITCH = "vswitch"
+COL_TYPE = "type"
+COL_START = "start_time"
+COL_STOP = "stop_time"
+COL_EXEC_TIME = "test_execution_time"
+COL_MIN_LAT = "min_latency_ns"
+COL_MAX_LAT = "max_latency_ns"
+COL_AVG_LAT = "avg_latency_ns"
+COL_FRAME_LOSS = "frame_loss_percent"
+
+LEGACY_LOG_NAMES = ("overall.log", "host-cmds.log", "traffic-gen.log")
+"""Pre-Hunter logs written to ``LOG_DIR`` beside the results directory."""
+
+LOG_PATTERNS = (
+    "vsperf-overall_*.log",
+    "host-cmds_*.log",
+    "traffic-gen_*.log",
+    "vswitchd_*.log",
+    "qemu*_*.log",
+    "guest-cmds*_*.log",
+)
+"""Logs VSperf writes inside the results directory (VSperf ≥ Hunter, VSPERF-600)."""
+
+
+def find_results_dirs(path: Path) -> tuple[tuple[Path, ...], tuple[LoadWarning, ...]]:
+    """Return the VSperf results directories at ``path``: itself, or the ones it holds.
+
+    ``path`` is a results directory when it holds a ``result_*.csv`` or is named
+    ``results_<timestamp>``; otherwise its ``results_<timestamp>`` children (sorted by name) are
+    returned. Symbolic links to directories are followed only for ``path`` itself.
+
+    :returns: (directories, warnings); directories may be empty.
+    :raises ResultsLoadError: when ``path`` does not exist or is not a readable directory.
+    """
+    if not path.exists():
+        raise ResultsLoadError("No such results directory.", path=path)
+    if not path.is_dir():
+        raise ResultsLoadError(
+            "Not a directory; expected a VSperf 'results_<timestamp>' directory.", path=path
+        )
+    try:
+        entries = sorted(path.iterdir())
+    except OSError as err:
+        raise ResultsLoadError(f"Cannot list directory: {err.strerror}.", path=path) from err
+    if RESULTS_DIR_RE.match(path.name) or any(RESULT_CSV_RE.match(e.name) for e in entries):
+        return (path,), ()
+    found = tuple(e for e in entries if RESULTS_DIR_RE.match(e.name) and e.is_dir() and not e.is_symlink())
+    warnings = tuple(
+        LoadWarning(e, None, "Skipped a symbolic link named like a results directory.")
+        for e in entries
+        if RESULTS_DIR_RE.match(e.name) and e.is_symlink()
+    )
+    return found, warnings
+
+
+def load_results_dir(path: Path) -> ResultSet:
+    """Read one VSperf ``results_<timestamp>`` directory.
+
+    Reads every ``result_*.csv`` (test runs, one row per frame size), the environment from the
+    per-test ``.rst`` (else ``.md``), the ``pidstat_<test>.log`` averages, archived MoonGen
+    raw logs (``moongen-run*.log`` anywhere below), and the overall log for tests that ran
+    but wrote no CSV.
+
+    :raises ResultsLoadError: when the directory cannot be listed.
+    """
+    try:
+        names = sorted(p.name for p in path.iterdir())
+    except OSError as err:
+        raise ResultsLoadError(f"Cannot list directory: {err.strerror}.", path=path) from err
+    warnings: list[LoadWarning] = []
+    runs: list[TestRun] = []
+    for name in names:
+        match = RESULT_CSV_RE.match(name)
+        file = path / name
+        if not match or not file.is_file() or file.is_symlink():
+            continue
+        run = _load_csv(file, match, warnings)
+        if run is not None:
+            runs.append(run)
+    logs = _find_logs(path)
+    failed = _failed_tests(path, logs, runs, warnings)
+    environment = _environment(path, names, warnings)
+    moongen = load_text.moongen_logs(path, warnings)
+    all_tests = frozenset(r.test for r in runs)
+    runs = [_attach_extras(path, run, moongen, all_tests, warnings) for run in runs]
+    report = next((path / n for n in names if n.endswith("_test_report.rst") and (path / n).is_file()), None)
+    return ResultSet(
+        path=path,
+        runs=tuple(runs),
+        environment=environment,
+        vsperf_report=report,
+        logs=logs,
+        failed_tests=failed,
+        warnings=tuple(warnings),
+    )
+
+
+def _num(value: str | None, column: str, file: Path, line: int, warnings: list[LoadWarning]) -> float | None:
+    """Parse a VSperf number; ``''``/``'Unknown'``/absent → None; garbage → None + warning."""
+    if value is None or value.strip().lower() in MISSING_VALUES:
+        return None
+    try:
+        number = float(value.replace(",", "")) if value.count(",") else float(value)
+    except ValueError:
+        warnings.append(LoadWarning(file, line, f"Column '{column}' holds {value!r}, not a number."))
+        return None
+    if not math.isfinite(number):
+        warnings.append(LoadWarning(file, line, f"Column '{column}' holds {value!r}, not a finite number."))
+        return None
+    return number
+
+
+def _measured(value: float | None) -> float | None:
+    """Map VSperf's 0 latency ("MoonGen does not measure it", reference §7.3) to None."""
+    return None if value is None or value == 0 else value
+
+
+def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> TestRun | None:
+    """Read one result CSV; malformed rows become warnings, never exceptions."""
+    try:
+        raw = file.read_bytes()
+    except OSError as err:
+        warnings.append(LoadWarning(file, None, f"Cannot read: {err.strerror}; test skipped."))
+        return None
+    text = load_text.decode(raw, file, warnings)
+    rows = list(_csv_rows(text))
+    if not rows:
+        warnings.append(LoadWarning(file, None, "Empty result CSV (no header); test skipped."))
+        return None
+    header_line, header = rows[0]
+    header = [h.strip() for h in header]
+    for required in (COL_RX_FPS, COL_PACKET_SIZE):
+        if required not in header:
+            warnings.append(
+                LoadWarning(
+                    file,
+                    header_line,
+                    f"Column '{required}' missing from the header; is this an RFC 2544 "
+                    "throughput result? Test skipped.",
+                )
+            )
+            return None
+    ends_cleanly = text.endswith("\n")
+    trials: list[TrialResult] = []
+    meta: dict[str, str] = {}
+    unknown_lines: dict[str, list[int]] = {}
+    seen_sizes: set[int] = set()
+    for position, (line, cells) in enumerate(rows[1:], start=1):
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            last = position == len(rows) - 1
+            what = "cut short (file truncated?)" if last and not ends_cleanly else "malformed"
+            warnings.append(
+                LoadWarning(
+                    file,
+                    line,
+                    f"Row {what}: {len(cells)} fields, header has {len(header)}; row skipped.",
+                )
+            )
+            continue
+        row = dict(zip(header, cells, strict=True))
+        size_text = row.get(COL_PACKET_SIZE, "").strip()
+        try:
+            size = int(float(size_text))
+        except ValueError:
+            warnings.append(
+                LoadWarning(file, line, f"Column 'packet_size' holds {size_text!r}, not a size; row skipped.")
+            )
+            continue
+        if size <= 0:
+            warnings.append(LoadWarning(file, line, f"Frame size {size} B is not positive; row skipped."))
+            continue
+        if size in seen_sizes:
+            warnings.append(
+                LoadWarning(
+                    file,
+                    line,
+                    f"Frame size {size} B appears again (VSperf appends to an existing CSV); "
+                    "both rows are used as repeats.",
+                )
+            )
+        seen_sizes.add(size)
+        for column in (COL_RX_FPS, COL_TX_FPS):
+            value = row.get(column)
+            if value is not None and value.strip().lower() in MISSING_VALUES:
+                unknown_lines.setdefault(column, []).append(line)
+        rx = _num(row.get(COL_RX_FPS), COL_RX_FPS, file, line, warnings)
+        trial = TrialResult(
+            frame_size_bytes=size,
+            rx_pps=rx,
+            tx_pps=_num(row.get(COL_TX_FPS), COL_TX_FPS, file, line, warnings),
+            rx_line_rate_percent=_num(row.get(COL_RX_PERCENT), COL_RX_PERCENT, file, line, warnings),
+            latency_min_ns=_measured(_num(row.get(COL_MIN_LAT), COL_MIN_LAT, file, line, warnings)),
+            latency_max_ns=_measured(_num(row.get(COL_MAX_LAT), COL_MAX_LAT, file, line, warnings)),
+            latency_avg_ns=_measured(_num(row.get(COL_AVG_LAT), COL_AVG_LAT, file, line, warnings)),
+            frame_loss_percent=_num(row.get(COL_FRAME_LOSS), COL_FRAME_LOSS, file, line, warnings),
+            path=file,
+            line=line,
+        )
+        if rx is not None and rx == 0:
+            warnings.append(
+                LoadWarning(
+                    file,
+                    line,
+                    f"Throughput is 0 at {size} B: VSperf writes zeros when it cannot parse the "
+                    "traffic generator's output; marked INVALID.",
+                )
+            )
+        trials.append(trial)
+        for key in (COL_ID, COL_DEPLOYMENT, COL_VSWITCH, COL_TYPE, COL_START, COL_STOP, COL_EXEC_TIME):
+            value = row.get(key, "").strip()
+            if value and value.lower() not in MISSING_VALUES:
+                meta.setdefault(key, value)
+    for column, lines in unknown_lines.items():
+        effect = "rows marked INVALID" if column == COL_RX_FPS else "shown as n/a"
+        warnings.append(
+            LoadWarning(
+                file,
+                lines[0],
+                f"Column '{column}' is empty or 'Unknown' on line(s) {_ranges(lines)}; {effect}.",
+            )
+        )
+    if not trials:
+        warnings.append(LoadWarning(file, None, "No usable data row; test skipped."))
+        return None
+    index_text, name_test, name_deployment = match.groups()
+    test = meta.get(COL_ID, name_test)
+    deployment = meta.get(COL_DEPLOYMENT, name_deployment)
+    return TestRun(
+        test=test,
+        deployment=deployment,
+        index=int(index_text) if index_text is not None else None,
+        csv_path=file,
+        trials=tuple(trials),
+        vswitch=meta.get(COL_VSWITCH),
+        traffic_kind=meta.get(COL_TYPE),
+        start_time=meta.get(COL_START),
+        stop_time=meta.get(COL_STOP),
+        execution_time=meta.get(COL_EXEC_TIME),
+    )
+
+
+def _csv_rows(text: str) -> Iterable[tuple[int, list[str]]]:
+    """Yield (last physical line number, fields) per CSV record (CRLF handled by ``csv``)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        for fields in reader:
+            yield reader.line_num, fields
+    except csv.Error:
+        # An unterminated quote at EOF: the rows read so far stand; the caller warns on the rest.
+        return
+
+
+def _ranges(lines: list[int]) -> str:
+    """Format ascending line numbers compactly: ``2-8, 10``."""
+    parts: list[str] = []
+    start = prev = lines[0]
+    for n in [*lines[1:], -1]:
+        if n == prev + 1:
+            prev = n
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = n
+    return ", ".join(parts)
+
+
+def _find_logs(path: Path) -> tuple[Path, ...]:
+    """Return VSperf's logs for this run: inside the directory, else pre-Hunter ones beside it."""
+    inside = sorted({f for pattern in LOG_PATTERNS for f in path.glob(pattern) if f.is_file()})
+    if inside:
+        return tuple(inside)
+    beside = [path.parent / n for n in LEGACY_LOG_NAMES if (path.parent / n).is_file()]
+    overall = path.parent / "overall.log"
+    if overall.is_file() and not load_text.log_mentions_dir(overall, path.name):
+        return ()
+    return tuple(beside)
+
+
+def _failed_tests(
+    path: Path, logs: tuple[Path, ...], runs: list[TestRun], warnings: list[LoadWarning]
+) -> tuple[str, ...]:
+    """Return tests the overall log names as run (or failed) that have no CSV; warn for each."""
+    overall = [p for p in logs if p.name.startswith("vsperf-overall_") or p.name == "overall.log"]
+    have = {r.test for r in runs}
+    failed: list[str] = []
+    for log_path in overall:
+        for test, line, failed_msg in load_text.tests_in_log(log_path, warnings):
+            if test in have or test in failed:
+                continue
+            failed.append(test)
+            why = "the log says 'Failed to run test'" if failed_msg else "the test started but wrote no CSV"
+            warnings.append(
+                LoadWarning(
+                    log_path,
+                    line,
+                    f"Test '{test}' is named in the log but '{path.name}' has no result CSV for it "
+                    f"({why}); its cells are INVALID.",
+                )
+            )
+    return tuple(failed)
+
+
+def _environment(path: Path, names: list[str], warnings: list[LoadWarning]) -> tuple[tuple[str, str], ...]:
+    """Merge the environment blocks of every ``result_*.rst`` (else ``.md``), first value wins."""
+    merged: dict[str, str] = {}
+    for suffix in (".rst", ".md"):
+        for name in names:
+            if name.startswith("result_") and name.endswith(suffix) and (path / name).is_file():
+                for key, value in load_text.environment_block(path / name, warnings):
+                    merged.setdefault(key, value)
+        if merged:
+            break
+    return tuple(merged.items())
+
+
+def _attach_extras(
+    path: Path,
+    run: TestRun,
+    moongen: list[load_text.MoongenLog],
+    all_tests: frozenset[str],
+    warnings: list[LoadWarning],
+) -> TestRun:
+    """Add pidstat averages and MoonGen cross-checks to ``run``."""
+    pidstat = path / f"pidstat_{run.test}.log"
+    processes = load_text.pidstat(pidstat, warnings) if pidstat.is_file() else ()
+    checks = load_text.cross_check(run, moongen, path, all_tests, warnings)
+    return replace(run, processes=processes, moongen_checks=checks)

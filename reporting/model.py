@@ -1,0 +1,421 @@
+"""Define the records of the reporting package: loaded VSperf results and their comparison.
+
+Data flows ``load.py`` (VSperf files → :class:`ResultSet`) → ``compare.py`` (→ :class:`Comparison`)
+→ ``render.py`` (HTML, graphs, ``report.json``). Nothing here knows VSperf column names.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from reporting.errors import ThresholdError
+
+
+class Verdict(enum.StrEnum):
+    """Outcome of one (test, deployment, frame size) cell of a comparison."""
+
+    PASS = "PASS"
+    """No change beyond the thresholds (or, with repeats, confidently none)."""
+    REGRESSION = "REGRESSION"
+    """Throughput dropped by at least the regression threshold (significantly, with repeats)."""
+    IMPROVEMENT = "IMPROVEMENT"
+    """Throughput rose by at least the improvement threshold; never a failure."""
+    UNSTABLE = "UNSTABLE"
+    """Repeats too noisy to decide: run more repeats."""
+    INVALID = "INVALID"
+    """Zero, missing or unparsable throughput on a side; no comparison possible."""
+
+    @classmethod
+    def from_spec(cls, spec: str) -> Verdict:
+        """Return the verdict named ``spec`` (case-insensitive).
+
+        :raises ValueError: naming the valid values, when ``spec`` is none of them.
+        """
+        try:
+            return cls(spec.strip().upper())
+        except ValueError:
+            valid = ", ".join(v.value for v in cls)
+            raise ValueError(f"Unknown verdict {spec!r}; valid: {valid}.") from None
+
+
+class Method(enum.StrEnum):
+    """How a cell was compared."""
+
+    SINGLE = "single"
+    """One valid run per side: % of baseline against fixed thresholds (no noise estimate)."""
+    ONE_SAMPLE_T = "one-sample-t"
+    """Repeats on one side only: one-sample t-test of those samples against the other's value."""
+    WELCH_T = "welch-t"
+    """Repeats on both sides: Welch's unequal-variance t-test (scipy.stats.ttest_ind)."""
+    NONE = "none"
+    """No comparison possible (INVALID)."""
+
+    @classmethod
+    def from_spec(cls, spec: str) -> Method:
+        """Return the method named ``spec``.
+
+        :raises ValueError: naming the valid values, when ``spec`` is none of them.
+        """
+        try:
+            return cls(spec.strip().lower())
+        except ValueError:
+            valid = ", ".join(v.value for v in cls)
+            raise ValueError(f"Unknown method {spec!r}; valid: {valid}.") from None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Colouring / verdict thresholds for single-run comparisons, and statistics settings."""
+
+    regression_percent: float = 5.0
+    """A relative change ≤ −this is a REGRESSION (single run; with repeats also significant) [%]."""
+    improvement_percent: float = 5.0
+    """A relative change ≥ +this is an IMPROVEMENT [%]."""
+    warning_percent: float = 2.0
+    """A cell with |relative change| ≥ this is coloured as a warning [%]."""
+    alpha: float = 0.05
+    """Significance level of the t-tests and 1 − confidence of the intervals (repeats) [1]."""
+
+    def __post_init__(self) -> None:
+        for name in ("regression_percent", "improvement_percent", "warning_percent"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and 0 < value < 100):
+                raise ThresholdError(name, value, "a percentage in (0, 100)")
+        if not (isinstance(self.alpha, int | float) and 0 < self.alpha < 0.5):
+            raise ThresholdError("alpha", self.alpha, "a significance level in (0, 0.5)")
+
+
+@dataclass(frozen=True)
+class TesterVerdict:
+    """A tester's recorded decision on one comparison (shown on the page)."""
+
+    verdict: str
+    """'PASS' or 'FAIL'."""
+    bug_id: str | None
+    """Bug tracker id the tester filed, if any."""
+    comment: str | None
+    """Free text."""
+    tester: str | None
+    """Who decided."""
+    recorded_at: datetime
+    """When, timezone-aware UTC."""
+
+
+@dataclass(frozen=True)
+class LoadWarning:
+    """A degraded input: the report is still written for what is valid.
+
+    ``path`` is the file, ``line`` its 1-based line (CSV: the physical line, header = 1).
+    """
+
+    path: Path
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"'{self.path}'" + (f" line {self.line}" if self.line is not None else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One RFC 2544 throughput result for one frame size, as VSperf wrote it in one CSV row."""
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    rx_pps: float | None
+    """Forwarded rate, aggregate over both directions [pps]; None when missing/unparsable."""
+    tx_pps: float | None
+    """Offered rate at the final trial, aggregate [pps]; None when not reported."""
+    rx_line_rate_percent: float | None
+    """VSperf's ``rx / theoretical max`` for the streams used [%]; None when not reported."""
+    latency_min_ns: float | None
+    """Minimum latency [ns]; None when not measured (MoonGen writes 0)."""
+    latency_max_ns: float | None
+    """Maximum latency [ns]; None when not measured."""
+    latency_avg_ns: float | None
+    """Average latency [ns]; None when not measured."""
+    frame_loss_percent: float | None
+    """Frame loss reported by the generator [%]; None when the column is absent."""
+    path: Path
+    """CSV file the row came from."""
+    line: int
+    """1-based physical line of the row in ``path``."""
+
+    @property
+    def valid(self) -> bool:
+        """True when the throughput is a positive finite number (VSperf writes 0 on parse failure)."""
+        return self.rx_pps is not None and math.isfinite(self.rx_pps) and self.rx_pps > 0
+
+
+@dataclass(frozen=True)
+class ProcessStats:
+    """Average CPU and memory use of one process during a test, from VSperf's pidstat log."""
+
+    process: str
+    """Command name, e.g. ``ovs-vswitchd``."""
+    cpu_percent: float | None
+    """Average CPU (100 = one core) [%]."""
+    rss_kib: float | None
+    """Resident set size [KiB]."""
+    vsz_kib: float | None
+    """Virtual size [KiB]."""
+    mem_percent: float | None
+    """Share of the host's memory [%]."""
+
+
+@dataclass(frozen=True)
+class MoongenCheck:
+    """Cross-check of an archived MoonGen raw log against the CSV row for the same frame size.
+
+    The raw log's ``[REPORT]      total:`` line carries Tx/Rx frames, loss and Tx/Rx Mpps
+    (lua-trafficgen ``trafficgen.lua``; regex as in VSperf ``moongen.py``).
+    """
+
+    log_path: Path
+    frame_size_bytes: int
+    tx_frames: int
+    rx_frames: int
+    loss_frames: int
+    log_loss_percent: float
+    """Loss the log prints [%]."""
+    log_rx_pps: float
+    """Rx Mpps × 1e6 from the log [pps]."""
+    log_tx_pps: float | None
+    """Tx Mpps × 1e6 from the log [pps]; None for the old format without ``Tx Mpps:``."""
+    csv_rx_pps: float | None
+    """The CSV's ``throughput_rx_fps`` for that size [pps]."""
+    csv_tx_pps: float | None
+    """The CSV's ``tx_rate_fps`` for that size [pps]."""
+    mismatches: tuple[str, ...]
+    """Human-readable differences; empty when the log and CSV agree."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the log agrees with the CSV."""
+        return not self.mismatches
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One VSperf test execution: one ``result_[<idx>_]<test>_<deployment>.csv``."""
+
+    __test__ = False  # not a pytest class
+
+    test: str
+    """VSperf test name, from the ``id`` column (e.g. ``phy2phy_tput``)."""
+    deployment: str
+    """VSperf deployment, from the ``deployment`` column (``p2p``, ``pvp``, …)."""
+    index: int | None
+    """Test index in the file name; None for pre-Fraser names."""
+    csv_path: Path
+    trials: tuple[TrialResult, ...]
+    """One per frame size, in file order."""
+    vswitch: str | None
+    traffic_kind: str | None
+    """VSperf ``type``, e.g. ``rfc2544_throughput``."""
+    start_time: str | None
+    """DUT local time, no zone, as VSperf wrote it."""
+    stop_time: str | None
+    execution_time: str | None
+    """``HH:MM:SS``."""
+    processes: tuple[ProcessStats, ...] = ()
+    moongen_checks: tuple[MoongenCheck, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """One VSperf ``results_<timestamp>`` directory."""
+
+    path: Path
+    runs: tuple[TestRun, ...]
+    environment: tuple[tuple[str, str], ...]
+    """(field, value) from VSperf's ``.rst``/``.md`` environment block, in file order."""
+    vsperf_report: Path | None
+    """``<vswitch>_test_report.rst`` when present."""
+    logs: tuple[Path, ...]
+    """VSperf log files of the run (inside the directory, or beside it for pre-Hunter layouts)."""
+    failed_tests: tuple[str, ...]
+    """Tests the log names as run but that have no result CSV."""
+    warnings: tuple[LoadWarning, ...]
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """Environment as a dict (field → value)."""
+        return dict(self.environment)
+
+    def _versioned(self, key: str) -> str | None:
+        value = self.env.get(key)
+        if value is None:
+            return None
+        for part in value.split(","):
+            part = part.strip()
+            if part.startswith("Version:"):
+                version = part.removeprefix("Version:").strip()
+                return None if version in ("", "None") else version
+        first = value.split(",")[0].strip()
+        return first or None
+
+    @property
+    def ovs_version(self) -> str | None:
+        """OVS version from ``* vSwitch: <name>, Version: <v>, GIT tag: …``."""
+        return self._versioned("vSwitch")
+
+    @property
+    def dpdk_version(self) -> str | None:
+        """DPDK version from ``* DPDK Version: <v>, GIT tag: …``."""
+        return self._versioned("DPDK Version")
+
+    @property
+    def qemu_version(self) -> str | None:
+        """QEMU version from ``* VNF: <name>, Version: <v>, …`` (pvp/pvvp only)."""
+        return self._versioned("VNF")
+
+    @property
+    def start_time(self) -> str | None:
+        """Earliest test start time (DUT local time), else the directory timestamp."""
+        starts = sorted(r.start_time for r in self.runs if r.start_time)
+        if starts:
+            return starts[0]
+        stamp = self.path.name.removeprefix("results_")
+        if len(stamp) == 19:
+            return f"{stamp[:10]} {stamp[11:].replace('-', ':')}"
+        return None
+
+
+@dataclass(frozen=True)
+class SideStats:
+    """The valid throughput samples of one side for one cell."""
+
+    samples_pps: tuple[float, ...]
+    """Aggregate Rx rates, one per valid run [pps]."""
+
+    @property
+    def n(self) -> int:
+        """Number of samples [1]."""
+        return len(self.samples_pps)
+
+    @property
+    def mean_pps(self) -> float:
+        """Arithmetic mean [pps]."""
+        return sum(self.samples_pps) / len(self.samples_pps)
+
+    @property
+    def stdev_pps(self) -> float | None:
+        """Sample standard deviation (n − 1) [pps]; None with fewer than two samples."""
+        if self.n < 2:
+            return None
+        mean = self.mean_pps
+        return math.sqrt(sum((x - mean) ** 2 for x in self.samples_pps) / (self.n - 1))
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """One result directory's value in a cell (for per-result columns)."""
+
+    label: str
+    """Short label of the result (its ``results_<ts>`` name)."""
+    rx_pps: float | None
+    """None when the run lacks this size or its row is invalid [pps]."""
+    rel_change_percent: float | None
+    """Against the baseline mean [%]."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The comparison of one (test, deployment, frame size)."""
+
+    frame_size_bytes: int
+    baseline: SideStats | None
+    current: SideStats | None
+    line_rate_pps: float | None
+    """Theoretical aggregate line rate for this size [pps]."""
+    rel_change_percent: float | None
+    """current mean / baseline mean − 1 [%]."""
+    ci_low_percent: float | None
+    """Lower bound of the (1 − alpha) confidence interval of the relative change [%]."""
+    ci_high_percent: float | None
+    p_value: float | None
+    method: Method
+    verdict: Verdict
+    reason: str
+    """One sentence explaining the verdict."""
+    warn: bool
+    """True when |relative change| ≥ the warning threshold (colouring)."""
+    baseline_latency_avg_ns: float | None = None
+    current_latency_avg_ns: float | None = None
+    baseline_latency_max_ns: float | None = None
+    current_latency_max_ns: float | None = None
+    baseline_frame_loss_percent: float | None = None
+    current_frame_loss_percent: float | None = None
+    per_result: tuple[RunValue, ...] = ()
+
+
+@dataclass(frozen=True)
+class TestComparison:
+    """All cells of one (test, deployment)."""
+
+    __test__ = False  # not a pytest class
+
+    test: str
+    deployment: str
+    cells: tuple[Cell, ...]
+    """Ascending by frame size."""
+    baseline_runs: tuple[TestRun, ...]
+    current_runs: tuple[TestRun, ...]
+
+    @property
+    def has_latency(self) -> bool:
+        """True when any cell carries a measured latency."""
+        return any(
+            v is not None for c in self.cells for v in (c.baseline_latency_avg_ns, c.current_latency_avg_ns)
+        )
+
+    @property
+    def has_frame_loss(self) -> bool:
+        """True when any cell carries a generator-reported frame loss."""
+        return any(
+            v is not None
+            for c in self.cells
+            for v in (c.baseline_frame_loss_percent, c.current_frame_loss_percent)
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Baseline against current for every test found on either side."""
+
+    tests: tuple[TestComparison, ...]
+    thresholds: Thresholds
+    warnings: tuple[str, ...] = field(default=())
+    """Comparison-level warnings (tests or frame sizes on one side only)."""
+    link_bps: float = 2 * 10e9
+    """Aggregate line speed used for the theoretical line rate [bit/s]."""
+    link_source: str = "assumed 2 × 10 GbE"
+    """How ``link_bps`` was found."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Verdict name → number of cells (every verdict listed, zeros included)."""
+        counts = {v.value: 0 for v in Verdict}
+        for test in self.tests:
+            for cell in test.cells:
+                counts[cell.verdict.value] += 1
+        return counts
+
+    @property
+    def overall(self) -> str:
+        """'REGRESSION' if any, else 'INVALID' if any, else 'PASS'; 'NO_RESULTS' with no cells."""
+        counts = self.counts
+        if not any(counts.values()):
+            return "NO_RESULTS"
+        if counts[Verdict.REGRESSION.value]:
+            return "REGRESSION"
+        if counts[Verdict.INVALID.value]:
+            return "INVALID"
+        return "PASS"
