@@ -54,7 +54,9 @@ def bench_pass(n: int, root: Path) -> tuple[float, float]:
     baseline = sorted(BASELINE.glob("results_*"))
     currents = [sorted((root / "ci_processed" / f"night-{i:03d}").glob("results_*")) for i in range(n)]
     peer_dir = root / "peer"
-    peer_s = timed(lambda: [generate_report(baseline, cur, peer_dir / str(i)) for i, cur in enumerate(currents)])
+    peer_s = timed(
+        lambda: [generate_report(baseline, cur, peer_dir / str(i)) for i, cur in enumerate(currents)]
+    )
     return pass_s, peer_s
 
 
@@ -118,8 +120,15 @@ def bench_store(root: Path) -> dict[str, tuple[float, float]]:
             cur = raw.execute(
                 "INSERT INTO results (name, scenario, location, vsperf_dirs, status, failure_reason,"
                 " metadata_json, received_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
-                (name, SCENARIO, str(root / name), json.dumps([str(root / name / "results_x")]),
-                 "processed", json.dumps(meta), now),
+                (
+                    name,
+                    SCENARIO,
+                    str(root / name),
+                    json.dumps([str(root / name / "results_x")]),
+                    "processed",
+                    json.dumps(meta),
+                    now,
+                ),
             )
             raw.execute("COMMIT")
             raw.execute("BEGIN")
@@ -127,17 +136,27 @@ def bench_store(root: Path) -> dict[str, tuple[float, float]]:
                 "INSERT INTO comparisons (result_id, baseline_result_id, baseline_dirs, current_dirs,"
                 " report_dir, title, overall, counts, warnings, thresholds, created_at, updated_at)"
                 " VALUES (?, NULL, ?, ?, ?, ?, 'PASS', ?, '[]', ?, ?, ?)",
-                (cur.lastrowid, json.dumps([str(BASELINE)]), json.dumps([str(root / name / "results_x")]),
-                 str(root / "reports" / name), name, json.dumps({"PASS": 14}),
-                 json.dumps({"regression_percent": 5.0}), now, now),
+                (
+                    cur.lastrowid,
+                    json.dumps([str(BASELINE)]),
+                    json.dumps([str(root / name / "results_x")]),
+                    str(root / "reports" / name),
+                    name,
+                    json.dumps({"PASS": 14}),
+                    json.dumps({"regression_percent": 5.0}),
+                    now,
+                    now,
+                ),
             )
             raw.execute("COMMIT")
 
     timings = {"insert result+comparison": (timed(ours_insert), timed(raw_insert))}
     for cid in range(1, STORE_ROWS + 1, 7):
         store.add_verdict(cid, decision=Decision.PASS if cid % 2 else Decision.FAIL)
-        raw.execute("INSERT INTO verdicts (comparison_id, decision, recorded_at) VALUES (?, ?, '2026-01-01')",
-                    (cid, "PASS" if cid % 2 else "FAIL"))
+        raw.execute(
+            "INSERT INTO verdicts (comparison_id, decision, recorded_at) VALUES (?, ?, '2026-01-01')",
+            (cid, "PASS" if cid % 2 else "FAIL"),
+        )
 
     def ours_list() -> None:
         for _ in range(QUERY_REPEATS):

@@ -11,7 +11,7 @@ import dataclasses
 import getpass
 import logging
 
-from reporting.api import ReportOutcome, Thresholds, TesterVerdict, generate_report
+from reporting.api import ReportOutcome, TesterVerdict, Thresholds, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import RenderError
 from resultstore.model import ComparisonRecord, Decision, VerdictRecord

@@ -128,8 +128,6 @@ def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
 
 _PASS_SCRIPT = """
 import sys
-from tests.reporting_standin import install_if_missing
-install_if_missing()
 from ciflow.cli import main
 sys.exit(main(["--config", sys.argv[1], "-q"]))
 """

@@ -13,10 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.reporting_standin import install_if_missing
-
-install_if_missing()
-
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PG_USER = "ovsperf"
 

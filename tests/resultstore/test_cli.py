@@ -16,10 +16,9 @@ from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, write_config
 
 @pytest.fixture
 def processed(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """Run a real pass (store on this backend) over two results: night-1 regresses, night-2 passes."""
+    """Run a real pass (store on this backend) over one result that regresses: comparison 1."""
     config = write_config(tmp_path, database=store_url)
     deliver(tmp_path / "ci_in", "night-1", CANDIDATE)
-    deliver(tmp_path / "ci_in", "night-2", BASELINE)
     assert process_main(["--config", str(config)]) == 1
     capsys.readouterr()
     return store_url
@@ -30,6 +29,9 @@ def out_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 def test_list_table_and_json(processed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deliver(tmp_path / "ci_in", "night-2", BASELINE)
+    assert process_main(["--config", str(tmp_path / "ciflow.yaml")]) == 0
+    capsys.readouterr()
     assert main(["--db", processed, "list"]) == 0
     lines = out_lines(capsys)
     assert lines[0].split() == ["ID", "RESULT", "SCENARIO", "OVERALL", "VERDICT", "BUG", "REPORT"]
