@@ -205,7 +205,9 @@ def main() -> int:
     try:
         print("process-ci-results: one pass over N results vs generate_report N times (same inputs)")
         # Warm-up (imports, matplotlib font cache) so neither side pays it.
-        generate_report(sorted(BASELINE.glob("results_*")), sorted(CANDIDATE.glob("results_*")), root / "warm")
+        generate_report(
+            sorted(BASELINE.glob("results_*")), sorted(CANDIDATE.glob("results_*")), root / "warm"
+        )
         pass_times = {}
         for n in (10, 50):
             pass_s, peer_s = bench_pass(n, root / f"pass{n}")
