@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
         if source.is_symlink() or not source.is_dir():
             shutil.copy2(source, staged, follow_symlinks=False)
         else:
-            shutil.copytree(source, staged, symlinks=True)
+            shutil.copytree(source, staged, symlinks=True, copy_function=_copy_regular_file)
         _fsync_tree(staged)
         rename_no_replace(staged, destination)
     except (OSError, shutil.Error) as err:
@@ -126,6 +127,17 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
         return
     shutil.rmtree(doomed, ignore_errors=True)
     log.debug("Copied '%s' to '%s' (another file system) and removed the source.", source, destination)
+
+
+def _copy_regular_file(source: str, destination: str) -> str:
+    """Copy one regular file with its metadata; refuse devices, FIFOs and sockets.
+
+    :raises OSError: for a special file (reading a device could never end).
+    """
+    mode = os.lstat(source).st_mode
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file; special files are not copied", source)
+    return str(shutil.copy2(source, destination, follow_symlinks=False))
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -113,12 +113,7 @@ def _compare_record_move(
     config: CiConfig, store: ResultStore, entry: InboxEntry, metadata: ResultMetadata
 ) -> ResultOutcome:
     destination = config.ci_processed / entry.name
-    if os.path.lexists(destination):
-        raise ResultRejectedError(
-            f"a result named '{entry.name}' was already processed ('{destination}'); "
-            "this is a duplicate delivery.",
-            name=entry.name,
-        )
+    _refuse_duplicate(store, entry.name, destination)
     scenario = config.scenarios.get(metadata.scenario)
     if scenario is None:
         raise ResultRejectedError(
@@ -194,6 +189,35 @@ def _compare_record_move(
         report_index=report.index_html,
         comparison_id=comparison.id,
     )
+
+
+def _refuse_duplicate(store: ResultStore, name: str, destination: Path) -> None:
+    """Reject a delivery whose name was processed before (never overwrite a result or its verdicts).
+
+    A stored, processed result whose comparison has no verdict and whose directory is not in
+    ``ci_processed`` is a pass that crashed before its move: that one is processed again.
+
+    :raises ResultRejectedError: when ``name`` is a duplicate delivery.
+    :raises StoreUnavailableError: when the store fails.
+    """
+    if os.path.lexists(destination):
+        raise ResultRejectedError(
+            f"a result named '{name}' was already processed ('{destination}'); this is a duplicate delivery.",
+            name=name,
+        )
+    try:
+        existing = store.result(name)
+        if existing is None or existing.status is not ResultStatus.PROCESSED:
+            return
+        decided = [c for c in store.comparisons(result_name=name) if c.verdict is not None]
+    except ResultStoreError as err:
+        raise StoreUnavailableError(f"Results store failed while checking '{name}': {err}") from err
+    if decided:
+        raise ResultRejectedError(
+            f"a result named '{name}' was already processed and has a tester verdict (comparison "
+            f"{decided[0].id}); this is a duplicate delivery.",
+            name=name,
+        )
 
 
 def _baseline(store: ResultStore, scenario: ScenarioConfig, name: str) -> tuple[tuple[Path, ...], str | None]:

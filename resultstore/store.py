@@ -409,19 +409,22 @@ class ResultStore:
         self,
         *,
         scenario: str | None = None,
+        result_name: str | None = None,
         undecided_only: bool = False,
         limit: int | None = None,
     ) -> list[ComparisonRecord]:
         """Return comparisons, newest first.
 
-        ``scenario`` keeps that scenario's only; ``undecided_only`` keeps those without a verdict;
-        ``limit`` caps the number returned.
+        ``scenario`` keeps that scenario's only; ``result_name`` those of that current result;
+        ``undecided_only`` those without a verdict; ``limit`` caps the number returned.
 
         :raises StoreDatabaseError: when the database fails.
         """
         query = select(ComparisonRow).join(ResultRow, ComparisonRow.result_id == ResultRow.id)
         if scenario is not None:
             query = query.where(ResultRow.scenario == scenario)
+        if result_name is not None:
+            query = query.where(ResultRow.name == result_name)
         if undecided_only:
             query = query.where(~ComparisonRow.id.in_(select(VerdictRow.comparison_id)))
         query = query.order_by(ComparisonRow.id.desc())

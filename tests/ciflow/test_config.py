@@ -59,6 +59,7 @@ def test_postgresql_url_is_kept(tmp_path: Path) -> None:
         ({"quiet_period_s": -1}, "field 'quiet_period_s'"),
         ({"thresholds": {"regression_percnt": 5}}, "field 'thresholds.regression_percnt': unknown key"),
         ({"thresholds": {"alpha": "low"}}, "field 'thresholds.alpha': 'low' is not a number"),
+        ({"thresholds": {"regression_percent": 150}}, "field 'thresholds':"),
         ({"scenarios": {SCENARIO: "/does/not/exist"}}, f"field 'scenarios.{SCENARIO}.baseline'"),
         ({"scenarios": {SCENARIO: {"fallback": str(BASELINE)}}}, "baseline': missing"),
         ({"scenarios": {SCENARIO: {"baseline": str(BASELINE), "fallback": "x"}}}, "only allowed with"),

@@ -14,6 +14,7 @@ import ciflow.process
 from ciflow.cli import main
 from ciflow.errors import MoveError
 from ciflow.model import LOCK_NAME
+from ciflow.moves import move_result
 from resultstore.cli import main as results_main
 from resultstore.store import ResultStore, database_url
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
@@ -163,3 +164,15 @@ def test_two_concurrent_passes_process_each_result_exactly_once(tmp_path: Path) 
     assert list((tmp_path / "ci_failed").iterdir()) == []
     with ResultStore.open(database_url(str(tmp_path / "results.sqlite"))) as store:
         assert sorted(c.result_name for c in store.comparisons()) == names
+
+
+def test_cross_file_system_move_refuses_special_files(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    source = deliver(tmp_path / "src", "night-1")
+    os.mkfifo(source / "pipe")  # reading it would block; a device could never end
+    files = snapshot(source)
+    with tmpfs(tmp_path / "other", "16m") as other:
+        with pytest.raises(MoveError, match="another file system"):
+            move_result(source, other / "night-1")
+        assert list(other.iterdir()) == []
+    assert snapshot(source) == files and (source / "pipe").exists()
