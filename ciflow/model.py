@@ -10,6 +10,7 @@ from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
 from reporting.api import Thresholds
+from resultstore.model import SpecEnum
 
 MARKER_NAME = "ovsperf-metadata.json"
 """File the Beaker task (and the local lab) writes as the LAST step of a result; its presence
@@ -27,24 +28,13 @@ def failed_reason_file(destination: Path, suffix: str = ".txt") -> Path:
     return destination.parent / f"{destination.name}.FAILED{suffix}"
 
 
-class BaselineSource(enum.Enum):
+class BaselineSource(SpecEnum):
     """Where a scenario's baseline comes from."""
 
     DIRS = "dirs"
     """Fixed VSperf result directories named in the configuration."""
     LATEST_PASS = "latest-pass"
     """The newest result of the same scenario whose comparison a tester marked PASS."""
-
-    @classmethod
-    def from_spec(cls, spec: object) -> BaselineSource:
-        """Return the source named ``spec``.
-
-        :raises ValueError: listing the valid values when ``spec`` is not one.
-        """
-        for member in cls:
-            if member.value == spec:
-                return member
-        raise ValueError(f"{spec!r} is not one of: {', '.join(m.value for m in cls)}.")
 
 
 @dataclass(frozen=True)

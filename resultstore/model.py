@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from resultstore.errors import InvalidRecordError
 
@@ -38,7 +38,31 @@ def check_name(value: object, field: str) -> str:
     return value
 
 
-class Decision(enum.Enum):
+_E = TypeVar("_E", bound="SpecEnum")
+
+
+class SpecEnum(enum.Enum):
+    """An Enum with string values and a ``from_spec`` that lists the valid values on rejection."""
+
+    @classmethod
+    def from_spec(cls: type[_E], spec: object) -> _E:
+        """Return the member whose value is ``spec`` (case-insensitive, surrounding blanks ignored).
+
+        :raises InvalidRecordError: listing the valid values when ``spec`` is none of them.
+        """
+        if isinstance(spec, str):
+            for member in cls:
+                if str(member.value).lower() == spec.strip().lower():
+                    return member
+        valid = ", ".join(f"'{m.value}'" for m in cls)
+        raise InvalidRecordError(
+            f"{spec!r} is not a valid {cls.__name__}; expected one of {valid}.",
+            field=cls.__name__,
+            value=spec,
+        )
+
+
+class Decision(SpecEnum):
     """A tester's decision on one comparison (the role CQE had)."""
 
     PASS = "PASS"
@@ -46,39 +70,14 @@ class Decision(enum.Enum):
     FAIL = "FAIL"
     """The comparison shows a real problem (usually with a bug id)."""
 
-    @classmethod
-    def from_spec(cls, spec: object) -> Decision:
-        """Return the decision named ``spec`` (case-insensitive).
 
-        :raises InvalidRecordError: listing the valid values when ``spec`` is not one.
-        """
-        if isinstance(spec, str):
-            for member in cls:
-                if member.value == spec.strip().upper():
-                    return member
-        valid = ", ".join(m.value for m in cls)
-        raise InvalidRecordError(f"Verdict {spec!r} is not one of: {valid}.", field="verdict", value=spec)
-
-
-class ResultStatus(enum.Enum):
+class ResultStatus(SpecEnum):
     """Where ``process-ci-results`` put a result."""
 
     PROCESSED = "processed"
     """Compared and moved to ``ci_processed``."""
     FAILED = "failed"
     """Could not be compared; moved to ``ci_failed`` with the reason."""
-
-    @classmethod
-    def from_spec(cls, spec: object) -> ResultStatus:
-        """Return the status named ``spec``.
-
-        :raises InvalidRecordError: listing the valid values when ``spec`` is not one.
-        """
-        for member in cls:
-            if member.value == spec:
-                return member
-        valid = ", ".join(m.value for m in cls)
-        raise InvalidRecordError(f"Status {spec!r} is not one of: {valid}.", field="status", value=spec)
 
 
 @dataclass(frozen=True)

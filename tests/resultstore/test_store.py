@@ -229,3 +229,23 @@ def test_bad_url_and_unwritable_sqlite_location(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(StoreDatabaseError, match="cannot create its directory"):
         ResultStore.open(f"sqlite:///{blocker / 'sub' / 'results.sqlite'}")
+
+
+@pytest.mark.parametrize(
+    ("enum_cls", "spec", "expected"),
+    [
+        (Decision, " pass ", Decision.PASS),
+        (Decision, "FAIL", Decision.FAIL),
+        (ResultStatus, "Failed", ResultStatus.FAILED),
+    ],
+)
+def test_from_spec_accepts_any_case(
+    enum_cls: type[Decision] | type[ResultStatus], spec: str, expected: object
+) -> None:
+    assert enum_cls.from_spec(spec) is expected
+
+
+@pytest.mark.parametrize("spec", ["maybe", 1, None])
+def test_from_spec_lists_valid_values(spec: object) -> None:
+    with pytest.raises(InvalidRecordError, match="expected one of 'PASS', 'FAIL'"):
+        Decision.from_spec(spec)
