@@ -1,0 +1,210 @@
+"""Command line of ``jobcreator``: parse arguments, run :func:`~jobcreator.workflow.create_job`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from jobcreator.catalog import load_catalog
+from jobcreator.errors import JobCreatorError, UsageError
+from jobcreator.jobmodel import (
+    DEFAULT_MOONGEN_COMMIT,
+    DEFAULT_TRAFFICGEN_COMMIT,
+    HubSettings,
+    JobOptions,
+    JobRequest,
+    ReserveMode,
+)
+from jobcreator.workflow import create_job
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+
+EXAMPLE = """example:
+  jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q_GUEST_DPDK1q \\
+      --distro RHEL-7.3 --kickrepo http://example.com/repos/dpdk/16.11/4.el7 --tag nightly \\
+      --reserve 100 --autosubmit"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises :class:`UsageError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see 'jobcreator --help').")
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(
+        prog="jobcreator",
+        description=(
+            "Render the Beaker job of an OVS/DPDK performance scenario, validate it against\n"
+            "Beaker's beaker-job.rng, then print it, write it or submit it (printing J:<n>).\n"
+            "The first --host is the traffic generator (MoonGen), the second the DUT."
+        ),
+        epilog=f"{EXAMPLE}\n\n{ExitCode.help_text()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job = parser.add_argument_group("job")
+    job.add_argument(
+        "--host", action="append", default=[], metavar="FQDN", help="give twice: traffic generator, then DUT"
+    )
+    job.add_argument("--config", metavar="NAME", help="scenario name from the catalog (see --list-configs)")
+    job.add_argument(
+        "--distro",
+        metavar="DISTRO",
+        help="Beaker distro name, e.g. RHEL-7.3, or family:OSMAJOR, e.g. family:CentOSStream9",
+    )
+    job.add_argument("--arch", default="x86_64", help="distro tree architecture (default: %(default)s)")
+    job.add_argument("--variant", help="distro variant, e.g. Server (default: any)")
+    job.add_argument(
+        "--kickrepo",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="extra package repository for every recipe, guest included (repeatable)",
+    )
+    job.add_argument("--tag", metavar="TEXT", help="text put first in the job whiteboard, e.g. nightly")
+    job.add_argument(
+        "--reserve",
+        type=float,
+        metavar="HOURS",
+        help="keep both hosts reserved this long after the run (0: no reservation)",
+    )
+    job.add_argument(
+        "--reserve-with",
+        choices=[m.value for m in ReserveMode],
+        default="reservesys",
+        help="<reservesys> element (default; also after an abort) or the /ovsperf/sleeper task",
+    )
+    job.add_argument(
+        "--collector",
+        metavar="USER@HOST:/PATH",
+        help="rsync destination vsperf_test sends the results to (COLLECTOR)",
+    )
+    job.add_argument(
+        "--moongen-commit",
+        default=DEFAULT_MOONGEN_COMMIT,
+        metavar="SHA",
+        help="MoonGen commit to build (default: %(default)s)",
+    )
+    job.add_argument(
+        "--trafficgen-commit",
+        default=DEFAULT_TRAFFICGEN_COMMIT,
+        metavar="SHA",
+        help="lua-trafficgen commit to use (default: %(default)s)",
+    )
+    job.add_argument(
+        "--task-repo",
+        metavar="URL",
+        help="fetch the /ovsperf tasks from URL#beaker_tasks/<task> instead of the task library",
+    )
+    job.add_argument(
+        "--inventory",
+        metavar="PATH",
+        help="host inventory for the tasks (INVENTORY), relative to the task repository root or absolute",
+    )
+    job.add_argument(
+        "--catalog", type=Path, metavar="FILE", help="scenario catalog (default: the packaged one)"
+    )
+
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the job XML to FILE (atomically) instead of printing it",
+    )
+    out.add_argument(
+        "--autosubmit",
+        action="store_true",
+        help="submit the job with the Beaker client configuration; print the job id J:<n>",
+    )
+    out.add_argument("--dry-run", action="store_true", help="with --autosubmit: validate only, do not submit")
+    out.add_argument(
+        "--hub-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="timeout of each request to the hub [s] (default: %(default)s)",
+    )
+    out.add_argument(
+        "--hub-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="retries after a connection failure, 10 s apart (default: %(default)s)",
+    )
+    out.add_argument("--list-configs", action="store_true", help="print the scenario names and exit")
+    out.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable)")
+    out.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
+    return parser
+
+
+def _request(args: argparse.Namespace) -> JobRequest:
+    """Turn parsed arguments into a request; the dataclasses validate the values.
+
+    :raises UsageError: when a required option is missing or --host is not given twice.
+    :raises JobOptionsError: when a value is invalid.
+    """
+    if len(args.host) != 2:
+        raise UsageError(
+            f"expected exactly two --host options (traffic generator, then DUT), got {len(args.host)}."
+        )
+    for option, value in (("--config", args.config), ("--distro", args.distro)):
+        if value is None:
+            raise UsageError(f"missing {option} (see 'jobcreator --help').")
+    options = JobOptions(
+        trafficgen_host=args.host[0],
+        dut_host=args.host[1],
+        distro=args.distro,
+        arch=args.arch,
+        variant=args.variant,
+        kick_repos=tuple(args.kickrepo),
+        tag=args.tag,
+        reserve_hours=args.reserve,
+        reserve_mode=ReserveMode(args.reserve_with),
+        collector=args.collector,
+        moongen_commit=args.moongen_commit,
+        trafficgen_commit=args.trafficgen_commit,
+        task_repo=args.task_repo,
+        inventory=args.inventory,
+    )
+    return JobRequest(
+        scenario_name=args.config,
+        options=options,
+        catalog_path=args.catalog,
+        output=args.output,
+        autosubmit=args.autosubmit,
+        dry_run=args.dry_run,
+        hub=HubSettings(timeout_s=args.hub_timeout, retries=args.hub_retries),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``jobcreator``; return the exit code (0 OK, 2 error; see ``--help``)."""
+    parser = _build_parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help
+            return int(done.code or 0)
+        configure_logging(args.verbose, args.quiet)
+        if args.list_configs:
+            for name in load_catalog(args.catalog).names():
+                print(name)
+            return ExitCode.OK
+        outcome = create_job(_request(args))
+    except JobCreatorError as err:
+        message = " ".join(str(err).split())
+        print(f"jobcreator: error: {message}", file=sys.stderr)
+        return ExitCode.ERROR
+    if outcome.job_id is not None:
+        print(outcome.job_id)
+    elif outcome.written_to is None:
+        sys.stdout.write(outcome.xml)
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
