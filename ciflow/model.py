@@ -114,6 +114,9 @@ class ResultMetadata:
     """Scenario name (required)."""
     raw: Mapping[str, Any] = field(default_factory=dict)
     """Every key of the file as parsed (versions, job id, hosts, ...), kept in the store."""
+    incomplete_reason: str | None = None
+    """Why the producer marked the run incomplete (``"complete": false`` from ``ovsperf-lab``,
+    ``"status": "FAIL"`` with ``missing_tests`` from the Beaker task); None when complete."""
 
 
 class OutcomeKind(enum.Enum):

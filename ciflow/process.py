@@ -120,6 +120,10 @@ def _compare_record_move(
             f"scenario '{metadata.scenario}' has no baseline in '{config.path}'; add it under 'scenarios:'.",
             name=entry.name,
         )
+    if metadata.incomplete_reason is not None:
+        log.warning(
+            "'%s' is incomplete: %s; the report covers what it holds.", entry.name, metadata.incomplete_reason
+        )
     baseline_dirs, baseline_name = _baseline(store, scenario, entry.name)
     current_dirs = vsperf_result_dirs(entry.path)
     if not current_dirs:

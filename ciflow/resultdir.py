@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from ciflow.errors import ResultRejectedError
 from ciflow.model import MARKER_NAME, ResultMetadata
@@ -31,7 +32,7 @@ def read_metadata(result_dir: Path) -> ResultMetadata:
     """Parse ``<result_dir>/ovsperf-metadata.json``.
 
     The file is a JSON object with at least ``"scenario"`` (a safe name); every other key
-    (``ovs_version``, ``dpdk_version``, ``job_id``, ``hosts``, ...) is kept as it is.
+    (versions, packages, job id, hosts, ...) is kept as it is.
 
     :raises ResultRejectedError: when the file is missing, a symlink, too large, not UTF-8 JSON,
         not an object, or lacks a valid ``scenario``; the reason names the file.
@@ -56,7 +57,22 @@ def read_metadata(result_dir: Path) -> ResultMetadata:
         scenario = check_name(data["scenario"], "Scenario")
     except InvalidRecordError as err:
         raise ResultRejectedError(f"'{marker}' field 'scenario': {err}", name=name) from err
-    return ResultMetadata(scenario=scenario, raw=data)
+    return ResultMetadata(scenario=scenario, raw=data, incomplete_reason=_incomplete_reason(data))
+
+
+def _incomplete_reason(data: dict[str, Any]) -> str | None:
+    """Return why the producer says the run is incomplete, or None.
+
+    ``ovsperf-lab`` writes ``"complete": false`` and ``"incomplete_reason"``; the Beaker task
+    ``vsperf_test`` writes ``"status": "FAIL"`` and the tests without CSV in ``"missing_tests"``.
+    """
+    if data.get("complete") is False:
+        return str(data.get("incomplete_reason") or "the producer marked the run incomplete")
+    if str(data.get("status", "")).upper() == "FAIL":
+        missing = data.get("missing_tests") or []
+        names = ", ".join(str(m) for m in missing) if isinstance(missing, list) else str(missing)
+        return f"the producer reported status FAIL (tests without results: {names or 'n/a'})"
+    return None
 
 
 def vsperf_result_dirs(root: Path) -> tuple[Path, ...]:

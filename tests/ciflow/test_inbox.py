@@ -181,3 +181,18 @@ def _outcome(kind: OutcomeKind, overall: str | None = None) -> ResultOutcome:
 )
 def test_exit_code_table(summary: PassSummary, expected: ExitCode) -> None:
     assert summary.exit_code is expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({}, None),
+        ({"status": "PASS"}, None),
+        ({"complete": True}, None),
+        ({"complete": False, "incomplete_reason": "SIGTERM at 512 B"}, "SIGTERM at 512 B"),
+        ({"status": "FAIL", "missing_tests": ["pvp_tput"]}, "tests without results: pvp_tput"),
+    ],
+)
+def test_metadata_incomplete_reason(tmp_path: Path, extra: dict[str, object], reason: str | None) -> None:
+    got = read_metadata(deliver(tmp_path, "r", metadata=extra)).incomplete_reason
+    assert got == reason if reason is None else reason in (got or "")

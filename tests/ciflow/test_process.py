@@ -383,3 +383,33 @@ def test_redelivery_of_an_archived_result_with_a_verdict_is_a_duplicate(
     with store_of(tmp_path) as store:
         verdict = store.comparison("night-1").verdict
         assert verdict is not None and verdict.bug_id == "RHBZ#5"
+
+
+def test_beaker_task_layout_marker_inside_the_vsperf_results_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The vsperf_test task rsyncs VSperf's results_<ts> directory itself, marker inside, last."""
+    config = write_config(tmp_path)
+    source = next(CANDIDATE.glob("results_*"))
+    delivered = tmp_path / "ci_in" / source.name
+    shutil.copytree(source, delivered)
+    marker = {
+        "schema": 1,
+        "scenario": SCENARIO,
+        "status": "FAIL",
+        "missing_tests": ["pvp_tput"],
+        "beaker_job_id": "J:77",
+        "hosts": {"dut": "dut1", "trafficgen": "tg1", "trafficgen_address": "10.0.0.2"},
+        "packages": {"openvswitch3.1": "3.1.0-10.el9.x86_64"},
+    }
+    (delivered / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+
+    code, lines = run(config, capsys)
+
+    assert (code, lines[0][:3]) == (1, ["processed", source.name, "REGRESSION"])
+    assert "is incomplete: the producer reported status FAIL (tests without results: pvp_tput)" in caplog.text
+    with store_of(tmp_path) as store:
+        comparison = store.comparison(source.name)
+        assert comparison.current_dirs == (tmp_path / "ci_processed" / source.name,)
+        result = store.result(source.name)
+        assert result is not None and result.metadata["beaker_job_id"] == "J:77"
