@@ -18,6 +18,7 @@ output: one tab-separated line per result handled, on stdout:
   processed <name> <overall PASS|REGRESSION|INVALID> <report index.html>
   failed    <name> <reason file in ci_failed>
   error     <name> <reason>              (left in ci_in, retried next pass)
+the overview of all comparisons is <reports>/index.html.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
   2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
   3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     except CiflowError as err:
         print(f"process-ci-results: error: {err}", file=sys.stderr)
         return int(ExitCode.ERROR)
+    for problem in summary.problems:
+        print(f"process-ci-results: error: {problem}", file=sys.stderr)
     for outcome in summary.outcomes:
         if outcome.kind is OutcomeKind.PROCESSED:
             print(f"processed\t{outcome.name}\t{outcome.overall}\t{outcome.report_index}")

@@ -160,6 +160,8 @@ class PassSummary:
     """One per entry of ``ci_in`` looked at, in name order."""
     lock_busy: bool = False
     """True when another pass held the lock, so this one did nothing."""
+    problems: tuple[str, ...] = ()
+    """Failures of the pass itself, not of one result (e.g. the overview page could not be written)."""
 
     def of_kind(self, kind: OutcomeKind) -> tuple[ResultOutcome, ...]:
         """Return the outcomes of ``kind``, in name order."""
@@ -169,12 +171,13 @@ class PassSummary:
     def exit_code(self) -> ExitCode:
         """Return the pass's exit code.
 
-        ERROR (2) when any result failed, errored or has an INVALID report; else REGRESSION (1)
+        ERROR (2) when the pass had a problem, or any result failed, errored or has an INVALID
+        report; else REGRESSION (1)
         when any report shows a regression; else OK (0) when at least one result was processed;
         else NO_RESULTS (3): nothing new, everything still being copied, or another pass running.
         """
         processed = self.of_kind(OutcomeKind.PROCESSED)
-        if self.of_kind(OutcomeKind.FAILED) or self.of_kind(OutcomeKind.ERROR):
+        if self.problems or self.of_kind(OutcomeKind.FAILED) or self.of_kind(OutcomeKind.ERROR):
             return ExitCode.ERROR
         if any(o.overall not in ("PASS", "REGRESSION") for o in processed):
             return ExitCode.ERROR

@@ -6,7 +6,9 @@ For each complete result (see :mod:`ciflow.inbox`), in name order:
    newest result of that scenario a tester marked PASS);
 2. generate the report into ``<reports>/<name>/`` (written atomically by the report generator);
 3. record the result and the comparison in the results store (paths as they will be after 4);
-4. move the result to ``ci_processed/<name>`` (one atomic rename).
+4. move the result to ``ci_processed/<name>`` (one atomic rename);
+
+and at the end rewrite the overview page ``<reports>/index.html`` from the store.
 
 A result that cannot be compared goes to ``ci_failed/<name>`` with ``<name>.FAILED.txt`` and
 ``<name>.FAILED.json`` beside it saying why. Infrastructure trouble (disk full, database down)
@@ -43,8 +45,9 @@ from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
 from ovsperf_common.atomicio import atomic_write_text
 from reporting.api import generate_report
 from reporting.errors import ReportingError
-from resultstore.errors import InvalidRecordError, ResultStoreError
+from resultstore.errors import InvalidRecordError, OverviewError, ResultStoreError
 from resultstore.model import ResultStatus
+from resultstore.overview import write_overview
 from resultstore.store import ResultStore
 from resultstore.verdicts import thresholds_to_record
 
@@ -90,12 +93,21 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
             store = ResultStore.open(config.database_url)
         except ResultStoreError as err:
             raise StoreUnavailableError(f"Results store unavailable, nothing processed: {err}") from err
+        problems: list[str] = []
         with store:
             for position, entry in enumerate(todo, start=1):
                 log.info("Processing '%s' (%d/%d).", entry.name, position, len(todo))
                 outcomes.append(_handle(config, store, entry))
+            if any(o.kind is OutcomeKind.PROCESSED for o in outcomes):
+                try:
+                    write_overview(store, config.reports_dir)
+                except OverviewError as err:
+                    log.error("%s", err)
+                    problems.append(str(err))
+                except ResultStoreError as err:
+                    raise StoreUnavailableError(f"Results store failed writing the overview: {err}") from err
     outcomes.sort(key=lambda o: o.name)
-    return PassSummary(outcomes=tuple(outcomes))
+    return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
 
 
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
@@ -144,8 +156,6 @@ def _compare_record_move(
                 entry.name, OutcomeKind.ERROR, entry.path, reason=f"report could not be written: {err}"
             )
         raise ResultRejectedError(f"report generation failed: {err}", name=entry.name) from err
-    for warning in report.warnings:
-        log.warning("%s: %s", entry.name, warning)
 
     final_dirs = relocate(current_dirs, entry.path, destination)
     try:
@@ -179,9 +189,10 @@ def _compare_record_move(
         log.error("%s", err)
         return ResultOutcome(entry.name, OutcomeKind.ERROR, entry.path, reason=str(err))
     log.info(
-        "Processed '%s': %s, report '%s', comparison %d.",
+        "Processed '%s': %s, %d warning(s), report '%s', comparison %d.",
         entry.name,
         report.overall,
+        len(report.warnings),
         report.index_html,
         comparison.id,
     )

@@ -13,7 +13,7 @@ from ovsperf_common.logsetup import configure_logging
 from resultstore.errors import ResultStoreError
 from resultstore.model import ComparisonRecord, Decision
 from resultstore.store import DB_ENV_VAR, ResultStore, database_url, default_database_path
-from resultstore.verdicts import record_verdict, render_comparison
+from resultstore.verdicts import record_verdict, refresh_pages
 
 EPILOG = f"""\
 database: --db URL, else ${DB_ENV_VAR}, else the SQLite file {default_database_path()}.
@@ -54,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     verdict.add_argument("--comment", metavar="TEXT", help="free text shown on the page")
     verdict.add_argument("--tester", metavar="NAME", help="who decides (default: login name)")
 
-    render = sub.add_parser("render", help="re-render a comparison's report page (e.g. after a failure)")
+    render = sub.add_parser(
+        "render", help="re-render a comparison's report page and the overview (e.g. after a failure)"
+    )
     render.add_argument("comparison", help="comparison id or result name")
     return parser
 
@@ -172,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                     tester=args.tester,
                 )
             else:
-                record = render_comparison(store, store.comparison(args.comparison))
+                record = refresh_pages(store, store.comparison(args.comparison))
             print(record.report_dir / "index.html")
             return int(ExitCode.OK)
     except ResultStoreError as err:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ResultStoreError(Exception):
     """Base of every error the results store reports; ``main()`` turns it into exit 2."""
@@ -49,4 +51,12 @@ class RenderError(ResultStoreError):
 
     def __init__(self, message: str, *, comparison_id: int) -> None:
         self.comparison_id = comparison_id
+        super().__init__(message)
+
+
+class OverviewError(ResultStoreError):
+    """The overview page (``<reports>/index.html``) could not be written; ``path`` names it."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        self.path = path
         super().__init__(message)

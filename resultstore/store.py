@@ -410,12 +410,14 @@ class ResultStore:
         *,
         scenario: str | None = None,
         result_name: str | None = None,
+        report_prefix: Path | None = None,
         undecided_only: bool = False,
         limit: int | None = None,
     ) -> list[ComparisonRecord]:
         """Return comparisons, newest first.
 
         ``scenario`` keeps that scenario's only; ``result_name`` those of that current result;
+        ``report_prefix`` those whose report directory lies under that directory;
         ``undecided_only`` those without a verdict; ``limit`` caps the number returned.
 
         :raises StoreDatabaseError: when the database fails.
@@ -425,6 +427,8 @@ class ResultStore:
             query = query.where(ResultRow.scenario == scenario)
         if result_name is not None:
             query = query.where(ResultRow.name == result_name)
+        if report_prefix is not None:
+            query = query.where(ComparisonRow.report_dir.startswith(f"{report_prefix}/", autoescape=True))
         if undecided_only:
             query = query.where(~ComparisonRow.id.in_(select(VerdictRow.comparison_id)))
         query = query.order_by(ComparisonRow.id.desc())

@@ -13,8 +13,9 @@ import logging
 
 from reporting.api import ReportOutcome, TesterVerdict, Thresholds, generate_report
 from reporting.errors import ReportingError
-from resultstore.errors import RenderError
+from resultstore.errors import OverviewError, RenderError
 from resultstore.model import ComparisonRecord, Decision, VerdictRecord
+from resultstore.overview import write_overview
 from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,30 @@ def record_verdict(
         comparison.id,
         comparison.result_name,
     )
-    return render_comparison(store, store.comparison(comparison.id))
+    return refresh_pages(store, store.comparison(comparison.id))
+
+
+def refresh_pages(store: ResultStore, comparison: ComparisonRecord) -> ComparisonRecord:
+    """Re-render ``comparison``'s report page, then rewrite the overview page beside it.
+
+    The overview is rewritten even when the report fails (it shows the verdict from the store).
+
+    :raises RenderError: when the report or the overview could not be written; the message names
+        each failure, and the previous pages stay unchanged.
+    :raises StoreDatabaseError: when the database fails.
+    """
+    problems: list[str] = []
+    try:
+        comparison = render_comparison(store, comparison)
+    except RenderError as err:
+        problems.append(str(err))
+    try:
+        write_overview(store, comparison.report_dir.parent)
+    except OverviewError as err:
+        problems.append(str(err))
+    if problems:
+        raise RenderError(" ".join(problems), comparison_id=comparison.id)
+    return comparison
 
 
 def _login_name() -> str | None:
