@@ -19,7 +19,9 @@ EPILOG = f"""\
 database: --db URL, else ${DB_ENV_VAR}, else the SQLite file {default_database_path()}.
   A plain path means an SQLite file; a shared store is e.g. postgresql+psycopg://user@host/ovsperf.
 <comparison> is a comparison id (first column of 'list') or a result name (its newest comparison).
-{ExitCode.help_text()}; 'list' returns 3 when nothing matches.
+exit codes: 0 OK; 2 error (unknown comparison, invalid bug id or comment, database down, or the
+  report/overview could not be re-rendered: the verdict is stored then, retry with 'render');
+  3 'list' matched nothing.
 """
 
 
@@ -48,8 +50,20 @@ def _parser() -> argparse.ArgumentParser:
     verdict = sub.add_parser("verdict", help="record a tester verdict and re-render the report page")
     verdict.add_argument("comparison", help="comparison id or result name")
     decision = verdict.add_mutually_exclusive_group(required=True)
-    decision.add_argument("--pass", dest="decision", action="store_const", const=Decision.PASS)
-    decision.add_argument("--fail", dest="decision", action="store_const", const=Decision.FAIL)
+    decision.add_argument(
+        "--pass",
+        dest="decision",
+        action="store_const",
+        const=Decision.PASS,
+        help="acceptable (no regression)",
+    )
+    decision.add_argument(
+        "--fail",
+        dest="decision",
+        action="store_const",
+        const=Decision.FAIL,
+        help="a real problem (give --bug)",
+    )
     verdict.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
     verdict.add_argument("--comment", metavar="TEXT", help="free text shown on the page")
     verdict.add_argument("--tester", metavar="NAME", help="who decides (default: login name)")
