@@ -1,6 +1,6 @@
 """Load the ``process-ci-results`` YAML configuration into a validated :class:`CiConfig`.
 
-Example (relative paths are relative to the configuration file)::
+Example (relative paths are relative to the configuration file; docs/ciflow.md has the reference)::
 
     ci_in: /srv/ovsperf/ci_in
     ci_processed: /srv/ovsperf/ci_processed
@@ -8,15 +8,16 @@ Example (relative paths are relative to the configuration file)::
     reports: /srv/ovsperf/reports
     database: /srv/ovsperf/results.sqlite      # or postgresql+psycopg://ovsperf@db/ovsperf
     quiet_period_s: 60
+    catalog: /etc/ovsperf/scenarios.yaml       # default: the packaged jobcreator catalog
     thresholds: {regression_percent: 5, improvement_percent: 5, warning_percent: 2, alpha: 0.05}
     scenarios:
-      pvp-64B-2q-rfc2544:
-        baseline: baselines/pvp_ovs-3.1.0          # one directory or a list (repeats)
+      OVS_DPDK2q:
+        baseline: baselines/OVS_DPDK2q_ovs-3.1.0   # one directory or a list (repeats)
         thresholds: {regression_percent: 3}
-      p2p-64B-1q-rfc2544:
+      OVS_DPDK1q_GUEST_DPDK1q:
         baseline: latest-pass                      # newest result a tester marked PASS
-        fallback: baselines/p2p_ovs-3.1.0          # until the store has one
-      p2p-1518B-1q-rfc2544: baselines/p2p_1518     # short form: just the baseline
+        fallback: baselines/pvp_ovs-3.1.0          # until the store has one
+      OVS_DPDK4q: baselines/OVS_DPDK4q             # short form: just the baseline
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import yaml
 
 from ciflow.errors import ConfigError
 from ciflow.model import BaselineSource, CiConfig, ScenarioConfig
+from jobcreator.catalog import load_catalog
+from jobcreator.errors import CatalogError
 from reporting.api import Thresholds
 from reporting.errors import ReportingError
 from resultstore.errors import InvalidRecordError
@@ -55,6 +58,7 @@ _TOP_KEYS = (
     "marker_timeout_s",
     "thresholds",
     "scenarios",
+    "catalog",
 )
 _REQUIRED_DIRS = ("ci_in", "ci_processed", "ci_failed", "reports")
 _SCENARIO_KEYS = ("baseline", "fallback", "thresholds")
@@ -100,6 +104,7 @@ def load_config(path: Path) -> CiConfig:
     scenarios = {name: _scenario(name, spec, thresholds, path, base) for name, spec in scenarios_raw.items()}
     if not scenarios:
         log.warning("'%s' configures no scenarios: every result will go to ci_failed.", path)
+    _warn_unknown_scenarios(scenarios, mapping.get("catalog"), path, base)
     return CiConfig(
         path=path,
         ci_in=dirs["ci_in"],
@@ -115,6 +120,26 @@ def load_config(path: Path) -> CiConfig:
             mapping.get("marker_timeout_s", DEFAULT_MARKER_TIMEOUT_S), path, "marker_timeout_s"
         ),
     )
+
+
+def _warn_unknown_scenarios(
+    scenarios: Mapping[str, ScenarioConfig], spec: object, path: Path, base: Path
+) -> None:
+    """Warn about configured scenarios the catalog does not know (a typo never matches a result).
+
+    :raises ConfigError: when the ``catalog`` given cannot be loaded.
+    """
+    catalog_path = None if spec is None else _path(spec, path, "catalog", base)
+    try:
+        known = set(load_catalog(catalog_path).names())
+    except CatalogError as err:
+        raise ConfigError(str(err), path=path, key="catalog") from err
+    for name in sorted(set(scenarios) - known):
+        log.warning(
+            "'%s': scenario '%s' is not in the catalog; results name their scenario as the catalog does.",
+            path,
+            name,
+        )
 
 
 def _scenario(name: object, spec: object, defaults: Thresholds, path: Path, base: Path) -> ScenarioConfig:

@@ -151,7 +151,12 @@ def _classify_tree(root: Path, *, quiet_period_s: float, marker_timeout_s: float
             st = directory.lstat()
             children = list(os.scandir(directory))
         except OSError as err:
-            return InboxEntry(name, root, EntryState.BUSY, f"cannot read '{directory}': {err.strerror}")
+            reason = f"cannot read '{directory}': {err.strerror}"
+            with contextlib.suppress(OSError):
+                age_s = now - root.lstat().st_ctime
+                if age_s >= marker_timeout_s:  # not an rsync still fixing permissions
+                    return InboxEntry(name, root, EntryState.REJECTED, f"{reason} ({age_s / 3600:.1f} h).")
+            return InboxEntry(name, root, EntryState.BUSY, reason)
         newest = max(newest, st.st_ctime, st.st_mtime)
         for child in children:
             count += 1

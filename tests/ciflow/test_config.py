@@ -100,3 +100,14 @@ def test_unparsable_config_is_exit_2(
 def test_missing_config_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", str(tmp_path / "none.yaml")]) == 2
     assert "cannot read the configuration" in capsys.readouterr().err
+
+
+def test_scenario_missing_from_catalog_is_warned(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    load_config(write_config(tmp_path, scenarios={SCENARIO: str(BASELINE), "OVS_DPDK2Q_typo": str(BASELINE)}))
+    assert "scenario 'OVS_DPDK2Q_typo' is not in the catalog" in caplog.text
+    assert f"scenario '{SCENARIO}'" not in caplog.text
+
+
+def test_catalog_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="field 'catalog'.*cannot read the scenario catalog"):
+        load_config(write_config(tmp_path, catalog="missing.yaml"))
