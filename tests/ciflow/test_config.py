@@ -109,5 +109,5 @@ def test_scenario_missing_from_catalog_is_warned(tmp_path: Path, caplog: pytest.
 
 
 def test_catalog_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="field 'catalog'.*cannot read the scenario catalog"):
+    with pytest.raises(ConfigError, match=r"field 'catalog'.*cannot read the scenario catalog"):
         load_config(write_config(tmp_path, catalog="missing.yaml"))
