@@ -23,6 +23,12 @@ from ciflow.errors import MoveError
 
 log = logging.getLogger(__name__)
 
+MOVING_SUFFIX = ".moving"
+"""Suffix of the hidden temporary a cross-file-system move copies into."""
+
+MOVED_AWAY_SUFFIX = ".moved-away"
+"""Suffix of the hidden name a source gets once its copy is complete, before it is removed."""
+
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _MAX_SUFFIX = 1000
@@ -96,7 +102,7 @@ def move_result(source: Path, destination: Path) -> None:
 
 def _copy_then_remove(source: Path, destination: Path) -> None:
     """Move across file systems: copy to a hidden temporary, rename in, then remove the source."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".moving", dir=destination.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=MOVING_SUFFIX, dir=destination.parent))
     staged = tmp / "data"
     try:
         if source.is_symlink() or not source.is_dir():
@@ -118,7 +124,9 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
     # The copy is complete at `destination`; hide the source first so a partly removed
     # source can never be taken for a new result by the next pass.
     try:
-        doomed = Path(tempfile.mkdtemp(prefix=f".{source.name}.", suffix=".moved-away", dir=source.parent))
+        doomed = Path(
+            tempfile.mkdtemp(prefix=f".{source.name}.", suffix=MOVED_AWAY_SUFFIX, dir=source.parent)
+        )
         os.rename(source, doomed / "data")
     except OSError as err:
         log.warning(
@@ -127,6 +135,32 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
         return
     shutil.rmtree(doomed, ignore_errors=True)
     log.debug("Copied '%s' to '%s' (another file system) and removed the source.", source, destination)
+
+
+def sweep_temporaries(directory: Path) -> list[Path]:
+    """Remove what interrupted cross-file-system moves left in ``directory``; return what was removed.
+
+    Only call this while holding the pass lock: then no move is running, so a hidden
+    ``*.moving`` directory is an abandoned partial copy (its source is still whole) and a hidden
+    ``*.moved-away`` one is a source whose copy had completed.
+    """
+    removed: list[Path] = []
+    try:
+        names = [e.name for e in os.scandir(directory)]
+    except OSError as err:
+        log.warning("Cannot list '%s' for leftover temporaries: %s.", directory, err.strerror)
+        return removed
+    for name in names:
+        path = directory / name
+        if (
+            name.startswith(".")
+            and name.endswith((MOVING_SUFFIX, MOVED_AWAY_SUFFIX))
+            and not path.is_symlink()
+        ):
+            shutil.rmtree(path, ignore_errors=True)
+            log.info("Removed '%s' left by an interrupted move.", path)
+            removed.append(path)
+    return removed
 
 
 def _copy_regular_file(source: str, destination: str) -> str:

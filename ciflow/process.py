@@ -40,7 +40,7 @@ from ciflow.model import (
     ScenarioConfig,
     failed_reason_file,
 )
-from ciflow.moves import free_destination, move_result
+from ciflow.moves import free_destination, move_result, sweep_temporaries
 from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
 from ovsperf_common.atomicio import atomic_write_text
 from reporting.api import generate_report
@@ -75,6 +75,8 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
     with pass_lock(config.lock_path) as locked:
         if not locked:
             return PassSummary(lock_busy=True)
+        for directory in (config.ci_in, config.ci_processed, config.ci_failed):
+            sweep_temporaries(directory)
         entries = scan(
             config.ci_in,
             quiet_period_s=config.quiet_period_s,

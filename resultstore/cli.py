@@ -106,12 +106,13 @@ def _comparison_json(record: ComparisonRecord) -> dict[str, Any]:
 
 
 def _print_table(records: Sequence[ComparisonRecord]) -> None:
-    header = ("ID", "RESULT", "SCENARIO", "OVERALL", "VERDICT", "BUG", "REPORT")
+    header = ("ID", "RESULT", "SCENARIO", "PROCESSED_UTC", "OVERALL", "VERDICT", "BUG", "REPORT")
     rows = [
         (
             str(r.id),
             r.result_name,
             r.scenario or "n/a",
+            r.created_at.strftime("%Y-%m-%dT%H:%MZ"),
             r.overall,
             r.verdict.decision.value if r.verdict else "-",
             (r.verdict.bug_id if r.verdict and r.verdict.bug_id else "-"),

@@ -176,3 +176,26 @@ def test_cross_file_system_move_refuses_special_files(tmp_path: Path) -> None:
             move_result(source, other / "night-1")
         assert list(other.iterdir()) == []
     assert snapshot(source) == files and (source / "pipe").exists()
+
+
+def test_pass_sweeps_temporaries_of_an_interrupted_move(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    for directory in ("ci_processed", "ci_failed"):
+        (tmp_path / directory).mkdir()
+    partial = tmp_path / "ci_processed" / ".night-1.k2j3.moving"  # a copy killed half-way
+    (partial / "data").mkdir(parents=True)
+    (partial / "data" / "result_0_phy2phy_tput_p2p.csv").write_text("throughput_rx_fps\n1")
+    leftover = tmp_path / "ci_in" / ".night-0.x1y2.moved-away"  # a source whose copy had completed
+    leftover.mkdir()
+    not_ours = tmp_path / "ci_processed" / ".keep-me"
+    not_ours.mkdir()
+    files = snapshot(deliver(tmp_path / "ci_in", "night-1", CANDIDATE))
+
+    code, lines = run(config, capsys)
+
+    assert (code, lines[0][:2]) == (1, ["processed", "night-1"])
+    assert not partial.exists() and not leftover.exists()
+    assert not_ours.is_dir()
+    assert snapshot(tmp_path / "ci_processed" / "night-1") == files

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,23 @@ def test_list_table_and_json(processed: str, tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main(["--db", processed, "list"]) == 0
     lines = out_lines(capsys)
-    assert lines[0].split() == ["ID", "RESULT", "SCENARIO", "OVERALL", "VERDICT", "BUG", "REPORT"]
-    assert [line.split()[:6] for line in lines[1:]] == [
+    assert lines[0].split() == [
+        "ID",
+        "RESULT",
+        "SCENARIO",
+        "PROCESSED_UTC",
+        "OVERALL",
+        "VERDICT",
+        "BUG",
+        "REPORT",
+    ]
+    table = [line.split() for line in lines[1:]]
+    assert [row[:3] + row[4:7] for row in table] == [
         ["2", "night-2", "OVS_DPDK1q_GUEST_DPDK1q", "PASS", "-", "-"],
         ["1", "night-1", "OVS_DPDK1q_GUEST_DPDK1q", "REGRESSION", "-", "-"],
     ]
-    assert lines[2].split()[6] == str(tmp_path / "reports" / "night-1" / "index.html")
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\dZ", row[3]) for row in table)
+    assert table[1][7] == str(tmp_path / "reports" / "night-1" / "index.html")
 
     assert main(["--db", processed, "list", "--json", "--undecided", "--limit", "1"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -249,3 +249,11 @@ def test_from_spec_accepts_any_case(
 def test_from_spec_lists_valid_values(spec: object) -> None:
     with pytest.raises(InvalidRecordError, match="expected one of 'PASS', 'FAIL'"):
         Decision.from_spec(spec)
+
+
+def test_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    junk = tmp_path / "results.sqlite"
+    junk.write_bytes(b"this is a CSV, not SQLite\n" * 100)
+    with pytest.raises(StoreDatabaseError, match="not a database"):
+        ResultStore.open(database_url(str(junk)))
+    assert junk.read_bytes().startswith(b"this is a CSV")  # left as it was
