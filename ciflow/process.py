@@ -41,15 +41,15 @@ from ciflow.model import (
     failed_reason_file,
 )
 from ciflow.moves import free_destination, move_result, sweep_temporaries
-from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
+from ciflow.resultdir import fingerprint, read_metadata, relocate, vsperf_result_dirs
 from ovsperf_common.atomicio import atomic_write_text
-from reporting.api import generate_report
+from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import InvalidRecordError, OverviewError, ResultStoreError
 from resultstore.model import ResultStatus
 from resultstore.overview import write_overview
 from resultstore.store import ResultStore
-from resultstore.verdicts import thresholds_to_record
+from resultstore.verdicts import tester_verdict, thresholds_to_record
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,11 @@ def _compare_record_move(
     config: CiConfig, store: ResultStore, entry: InboxEntry, metadata: ResultMetadata
 ) -> ResultOutcome:
     destination = config.ci_processed / entry.name
-    _refuse_duplicate(store, entry.name, destination)
+    try:
+        delivered = fingerprint(entry.path)
+    except OSError as err:
+        raise ResultRejectedError(f"cannot read the delivery: {err}.", name=entry.name) from err
+    _refuse_duplicate(store, entry.name, destination, delivered)
     scenario = config.scenarios.get(metadata.scenario)
     if scenario is None:
         raise ResultRejectedError(
@@ -149,7 +153,12 @@ def _compare_record_move(
     title = f"{scenario.name}: {entry.name} vs {baseline_label}"
     try:
         report = generate_report(
-            list(baseline_dirs), list(current_dirs), report_dir, thresholds=scenario.thresholds, title=title
+            list(baseline_dirs),
+            list(current_dirs),
+            report_dir,
+            thresholds=scenario.thresholds,
+            tester_verdict=_previous_verdict(store, entry.name, report_dir),
+            title=title,
         )
     except (ReportingError, OSError) as err:
         if _is_infrastructure(err):
@@ -168,6 +177,7 @@ def _compare_record_move(
             vsperf_dirs=final_dirs,
             status=ResultStatus.PROCESSED,
             metadata=metadata.raw,
+            fingerprint=delivered,
         )
         comparison = store.record_comparison(
             result_name=entry.name,
@@ -208,11 +218,12 @@ def _compare_record_move(
     )
 
 
-def _refuse_duplicate(store: ResultStore, name: str, destination: Path) -> None:
+def _refuse_duplicate(store: ResultStore, name: str, destination: Path, delivered: str) -> None:
     """Reject a delivery whose name was processed before (never overwrite a result or its verdicts).
 
-    A stored, processed result whose comparison has no verdict and whose directory is not in
-    ``ci_processed`` is a pass that crashed before its move: that one is processed again.
+    A stored, processed result with the same ``delivered`` fingerprint whose directory is not in
+    ``ci_processed`` is this very delivery after a pass crashed before its move: it is processed
+    again (the store records are updated, its verdicts kept).
 
     :raises ResultRejectedError: when ``name`` is a duplicate delivery.
     :raises StoreUnavailableError: when the store fails.
@@ -224,17 +235,29 @@ def _refuse_duplicate(store: ResultStore, name: str, destination: Path) -> None:
         )
     try:
         existing = store.result(name)
-        if existing is None or existing.status is not ResultStatus.PROCESSED:
-            return
-        decided = [c for c in store.comparisons(result_name=name) if c.verdict is not None]
     except ResultStoreError as err:
         raise StoreUnavailableError(f"Results store failed while checking '{name}': {err}") from err
-    if decided:
+    if (
+        existing is not None
+        and existing.status is ResultStatus.PROCESSED
+        and existing.fingerprint != delivered
+    ):
         raise ResultRejectedError(
-            f"a result named '{name}' was already processed and has a tester verdict (comparison "
-            f"{decided[0].id}); this is a duplicate delivery.",
+            f"a different result named '{name}' was already processed (recorded at "
+            f"{existing.location}, {existing.received_at:%Y-%m-%d %H:%M} UTC); this is a duplicate delivery.",
             name=name,
         )
+
+
+def _previous_verdict(store: ResultStore, name: str, report_dir: Path) -> TesterVerdict | None:
+    """Return the verdict already recorded on this result's comparison (a repeated pass keeps it shown)."""
+    try:
+        for comparison in store.comparisons(result_name=name):
+            if comparison.report_dir == report_dir and comparison.verdict is not None:
+                return tester_verdict(comparison.verdict)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(f"Results store failed while reading '{name}': {err}") from err
+    return None
 
 
 def _baseline(store: ResultStore, scenario: ScenarioConfig, name: str) -> tuple[tuple[Path, ...], str | None]:

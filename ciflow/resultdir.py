@@ -11,6 +11,7 @@ A result may also hold the VSperf CSVs directly in ``<name>/``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -96,3 +97,29 @@ def vsperf_result_dirs(root: Path) -> tuple[Path, ...]:
 def relocate(paths: tuple[Path, ...], old_root: Path, new_root: Path) -> tuple[Path, ...]:
     """Return ``paths`` (all inside ``old_root``) as they will be once ``old_root`` moves to ``new_root``."""
     return tuple(new_root / p.relative_to(old_root) for p in paths)
+
+
+def fingerprint(root: Path) -> str:
+    """Return a SHA-256 (hex) over the delivery at ``root``.
+
+    It covers every file's path and size, and the bytes of the marker and the VSperf CSVs. Two
+    deliveries with this fingerprint hold the same results (a pass repeated after a crash);
+    a different one is a different run, even under the same name. Symlinks count by their target
+    text and are not followed.
+
+    :raises OSError: when a file cannot be read.
+    """
+    digest = hashlib.sha256()
+    for current, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        here = Path(current)
+        for name in sorted(filenames) + sorted(d for d in dirnames if (here / d).is_symlink()):
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                digest.update(f"L {rel} -> {os.readlink(path)}\n".encode())
+                continue
+            digest.update(f"F {rel} {path.stat().st_size}\n".encode())
+            if name == MARKER_NAME or (name.startswith("result_") and name.endswith(".csv")):
+                digest.update(path.read_bytes())
+    return digest.hexdigest()

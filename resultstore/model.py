@@ -102,6 +102,9 @@ class ResultRecord:
     """The parsed ``ovsperf-metadata.json`` (versions, job id, hosts), empty when unreadable."""
     received_at: datetime
     """When the pass took it (timezone-aware UTC)."""
+    fingerprint: str | None = None
+    """SHA-256 (hex) of the delivery's file list and data files; tells a re-run of the same
+    delivery from a different delivery under the same name. None when not computed."""
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class ResultRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     failure_reason: Mapped[str | None] = mapped_column(Text)
     metadata_json: Mapped[dict[str, Any]] = mapped_column(JSON)
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     __table_args__ = (CheckConstraint("status IN ('processed', 'failed')", name="ck_results_status"),)

@@ -232,6 +232,7 @@ class ResultStore:
         failure_reason: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         received_at: datetime | None = None,
+        fingerprint: str | None = None,
     ) -> ResultRecord:
         """Insert the result called ``name``, or update it when it is already stored.
 
@@ -251,6 +252,7 @@ class ResultStore:
             "failure_reason": failure_reason,
             "metadata_json": dict(metadata or {}),
             "received_at": received_at or _utcnow(),
+            "fingerprint": fingerprint,
         }
         for attempt in (1, 2):
             try:
@@ -551,6 +553,7 @@ def _result_record(row: ResultRow) -> ResultRecord:
         failure_reason=row.failure_reason,
         metadata=dict(row.metadata_json),
         received_at=row.received_at,
+        fingerprint=row.fingerprint,
     )
 
 

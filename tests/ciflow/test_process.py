@@ -362,14 +362,16 @@ def test_scenario_thresholds_change_the_verdict(tmp_path: Path, capsys: pytest.C
         assert store.comparison("run-001").thresholds["regression_percent"] == 10.0
 
 
-def test_redelivery_of_an_archived_result_with_a_verdict_is_a_duplicate(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("with_verdict", [True, False])
+def test_redelivery_of_an_archived_result_is_a_duplicate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], with_verdict: bool
 ) -> None:
     config = write_config(tmp_path)
     deliver(tmp_path / "ci_in", "night-1", CANDIDATE)
     assert run(config, capsys)[0] == 1
-    with store_of(tmp_path) as store:
-        store.add_verdict(store.comparison("night-1").id, decision=Decision.FAIL, bug_id="RHBZ#5")
+    if with_verdict:
+        with store_of(tmp_path) as store:
+            store.add_verdict(store.comparison("night-1").id, decision=Decision.FAIL, bug_id="RHBZ#5")
     shutil.rmtree(tmp_path / "ci_processed" / "night-1")  # archived away by the lab admin
     page = (tmp_path / "reports" / "night-1" / "report.json").read_bytes()
 
@@ -378,11 +380,13 @@ def test_redelivery_of_an_archived_result_with_a_verdict_is_a_duplicate(
 
     assert (code, lines[0][:2]) == (2, ["failed", "night-1"])
     reason = (tmp_path / "ci_failed" / "night-1.FAILED.txt").read_text(encoding="utf-8")
-    assert "has a tester verdict" in reason
+    assert "a different result named 'night-1' was already processed" in reason
     assert (tmp_path / "reports" / "night-1" / "report.json").read_bytes() == page
     with store_of(tmp_path) as store:
-        verdict = store.comparison("night-1").verdict
-        assert verdict is not None and verdict.bug_id == "RHBZ#5"
+        comparison = store.comparison("night-1")
+        assert comparison.overall == "REGRESSION"  # still the first delivery's comparison
+        if with_verdict:
+            assert comparison.verdict is not None and comparison.verdict.bug_id == "RHBZ#5"
 
 
 def test_beaker_task_layout_marker_inside_the_vsperf_results_dir(

@@ -16,6 +16,7 @@ from ciflow.errors import MoveError
 from ciflow.model import LOCK_NAME
 from ciflow.moves import move_result
 from resultstore.cli import main as results_main
+from resultstore.model import Decision
 from resultstore.store import ResultStore, database_url
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
 
@@ -120,11 +121,20 @@ def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
     assert (code, lines[0][:2]) == (2, ["error", "night-1"])
     assert snapshot(ci_in / "night-1") == files
 
+    db = database_url(str(tmp_path / "results.sqlite"))
+    with ResultStore.open(db) as store:  # a tester is quick and decides before the next pass
+        store.add_verdict(store.comparison("night-1").id, decision=Decision.FAIL, bug_id="RHBZ#11")
+
     monkeypatch.undo()
     code, lines = run(config, capsys)
     assert (code, lines[0][:2]) == (1, ["processed", "night-1"])
-    with ResultStore.open(database_url(str(tmp_path / "results.sqlite"))) as store:
-        assert [c.result_name for c in store.comparisons()] == ["night-1"]  # recorded once, not twice
+    assert snapshot(tmp_path / "ci_processed" / "night-1") == files
+    with ResultStore.open(db) as store:
+        comparisons = store.comparisons()
+        assert [c.result_name for c in comparisons] == ["night-1"]  # recorded once, not twice
+        assert comparisons[0].verdict is not None and comparisons[0].verdict.bug_id == "RHBZ#11"
+    page = json.loads((tmp_path / "reports" / "night-1" / "report.json").read_text(encoding="utf-8"))
+    assert page["tester_verdict"]["bug_id"] == "RHBZ#11"  # the repeated pass keeps showing it
 
 
 _PASS_SCRIPT = """
