@@ -45,7 +45,7 @@ from ciflow.resultdir import fingerprint, read_metadata, relocate, vsperf_result
 from ovsperf_common.atomicio import atomic_write_text
 from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
-from resultstore.errors import InvalidRecordError, OverviewError, ResultStoreError
+from resultstore.errors import InvalidRecordError, ResultStoreError
 from resultstore.model import ResultStatus
 from resultstore.overview import write_overview
 from resultstore.store import ResultStore
@@ -63,9 +63,11 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
     Returns at once with ``lock_busy=True`` when another pass is running. ``now`` is the time the
     quiet period is judged against (default: now) [s since epoch].
 
+    A results store that cannot be opened, or fails mid-pass, stops the pass: what was handled
+    is in the summary, the rest stays in ``ci_in``, and ``problems`` says why.
+
     :raises CiflowError: when a directory cannot be created or listed, or the lock file opened.
-    :raises StoreUnavailableError: when the results store fails; results not yet handled stay in
-        ``ci_in``.
+    :raises StoreUnavailableError: when the results store cannot be opened (nothing was touched).
     """
     for directory in (config.ci_processed, config.ci_failed, config.reports_dir):
         try:
@@ -99,15 +101,19 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
         with store:
             for position, entry in enumerate(todo, start=1):
                 log.info("Processing '%s' (%d/%d).", entry.name, position, len(todo))
-                outcomes.append(_handle(config, store, entry))
+                try:
+                    outcomes.append(_handle(config, store, entry))
+                except StoreUnavailableError as err:
+                    left = len(todo) - position + 1
+                    problems.append(f"{err} Stopped; {left} result(s) left in ci_in for the next pass.")
+                    log.error("%s", problems[-1])
+                    break
             if any(o.kind is OutcomeKind.PROCESSED for o in outcomes):
                 try:
                     write_overview(store, config.reports_dir)
-                except OverviewError as err:
-                    log.error("%s", err)
+                except ResultStoreError as err:  # OverviewError or the database
                     problems.append(str(err))
-                except ResultStoreError as err:
-                    raise StoreUnavailableError(f"Results store failed writing the overview: {err}") from err
+                    log.error("%s", err)
     outcomes.sort(key=lambda o: o.name)
     return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
 

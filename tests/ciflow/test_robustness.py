@@ -16,6 +16,7 @@ from ciflow.errors import MoveError
 from ciflow.model import LOCK_NAME
 from ciflow.moves import move_result
 from resultstore.cli import main as results_main
+from resultstore.errors import StoreDatabaseError
 from resultstore.model import Decision
 from resultstore.store import ResultStore, database_url
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
@@ -209,3 +210,34 @@ def test_pass_sweeps_temporaries_of_an_interrupted_move(
     assert not partial.exists() and not leftover.exists()
     assert not_ours.is_dir()
     assert snapshot(tmp_path / "ci_processed" / "night-1") == files
+
+
+def test_database_failing_mid_pass_stops_and_leaves_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    deliver(ci_in, "night-1", BASELINE)
+    files = {name: snapshot(deliver(ci_in, name, CANDIDATE)) for name in ("night-2", "night-3")}
+    real = ResultStore.record_comparison
+
+    def flaky(self: ResultStore, **kwargs: object) -> object:
+        if kwargs["result_name"] != "night-1":
+            raise StoreDatabaseError("OperationalError: server closed the connection", url="postgresql://db")
+        return real(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ResultStore, "record_comparison", flaky)
+    code = main(["--config", str(config)])
+    captured = capsys.readouterr()
+
+    assert code == 2
+    assert [line.split("\t")[:2] for line in captured.out.splitlines()] == [["processed", "night-1"]]
+    assert "server closed the connection" in captured.err
+    assert "2 result(s) left in ci_in" in captured.err
+    for name, content in files.items():
+        assert snapshot(ci_in / name) == content
+    assert (tmp_path / "reports" / "index.html").is_file()  # the overview shows night-1
+
+    monkeypatch.undo()
+    code, lines = run(config, capsys)
+    assert (code, sorted(line[1] for line in lines)) == (1, ["night-2", "night-3"])
