@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ciflow.config import load_config
 from ciflow.errors import CiflowError
-from ciflow.model import OutcomeKind, failed_reason_file
-from ciflow.process import run_pass
+from ciflow.model import EntryState, OutcomeKind, failed_reason_file
+from ciflow.process import preview, run_pass
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
 
@@ -19,6 +19,8 @@ output: one tab-separated line per result handled, on stdout:
   failed    <name> <reason file in ci_failed>
   error     <name> <reason>              (left in ci_in, retried next pass)
 the overview of all comparisons is <reports>/index.html.
+--dry-run prints "ready|busy|rejected <name> [<reason>]" per entry of ci_in; exit 0 if a pass
+  would act on something, 3 if not.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
   2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
   3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
@@ -38,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", required=True, metavar="FILE", help="YAML configuration (see docs/ciflow.md)"
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what a pass would do with each entry of ci_in (ready, busy, rejected); change nothing",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     return parser
@@ -48,10 +55,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(args.verbose, args.quiet)
     try:
-        summary = run_pass(load_config(Path(args.config)))
+        config = load_config(Path(args.config))
+        if args.dry_run:
+            entries = preview(config)
+        else:
+            summary = run_pass(config)
     except CiflowError as err:
         print(f"process-ci-results: error: {err}", file=sys.stderr)
         return int(ExitCode.ERROR)
+    if args.dry_run:
+        for entry in entries:
+            print(f"{entry.state.value}\t{entry.name}\t{entry.reason or ''}".rstrip("\t"))
+        todo = [e for e in entries if e.state is not EntryState.BUSY]
+        return int(ExitCode.OK if todo else ExitCode.NO_RESULTS)
     for problem in summary.problems:
         print(f"process-ci-results: error: {problem}", file=sys.stderr)
     for outcome in summary.outcomes:

@@ -118,6 +118,16 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
     return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
 
 
+def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
+    """Return what a pass would do with each entry of ``ci_in``, changing nothing (``--dry-run``).
+
+    :raises CiflowError: when ``ci_in`` cannot be listed.
+    """
+    return scan(
+        config.ci_in, quiet_period_s=config.quiet_period_s, marker_timeout_s=config.marker_timeout_s, now=now
+    )
+
+
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
     if entry.state is EntryState.REJECTED:
         return _fail(config, store, entry, entry.reason or "rejected", None)

@@ -18,7 +18,7 @@ from ciflow.model import (
     ResultOutcome,
 )
 from ciflow.moves import free_destination, move_result, rename_no_replace
-from ciflow.resultdir import read_metadata, vsperf_result_dirs
+from ciflow.resultdir import fingerprint, read_metadata, vsperf_result_dirs
 from ovsperf_common.exitcodes import ExitCode
 from tests.ciflow.helpers import CANDIDATE, MARKER, REPEATS, deliver
 
@@ -196,3 +196,18 @@ def test_exit_code_table(summary: PassSummary, expected: ExitCode) -> None:
 def test_metadata_incomplete_reason(tmp_path: Path, extra: dict[str, object], reason: str | None) -> None:
     got = read_metadata(deliver(tmp_path, "r", metadata=extra)).incomplete_reason
     assert got == reason if reason is None else reason in (got or "")
+
+
+def test_fingerprint_follows_content_not_times(tmp_path: Path) -> None:
+    first = deliver(tmp_path, "a", CANDIDATE)
+    second = deliver(tmp_path, "b", CANDIDATE)
+    assert fingerprint(first) == fingerprint(second)  # same delivery under another name
+    old = time.time() - HOUR_S
+    os.utime(second / MARKER, (old, old))
+    assert fingerprint(first) == fingerprint(second)
+    csv = next(second.rglob("result_0_*.csv"))
+    csv.write_bytes(csv.read_bytes().replace(b"13777605", b"13777606"))  # one digit of one rate
+    assert fingerprint(first) != fingerprint(second)
+    third = deliver(tmp_path, "c", CANDIDATE)
+    (third / "extra.log").write_text("x")
+    assert fingerprint(first) != fingerprint(third)

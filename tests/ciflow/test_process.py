@@ -417,3 +417,34 @@ def test_beaker_task_layout_marker_inside_the_vsperf_results_dir(
         assert comparison.current_dirs == (tmp_path / "ci_processed" / source.name,)
         result = store.result(source.name)
         assert result is not None and result.metadata["beaker_job_id"] == "J:77"
+
+
+def test_dry_run_lists_states_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path)
+    ci_in = tmp_path / "ci_in"
+    deliver(ci_in, "ready-1")
+    deliver(ci_in, "arriving", marker=False)
+    (ci_in / "bad..name").mkdir()
+    before = snapshot(ci_in)
+
+    code, lines = run_dry(config, capsys)
+
+    assert code == 0
+    assert [line[:2] for line in lines] == [
+        ["busy", "arriving"],
+        ["rejected", "bad..name"],
+        ["ready", "ready-1"],
+    ]
+    assert lines[0][2] == "no 'ovsperf-metadata.json' yet"
+    assert lines[2] == ["ready", "ready-1"]
+    assert snapshot(ci_in) == before
+    assert not (tmp_path / "ci_processed").exists() and not (tmp_path / "results.sqlite").exists()
+
+    shutil.rmtree(ci_in / "ready-1")
+    (ci_in / "bad..name").rmdir()
+    assert run_dry(config, capsys)[0] == 3  # only a busy entry: a pass would do nothing
+
+
+def run_dry(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[list[str]]]:
+    code = main(["--config", str(config), "--dry-run"])
+    return code, [line.split("\t") for line in capsys.readouterr().out.splitlines()]
