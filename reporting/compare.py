@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scipy import stats as scipy_stats
 
@@ -182,11 +182,39 @@ def _cell(
     base = _side(b_trials)
     cur = _side(c_trials)
     per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
-    common = dict(
+    if base is None or cur is None:
+        decision = Decision(
+            rel_change_percent=None,
+            ci_low_percent=None,
+            ci_high_percent=None,
+            p_value=None,
+            method=Method.NONE,
+            verdict=Verdict.INVALID,
+            reason=(
+                _invalid_reason("baseline", b_trials, bool(b_runs), size)
+                if base is None
+                else _invalid_reason("current", c_trials, bool(c_runs), size)
+            ),
+        )
+    else:
+        decision = decide(base, cur, thresholds)
+        dropped = sum(1 for t in [*b_trials, *c_trials] if not t.valid)
+        if dropped:
+            decision = replace(decision, reason=f"{decision.reason} {dropped} invalid sample(s) left out.")
+    rel = decision.rel_change_percent
+    return Cell(
         frame_size_bytes=size,
         baseline=base,
         current=cur,
         line_rate_pps=line_rate_pps(size, link.bps),
+        rel_change_percent=rel,
+        ci_low_percent=decision.ci_low_percent,
+        ci_high_percent=decision.ci_high_percent,
+        p_value=decision.p_value,
+        method=decision.method,
+        verdict=decision.verdict,
+        reason=decision.reason,
+        warn=rel is not None and abs(rel) >= thresholds.warning_percent,
         baseline_latency_avg_ns=_mean([t.latency_avg_ns for t in b_trials]),
         current_latency_avg_ns=_mean([t.latency_avg_ns for t in c_trials]),
         baseline_latency_max_ns=_mean([t.latency_max_ns for t in b_trials]),
@@ -194,37 +222,6 @@ def _cell(
         baseline_frame_loss_percent=_mean([t.frame_loss_percent for t in b_trials]),
         current_frame_loss_percent=_mean([t.frame_loss_percent for t in c_trials]),
         per_result=per_result,
-    )
-    if base is None or cur is None:
-        reason = (
-            _invalid_reason("baseline", b_trials, bool(b_runs), size)
-            if base is None
-            else _invalid_reason("current", c_trials, bool(c_runs), size)
-        )
-        return Cell(
-            rel_change_percent=None,
-            ci_low_percent=None,
-            ci_high_percent=None,
-            p_value=None,
-            method=Method.NONE,
-            verdict=Verdict.INVALID,
-            reason=reason,
-            warn=False,
-            **common,  # type: ignore[arg-type]
-        )
-    decision = decide(base, cur, thresholds)
-    dropped = sum(1 for t in [*b_trials, *c_trials] if not t.valid)
-    reason = decision.reason + (f" {dropped} invalid sample(s) left out." if dropped else "")
-    return Cell(
-        rel_change_percent=decision.rel_change_percent,
-        ci_low_percent=decision.ci_low_percent,
-        ci_high_percent=decision.ci_high_percent,
-        p_value=decision.p_value,
-        method=decision.method,
-        verdict=decision.verdict,
-        reason=reason,
-        warn=abs(decision.rel_change_percent) >= thresholds.warning_percent,
-        **common,  # type: ignore[arg-type]
     )
 
 
@@ -238,9 +235,9 @@ def _run_value(rs: ResultSet, test: str, deployment: str, size: int, base: SideS
 
 @dataclass(frozen=True)
 class Decision:
-    """Result of :func:`decide`."""
+    """Result of :func:`decide` (or an INVALID cell, where the numbers are None)."""
 
-    rel_change_percent: float
+    rel_change_percent: float | None
     ci_low_percent: float | None
     ci_high_percent: float | None
     p_value: float | None
@@ -287,7 +284,16 @@ def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
             df = (vb + vc) ** 2 / (
                 (vb**2 / (base.n - 1) if vb else 0.0) + (vc**2 / (cur.n - 1) if vc else 0.0)
             )
-            p_value = float(scipy_stats.ttest_ind(cur.samples_pps, base.samples_pps, equal_var=False).pvalue)
+            if vb and vc:
+                p_value = float(
+                    scipy_stats.ttest_ind(cur.samples_pps, base.samples_pps, equal_var=False).pvalue
+                )
+            else:
+                # One side without spread: Welch's test reduces to a one-sample test of the other
+                # side against that constant (same t and df); scipy's two-sample code would warn
+                # about catastrophic cancellation here.
+                spread, constant = (cur, b_mean) if vc else (base, c_mean)
+                p_value = float(scipy_stats.ttest_1samp(spread.samples_pps, popmean=constant).pvalue)
     else:
         method = Method.ONE_SAMPLE_T
         many, single = (cur, b_mean) if cur.n >= 2 else (base, c_mean)

@@ -119,7 +119,10 @@ def load_results_dir(path: Path) -> ResultSet:
     for name in names:
         match = RESULT_CSV_RE.match(name)
         file = path / name
-        if not match or not file.is_file() or file.is_symlink():
+        if not match:
+            continue
+        if file.is_symlink() or not file.is_file():
+            warnings.append(LoadWarning(file, None, "Not a regular file (symbolic link?); not read."))
             continue
         run = _load_csv(file, match, warnings)
         if run is not None:

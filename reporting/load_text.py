@@ -238,7 +238,9 @@ def moongen_logs(results_dir: Path, warnings: list[LoadWarning]) -> list[Moongen
                 )
             )
             continue
-        line = text[: (total or old).start()].count("\n") + 1  # type: ignore[union-attr]
+        found = total or old
+        assert found is not None
+        line = text[: found.start()].count("\n") + 1
         if total is not None:
             logs.append(
                 MoongenLog(

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, Verdict
+from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, TestRun, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -104,37 +104,39 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     :raises OSError: when the PNG cannot be written.
     """
     sizes = [c.frame_size_bytes for c in test.cells]
+    # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
+    pos = {size: float(i) for i, size in enumerate(sizes)}
     fig = Figure(figsize=(8.0, 4.2), dpi=96)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     line = [c.line_rate_pps / 1e6 if c.line_rate_pps else math.nan for c in test.cells]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
-    ax.plot(sizes, line, linestyle="--", color="#777777", label=line_label)
+    ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
     for side, colour, marker in (("baseline", "#1f5fa8", "o"), ("current", "#d2691e", "s")):
-        xs, ys, errs = [], [], []
+        xs: list[float] = []
+        ys: list[float] = []
+        errs: list[float] = []
         for cell in test.cells:
             stats = cell.baseline if side == "baseline" else cell.current
             if stats is None:
                 continue
-            xs.append(cell.frame_size_bytes)
+            xs.append(pos[cell.frame_size_bytes])
             ys.append(stats.mean_pps / 1e6)
             errs.append((stats.stdev_pps or 0.0) / 1e6)
         if xs:
             ax.errorbar(xs, ys, yerr=errs, marker=marker, color=colour, capsize=3, label=side)
     if any(len(c.per_result) > 1 for c in test.cells):
-        px = [c.frame_size_bytes for c in test.cells for r in c.per_result if r.rx_pps is not None]
+        px = [pos[c.frame_size_bytes] for c in test.cells for r in c.per_result if r.rx_pps is not None]
         py = [r.rx_pps / 1e6 for c in test.cells for r in c.per_result if r.rx_pps is not None]
         ax.scatter(px, py, s=8, color="#d2691e", alpha=0.35, label="each current result")
-    invalid = [c.frame_size_bytes for c in test.cells if c.verdict is Verdict.INVALID]
+    invalid = [pos[c.frame_size_bytes] for c in test.cells if c.verdict is Verdict.INVALID]
     if invalid:
         ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="#b00020", label="INVALID")
     title = f"{test.test} ({test.deployment})".replace("$", r"\$")
     ax.set_title(f"{title}: throughput, both directions summed")
     ax.set_xlabel("frame size [B] (incl. FCS)")
     ax.set_ylabel("throughput [Mpps]")
-    ax.set_xscale("log")
-    ax.set_xticks(sizes, [str(s) for s in sizes])
-    ax.minorticks_off()
+    ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
     ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
@@ -213,6 +215,8 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
                 "result": r.label,
                 "fps": r.rx_pps,
                 "mpps": _round(_mpps(r.rx_pps), 6),
+                "l1_mbps": _round(_mbps(r.rx_pps, size), 3),
+                "line_rate_percent": _round(100.0 * r.rx_pps / line, 3) if r.rx_pps and line else None,
                 "rel_change_percent": _round(r.rel_change_percent, 6),
             }
             for r in cell.per_result
@@ -256,20 +260,8 @@ def report_data(
                 "graph": f"graphs/{_graph_name(t)}",
                 "rows": [_cell_json(c) for c in t.cells],
                 "processes": {
-                    side: [
-                        {
-                            "result": r.csv_path.parent.name,
-                            "csv": r.csv_path.name,
-                            "process": p.process,
-                            "cpu_percent": p.cpu_percent,
-                            "rss_kib": p.rss_kib,
-                            "vsz_kib": p.vsz_kib,
-                            "mem_percent": p.mem_percent,
-                        }
-                        for r in runs
-                        for p in r.processes
-                    ]
-                    for side, runs in (("baseline", t.baseline_runs), ("current", t.current_runs))
+                    "baseline": _processes_json(t.baseline_runs),
+                    "current": _processes_json(t.current_runs),
                 },
                 "moongen_checks": [
                     {
@@ -304,6 +296,30 @@ def report_data(
             "recorded_at": tester_verdict.recorded_at.isoformat(),
         },
     }
+
+
+def _processes_json(runs: Sequence[TestRun]) -> list[dict[str, Any]]:
+    """Pidstat rows of ``runs``, once per results directory (repeats share ``pidstat_<test>.log``)."""
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str]] = set()
+    for run in runs:
+        for p in run.processes:
+            key = (str(run.csv_path.parent), run.test, p.process)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(
+                {
+                    "result": run.csv_path.parent.name,
+                    "source": f"pidstat_{run.test}.log",
+                    "process": p.process,
+                    "cpu_percent": p.cpu_percent,
+                    "rss_kib": p.rss_kib,
+                    "vsz_kib": p.vsz_kib,
+                    "mem_percent": p.mem_percent,
+                }
+            )
+    return rows
 
 
 def _graph_name(test: TestComparison) -> str:

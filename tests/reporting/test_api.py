@@ -81,3 +81,21 @@ def test_repeats_use_statistics(tmp_path: Path) -> None:
     pvp = _rows(report, "pvp_tput")
     assert all(r["verdict"] == "INVALID" and r["rel_change_percent"] is None for r in pvp.values())
     assert outcome.exit_code is ExitCode.ERROR and outcome.overall == "INVALID"
+
+
+def test_repeat_samples_against_candidate(tmp_path: Path) -> None:
+    """README table (c): each repeat against (b) is +0.262 % / -0.197 % at 64 B."""
+    outcome = generate_report([CANDIDATE], [REPEATS], tmp_path / "r")
+    row = _rows(json.loads(outcome.report_json.read_text()), "phy2phy_tput")[64]
+    assert row["current_samples_fps"] == [13813702.0, 13750463.0]
+    rel = [(s / row["baseline_fps"] - 1) * 100 for s in row["current_samples_fps"]]
+    assert rel == [pytest.approx(0.262, abs=5e-4), pytest.approx(-0.197, abs=5e-4)]
+    assert row["verdict"] == "PASS"  # interval well inside ±5 %
+
+
+def test_warning_threshold_colours(tmp_path: Path) -> None:
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "r", Thresholds(warning_percent=4.0))
+    report = json.loads(outcome.report_json.read_text())
+    assert _rows(report, "phy2phy_tput")[64]["warn"] is False
+    assert _rows(report, "pvp_tput")[64]["warn"] is True
+    assert report["thresholds"]["warning_percent"] == 4.0

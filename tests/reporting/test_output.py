@@ -1,0 +1,93 @@
+"""Check the report directory is written atomically and never replaces a user's files.
+
+The full-disk case mounts a real, tiny tmpfs (the tests run as root here and in CI).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reporting.api import generate_report
+from reporting.errors import ReportWriteError
+from tests.reporting.conftest import BASELINE, CANDIDATE
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_rewrite_replaces_previous_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    generate_report([BASELINE], [CANDIDATE], out, title="first")
+    generate_report([BASELINE], [CANDIDATE], out, title="second")
+    assert "<title>second</title>" in (out / "index.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporaries left
+
+
+def test_refuses_to_replace_a_foreign_directory(tmp_path: Path) -> None:
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "my-results.csv").write_text("keep me\n")
+    with pytest.raises(ReportWriteError, match="not a report written by generate-report"):
+        generate_report([BASELINE], [CANDIDATE], out)
+    assert (out / "my-results.csv").read_text() == "keep me\n"
+
+
+def test_refuses_output_inside_results(tmp_path: Path, copy_results) -> None:  # type: ignore[no-untyped-def]
+    src = copy_results(CANDIDATE)
+    before = _snapshot(src)
+    with pytest.raises(ReportWriteError, match="overlaps the results directory"):
+        generate_report([BASELINE], [src], src / "report")
+    with pytest.raises(ReportWriteError, match="overlaps the results directory"):
+        generate_report([BASELINE], [src], src)
+    assert _snapshot(src) == before
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """Mount a 2 MiB tmpfs for this test only; always unmounted."""
+    if os.geteuid() != 0:
+        pytest.fail("the full-disk test needs root to mount a tmpfs (CI runs as root)")
+    mnt = tmp_path / f"reporting-tmpfs-{uuid.uuid4().hex[:8]}"
+    mnt.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mnt)], check=True, timeout=30
+    )
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=30)
+
+
+def test_full_disk_keeps_previous_report(tiny_tmpfs: Path) -> None:
+    out = tiny_tmpfs / "report"
+    generate_report([BASELINE], [CANDIDATE], out, title="previous")
+    before = _snapshot(out)
+    assert "index.html" in before and "report.json" in before
+    # Fill the file system, leaving far less than a report needs.
+    filler = tiny_tmpfs / "filler"
+    with filler.open("wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+    # Leave room for part of a report only, so the write fails half-way through.
+    os.truncate(filler, filler.stat().st_size - 96 * 1024)
+    with pytest.raises(ReportWriteError) as info:
+        generate_report([BASELINE], [CANDIDATE], out, title="new")
+    assert "previous report" in str(info.value) and str(out) in str(info.value)
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler", "report"]  # temporaries removed
+    # Space again: the next run succeeds.
+    filler.unlink()
+    generate_report([BASELINE], [CANDIDATE], out, title="new")
+    assert "<title>new</title>" in (out / "index.html").read_text()
