@@ -148,7 +148,7 @@ sys.exit(main(["--config", sys.argv[1], "-q"]))
 def test_two_concurrent_passes_process_each_result_exactly_once(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     ci_in = tmp_path / "ci_in"
-    names = [f"night-{i}" for i in range(6)]
+    names = [f"night-{i}" for i in range(4)]
     for i, name in enumerate(names):
         deliver(ci_in, name, CANDIDATE if i % 2 else BASELINE)
     procs = [

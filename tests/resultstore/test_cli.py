@@ -10,7 +10,7 @@ import pytest
 
 from ciflow.cli import main as process_main
 from resultstore.cli import main
-from resultstore.model import Decision
+from resultstore.model import Decision, ResultStatus
 from resultstore.store import ResultStore
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, write_config
 
@@ -22,6 +22,32 @@ def processed(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
     deliver(tmp_path / "ci_in", "night-1", CANDIDATE)
     assert process_main(["--config", str(config)]) == 1
     capsys.readouterr()
+    return store_url
+
+
+@pytest.fixture
+def recorded(store_url: str) -> str:
+    """A store holding comparison 1 of result night-1, recorded directly (no report generated)."""
+    with ResultStore.open(store_url) as store:
+        store.record_result(
+            name="night-1",
+            scenario="OVS_DPDK2q",
+            location=Path("/srv/ci_processed/night-1"),
+            vsperf_dirs=[Path("/srv/ci_processed/night-1/results_x")],
+            status=ResultStatus.PROCESSED,
+        )
+        store.record_comparison(
+            result_name="night-1",
+            baseline_result_name=None,
+            baseline_dirs=[BASELINE],
+            current_dirs=[Path("/srv/ci_processed/night-1/results_x")],
+            report_dir=Path("/srv/reports/night-1"),
+            title=None,
+            overall="REGRESSION",
+            counts={"PASS": 13, "REGRESSION": 1},
+            warnings=[],
+            thresholds={"regression_percent": 5.0},
+        )
     return store_url
 
 
@@ -125,20 +151,20 @@ def test_verdict_is_stored_and_shown_on_the_page(
     ],
 )
 def test_errors_are_one_line_and_exit_2(
-    processed: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    recorded: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    assert main(["--db", processed, *argv]) == 2
+    assert main(["--db", recorded, *argv]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert message in captured.err
-    with ResultStore.open(processed) as store:
+    with ResultStore.open(recorded) as store:
         assert store.verdict_history(1) == []
 
 
-def test_verdict_needs_exactly_one_decision(processed: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verdict_needs_exactly_one_decision(recorded: str, capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["verdict", "1"], ["verdict", "1", "--pass", "--fail"]):
         with pytest.raises(SystemExit) as err:
-            main(["--db", processed, *argv])
+            main(["--db", recorded, *argv])
         assert err.value.code == 2
     capsys.readouterr()
 
