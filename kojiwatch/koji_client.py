@@ -278,8 +278,9 @@ class KojiClient:
         """Download ``rpm`` into ``dest_dir`` (flat, like ``koji download-build``) and verify it.
 
         The file is written under a temporary name and renamed when complete. Checks: HTTP status,
-        ``Content-Length``, Koji's size and, when the ``rpm`` tool is installed, the header SIGMD5
-        against Koji's ``payloadhash`` (what ``koji download-build`` checks with rpm's bindings).
+        ``Content-Length``, Koji's size and, when the ``rpm`` tool is installed, the RPM digests
+        and the header SIGMD5 against Koji's ``payloadhash`` (``koji download-build`` checks
+        the latter with rpm's Python bindings).
 
         :raises DownloadError: naming the URL when the download fails or the file is damaged.
         """
@@ -312,8 +313,7 @@ class KojiClient:
                 raise DownloadError(
                     f"'{rpm.url}' is {size} B but Koji lists {rpm.size_bytes} B.", url=rpm.url
                 )
-            if rpm.payloadhash is not None:
-                _check_sigmd5(part, rpm)
+            _verify_rpm(part, rpm)
         except DownloadError:
             part.unlink()
             raise
@@ -321,28 +321,35 @@ class KojiClient:
         return target
 
 
-def _check_sigmd5(path: Path, rpm: RpmFile) -> None:
-    """Compare the RPM header SIGMD5 of ``path`` with Koji's ``payloadhash`` (skipped without ``rpm``).
+def _verify_rpm(path: Path, rpm: RpmFile) -> None:
+    """Check the RPM's own digests (``rpm -K --nosignature``) and its SIGMD5 against Koji's ``payloadhash``.
 
-    :raises DownloadError: when they differ or the file is not an RPM.
+    The first catches a damaged file, the second a file of another build at the same path. Both
+    are skipped (DEBUG log) when the ``rpm`` tool is not installed; size checks still apply.
+
+    :raises DownloadError: when the file is damaged, not an RPM, or not the RPM Koji lists.
     """
     rpm_tool = shutil.which("rpm")
     if rpm_tool is None:
-        log.debug("No 'rpm' tool; skipping the payload hash check of %s.", rpm.filename)
+        log.debug("No 'rpm' tool; skipping the digest check of %s.", rpm.filename)
         return
-    proc = subprocess.run(
+    check = subprocess.run(
+        [rpm_tool, "-K", "--nosignature", str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    if check.returncode != 0:
+        detail = (check.stdout + check.stderr).strip().replace(str(path), rpm.filename)
+        raise DownloadError(f"'{rpm.url}' arrived damaged: {detail}", url=rpm.url)
+    if rpm.payloadhash is None:
+        return
+    query = subprocess.run(
         [rpm_tool, "-qp", "--nosignature", "--nodigest", "--qf", "%{SIGMD5}", str(path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    if proc.returncode != 0:
+    if query.returncode != 0 or query.stdout.strip().lower() != rpm.payloadhash.lower():
         raise DownloadError(
-            f"'{rpm.url}' is not a readable RPM: {proc.stderr.strip() or 'rpm -qp failed'}", url=rpm.url
-        )
-    if proc.stdout.strip().lower() != str(rpm.payloadhash).lower():
-        raise DownloadError(
-            f"'{rpm.url}' payload hash {proc.stdout.strip()} differs from Koji's {rpm.payloadhash}.",
+            f"'{rpm.url}' has payload hash {query.stdout.strip() or '?'} but Koji lists {rpm.payloadhash}.",
             url=rpm.url,
         )

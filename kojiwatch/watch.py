@@ -105,7 +105,7 @@ class Watcher:
                         ) from err
                     delay = cfg.retry.delay_s(hub_failures)
                     log.warning(
-                        "Poll failed (%d of at most %d consecutive failures): %s; retrying in %.1f s.",
+                        "Poll failed (%d of at most %d consecutive failures): %s; retrying in %g s.",
                         hub_failures,
                         cfg.retry.max_failures,
                         err,

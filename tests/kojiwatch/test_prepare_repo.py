@@ -1,0 +1,471 @@
+"""``ovsperf-koji prepare-repo``: real koji client, stand-in hub, real RPMs, real createrepo_c."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kojiwatch.cli import main
+from ovsperf_common.exitcodes import ExitCode
+from tests.kojiwatch.conftest import OWNER, TAG
+from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer, unused_port
+from tests.kojiwatch.repocheck import fetch, repo_packages
+
+OVS31_WANTED = {
+    ("openvswitch", "x86_64", "3.1.0", "1.fc39"),
+    ("openvswitch-python", "noarch", "3.1.0", "1.fc39"),
+}
+
+
+def koji_args(hub: FakeKojiHub, web: StaticHttpServer) -> list[str]:
+    return [
+        "--hub",
+        hub.hub_url,
+        "--topurl",
+        hub.topurl,
+        "--koji-timeout-s",
+        "10",
+        "--publish-dir",
+        str(web.root),
+        "--base-url",
+        web.base_url,
+    ]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_build_by_id_makes_repo_of_x86_64_and_noarch(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    build_id = hub.add_build(rpms["ovs31"], tags=(TAG,))
+    record = tmp_path / "repo.json"
+    code, out, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            str(build_id),
+            "--package",
+            "openvswitch",
+            "--owner",
+            OWNER,
+            "--tag",
+            TAG,
+            "--output-json",
+            str(record),
+            *koji_args(hub, web),
+        ],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    url = f"{web.base_url}/openvswitch-3.1.0-1.fc39/"
+    assert out == url + "\n"
+    # Served over HTTP and parseable the way dnf reads it; debuginfo, aarch64 and src left out.
+    assert repo_packages(url) == OVS31_WANTED
+    assert sorted(p.name for p in (web.root / "openvswitch-3.1.0-1.fc39").glob("*.rpm")) == [
+        "openvswitch-3.1.0-1.fc39.x86_64.rpm",
+        "openvswitch-python-3.1.0-1.fc39.noarch.rpm",
+    ]
+    repo_file = fetch(url + "ovsperf-under-test.repo").decode()
+    assert f"baseurl={url}\n" in repo_file and "gpgcheck=0" in repo_file
+    assert sorted(hub.downloads) == [
+        "packages/openvswitch/3.1.0/1.fc39/noarch/openvswitch-python-3.1.0-1.fc39.noarch.rpm",
+        "packages/openvswitch/3.1.0/1.fc39/x86_64/openvswitch-3.1.0-1.fc39.x86_64.rpm",
+    ]
+    listrpms = [c for c in hub.calls if c[0] == "listRPMs"]
+    assert listrpms == [("listRPMs", (), {"buildID": build_id, "arches": ["x86_64", "noarch"]})]
+    assert json.loads(record.read_text()) == {
+        "url": url,
+        "path": str(web.root / "openvswitch-3.1.0-1.fc39"),
+        "builds": ["openvswitch-3.1.0-1.fc39"],
+        "rpms": ["openvswitch-3.1.0-1.fc39.x86_64.rpm", "openvswitch-python-3.1.0-1.fc39.noarch.rpm"],
+    }
+    # Nothing but the published repo in the publish directory (no temporaries left).
+    assert sorted(p.name for p in web.root.iterdir()) == ["openvswitch-3.1.0-1.fc39"]
+
+
+def test_build_by_nvr_and_republish_replaces_atomically(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub.add_build(rpms["ovs31"])
+    argv = ["prepare-repo", "--build", "openvswitch-3.1.0-1.fc39", *koji_args(hub, web)]
+    assert run(argv, capsys)[0] == ExitCode.OK
+    assert run(argv, capsys)[0] == ExitCode.OK
+    assert repo_packages(f"{web.base_url}/openvswitch-3.1.0-1.fc39/") == OVS31_WANTED
+    assert sorted(p.name for p in web.root.iterdir()) == ["openvswitch-3.1.0-1.fc39"]
+
+
+def test_latest_tagged_builds_of_each_package_in_one_repo(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub.add_build(rpms["ovs31"], tags=(TAG,))
+    hub.add_build(rpms["dpdk"], tags=(TAG,))
+    hub.add_build(rpms["ovs32"], tags=(TAG,))
+    hub.add_build(rpms["ovs31"][:0] + rpms["dpdk"], tags=("other-tag",))
+    code, out, err = run(
+        ["prepare-repo", "--latest-tagged", TAG, "--package", "openvswitch dpdk", *koji_args(hub, web)],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    url = f"{web.base_url}/dpdk-22.11-1.fc39+openvswitch-3.2.0-1.fc39/"
+    assert out == url + "\n"
+    assert repo_packages(url) == {
+        ("dpdk", "x86_64", "22.11", "1.fc39"),
+        ("dpdk-doc", "noarch", "22.11", "1.fc39"),
+        ("openvswitch", "x86_64", "3.2.0", "1.fc39"),
+        ("openvswitch-python", "noarch", "3.2.0", "1.fc39"),
+    }
+    tagged_calls = [c for c in hub.calls if c[0] == "listTagged"]
+    assert [(c[1], c[2]["package"], c[2]["latest"]) for c in tagged_calls] == [
+        ((TAG,), "openvswitch", True),
+        ((TAG,), "dpdk", True),
+    ]
+
+
+def test_scratch_task_uses_task_output(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub.add_scratch_task(77000, rpms["ovs31"])
+    code, out, err = run(["prepare-repo", "--task", "77000", *koji_args(hub, web)], capsys)
+    assert code == ExitCode.OK, err
+    url = f"{web.base_url}/task-77000/"
+    assert out == url + "\n"
+    assert repo_packages(url) == OVS31_WANTED
+    assert all(d.startswith("work/tasks/7001/77001/") for d in hub.downloads), hub.downloads
+    assert "listTaskOutput" in hub.methods_called()
+
+
+def test_task_of_a_real_build_uses_the_build(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub.add_build(rpms["dpdk"], task_id=88000)
+    code, out, err = run(
+        ["prepare-repo", "--task", "88000", "--package", "dpdk", *koji_args(hub, web)], capsys
+    )
+    assert code == ExitCode.OK, err
+    assert out == f"{web.base_url}/dpdk-22.11-1.fc39/\n"
+    assert all(d.startswith("packages/dpdk/22.11/1.fc39/") for d in hub.downloads)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # Red Hat UMB (koji protonmsg) build state change: ids nested under 'info'.
+        lambda bid: {
+            "info": {"id": bid, "name": "openvswitch", "owner_name": OWNER},
+            "attribute": "state",
+            "old": 0,
+            "new": 1,
+        },
+        # Fedora fedora-messaging buildsys.build.state.change: flat body.
+        lambda bid: {
+            "build_id": bid,
+            "name": "openvswitch",
+            "owner": OWNER,
+            "new": 1,
+            "old": 0,
+            "instance": "primary",
+        },
+        # UMB tag message.
+        lambda bid: {
+            "tag": {"name": TAG},
+            "build": {"id": bid, "name": "openvswitch", "owner_name": OWNER},
+            "user": {"name": OWNER},
+        },
+    ],
+    ids=["umb-state", "fedora-flat", "umb-tag"],
+)
+def test_ci_message_names_the_build(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    message: object,
+) -> None:
+    build_id = hub.add_build(rpms["ovs31"], tags=(TAG,))
+    msg = tmp_path / "ci-message.json"
+    msg.write_text(json.dumps(message(build_id)))  # type: ignore[operator]
+    code, out, err = run(
+        [
+            "prepare-repo",
+            "--ci-message-file",
+            str(msg),
+            "--package",
+            "openvswitch",
+            "--owner",
+            OWNER,
+            "--tag",
+            TAG,
+            *koji_args(hub, web),
+        ],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    assert out == f"{web.base_url}/openvswitch-3.1.0-1.fc39/\n"
+    assert ("getBuild", (build_id,), {}) in hub.calls
+
+
+def test_tag_wait_sees_build_tagged_later(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    build_id = hub.add_build(rpms["ovs31"])
+    timer = threading.Timer(0.5, hub.tag_build, args=(TAG, build_id))
+    timer.start()
+    try:
+        code, _out, err = run(
+            [
+                "prepare-repo",
+                "--build",
+                str(build_id),
+                "--tag",
+                TAG,
+                "--tag-wait-s",
+                "20",
+                *koji_args(hub, web),
+            ],
+            capsys,
+        )
+    finally:
+        timer.cancel()
+    assert code == ExitCode.OK, err
+    assert "not in tag 'fdp-el9-candidate' yet; waiting up to 20 s" in err
+    assert hub.methods_called().count("listTags") >= 2
+
+
+def _add(hub: FakeKojiHub, rpms: dict[str, list[Path]], case: str) -> list[str]:
+    """Set up the hub for a bad-input case; return the prepare-repo selection arguments."""
+    if case == "unknown-build":
+        hub.add_build(rpms["ovs31"], tags=(TAG,))
+        return ["--build", "999999"]
+    if case == "unknown-nvr":
+        return ["--build", "openvswitch-9.9.9-1.fc39"]
+    if case == "failed-build":
+        return ["--build", str(hub.add_build(rpms["ovs31"], state="FAILED", tags=(TAG,)))]
+    if case == "building":
+        return ["--build", str(hub.add_build(rpms["ovs31"], state="BUILDING", tags=(TAG,)))]
+    if case == "other-package":
+        return ["--build", str(hub.add_build(rpms["ovs31"], tags=(TAG,))), "--package", "dpdk"]
+    if case == "other-owner":
+        return ["--build", str(hub.add_build(rpms["ovs31"], owner="someone", tags=(TAG,))), "--owner", OWNER]
+    if case == "unknown-package-latest":
+        hub.add_build(rpms["ovs31"], tags=(TAG,))
+        return ["--latest-tagged", TAG, "--package", "openvswitch", "--package", "nosuchpackage"]
+    if case == "unknown-tag":
+        hub.add_build(rpms["ovs31"], tags=(TAG,))
+        return ["--latest-tagged", "no-such-tag", "--package", "openvswitch"]
+    if case == "task-without-rpms":
+        hub.add_scratch_task(61000, [])
+        return ["--task", "61000"]
+    if case == "task-only-aarch64":
+        hub.add_scratch_task(62000, [p for p in rpms["ovs31"] if p.name.endswith(".aarch64.rpm")])
+        return ["--task", "62000"]
+    if case == "task-not-closed":
+        hub.add_scratch_task(63000, rpms["ovs31"], state="FAILED")
+        return ["--task", "63000"]
+    if case == "task-not-a-build":
+        hub.add_task(64000, "createrepo")
+        return ["--task", "64000"]
+    if case == "unknown-task":
+        return ["--task", "65000"]
+    if case == "message-failed-state":
+        return ["--ci-message-file", "MSG:" + json.dumps({"info": {"id": 1000}, "new": 3})]
+    if case == "message-garbage":
+        return ["--ci-message-file", "MSG:{not json"]
+    if case == "message-no-id":
+        return ["--ci-message-file", "MSG:" + json.dumps({"name": "openvswitch", "new": 1})]
+    raise AssertionError(case)
+
+
+BAD_INPUT = {
+    "unknown-build": "Koji has no build '999999'",
+    "unknown-nvr": "Koji has no build 'openvswitch-9.9.9-1.fc39'",
+    "failed-build": "is FAILED, not COMPLETE",
+    "building": "is BUILDING, not COMPLETE",
+    "other-package": "is of package 'openvswitch', not of the watched package(s) dpdk",
+    "other-owner": "is owned by 'someone', not by 'ovs-team'",
+    "unknown-package-latest": "has no build of package 'nosuchpackage'",
+    "unknown-tag": "refused listTagged: No such entry in table tag: no-such-tag",
+    "task-without-rpms": "Koji task 61000 produced no RPMs for x86_64, noarch",
+    "task-only-aarch64": "Koji task 62000 produced no RPMs for x86_64, noarch",
+    "task-not-closed": "Koji task 63000 is FAILED, not CLOSED",
+    "task-not-a-build": "is a 'createrepo' task, not a build or buildArch task",
+    "unknown-task": "Koji has no task 65000",
+    "message-failed-state": "announces build 1000 as FAILED, not COMPLETE",
+    "message-garbage": "is not JSON",
+    "message-no-id": "not a Koji build message",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_input_is_a_clear_error_and_publishes_nothing(
+    case: str,
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    selection = _add(hub, rpms, case)
+    if selection[0] == "--ci-message-file":
+        msg = tmp_path / "ci-message.json"
+        msg.write_text(selection[1].removeprefix("MSG:"))
+        selection = [selection[0], str(msg)]
+    code, out, err = run(["prepare-repo", *selection, *koji_args(hub, web)], capsys)
+    assert code == ExitCode.ERROR
+    assert out == ""
+    lines = [line for line in err.splitlines() if line.startswith("ovsperf-koji: error: ")]
+    assert len(lines) == 1 and BAD_INPUT[case] in lines[0], err
+    assert hub.downloads == []
+    assert list(web.root.iterdir()) == []
+
+
+def test_unreachable_hub(web: StaticHttpServer, capsys: pytest.CaptureFixture[str]) -> None:
+    port = unused_port()
+    code, out, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            "1000",
+            "--hub",
+            f"http://127.0.0.1:{port}/kojihub",
+            "--topurl",
+            f"http://127.0.0.1:{port}/kojifiles",
+            "--publish-dir",
+            str(web.root),
+            "--base-url",
+            web.base_url,
+        ],
+        capsys,
+    )
+    assert code == ExitCode.ERROR and out == ""
+    assert (
+        f"ovsperf-koji: error: Koji hub 'http://127.0.0.1:{port}/kojihub' unreachable during getBuild" in err
+    )
+    assert list(web.root.iterdir()) == []
+
+
+def test_build_not_in_tag_is_exit_3(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_id = hub.add_build(rpms["ovs31"], tags=("some-other-tag",))
+    code, out, err = run(
+        ["prepare-repo", "--build", str(build_id), "--tag", TAG, *koji_args(hub, web)], capsys
+    )
+    assert code == ExitCode.NO_RESULTS and out == ""
+    assert "is not tagged into 'fdp-el9-candidate'; it is not a build we test" in err
+    assert hub.downloads == [] and list(web.root.iterdir()) == []
+
+
+def test_damaged_download_is_refused(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_id = hub.add_build(rpms["ovs31"])
+    # Same size, one payload byte flipped near the end: only the RPM digest check can notice.
+    victim = hub.topdir / "packages/openvswitch/3.1.0/1.fc39/x86_64/openvswitch-3.1.0-1.fc39.x86_64.rpm"
+    data = bytearray(victim.read_bytes())
+    data[-10] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    code, out, err = run(["prepare-repo", "--build", str(build_id), *koji_args(hub, web)], capsys)
+    assert code == ExitCode.ERROR and out == ""
+    assert "openvswitch-3.1.0-1.fc39.x86_64.rpm" in err
+    assert "arrived damaged" in err and "DIGESTS NOT OK" in err
+    assert list(web.root.iterdir()) == []
+
+
+def test_file_of_another_build_is_refused(
+    hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_id = hub.add_build(rpms["ovs31"])
+    # An intact RPM, but not the one Koji lists (same name, other content): SIGMD5 differs.
+    hub.rpms[build_id][0]["payloadhash"] = "0" * 32
+    code, out, err = run(["prepare-repo", "--build", str(build_id), *koji_args(hub, web)], capsys)
+    assert code == ExitCode.ERROR and out == ""
+    assert "but Koji lists 00000000000000000000000000000000" in err
+    assert list(web.root.iterdir()) == []
+
+
+def test_missing_publish_dir(hub: FakeKojiHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            "1",
+            "--hub",
+            hub.hub_url,
+            "--topurl",
+            hub.topurl,
+            "--publish-dir",
+            str(tmp_path / "nope"),
+            "--base-url",
+            "http://lab/repos",
+        ],
+        capsys,
+    )
+    assert code == ExitCode.ERROR
+    assert f"Publish directory '{tmp_path / 'nope'}' does not exist" in err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_unknown_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            "1",
+            "--profile",
+            "nosuchprofile",
+            "--publish-dir",
+            str(tmp_path),
+            "--base-url",
+            "http://lab/repos",
+        ],
+        capsys,
+    )
+    assert code == ExitCode.ERROR
+    assert "Koji profile 'nosuchprofile' not found" in err
+
+
+def test_profile_supplies_hub_and_topurl(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = tmp_path / "home"
+    (home / ".koji").mkdir(parents=True)
+    (home / ".koji" / "config").write_text(f"[labkoji]\nserver = {hub.hub_url}\ntopurl = {hub.topurl}/\n")
+    monkeypatch.setenv("HOME", str(home))
+    build_id = hub.add_build(rpms["dpdk"])
+    code, out, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            str(build_id),
+            "--profile",
+            "labkoji",
+            "--publish-dir",
+            str(web.root),
+            "--base-url",
+            web.base_url,
+        ],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    assert out == f"{web.base_url}/dpdk-22.11-1.fc39/\n"

@@ -1,0 +1,243 @@
+"""``ovsperf-koji watch`` against the stand-in hub: each new build tested once, across restarts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from kojiwatch.cli import main
+from kojiwatch.model import RetryPolicy
+from kojiwatch.state import state_lock
+from ovsperf_common.exitcodes import ExitCode
+from tests.kojiwatch.conftest import OWNER, TAG
+from tests.kojiwatch.fakes import FakeJobcreator, FakeKojiHub, StaticHttpServer
+
+
+def watch_argv(hub: FakeKojiHub, web: StaticHttpServer, state: Path, *extra: str) -> list[str]:
+    return [
+        "watch",
+        "--tag",
+        TAG,
+        "--package",
+        "openvswitch",
+        "--package",
+        "dpdk",
+        "--owner",
+        OWNER,
+        "--state-file",
+        str(state),
+        "--hub",
+        hub.hub_url,
+        "--topurl",
+        hub.topurl,
+        "--koji-timeout-s",
+        "10",
+        "--publish-dir",
+        str(web.root),
+        "--base-url",
+        web.base_url,
+        "--host",
+        "gen.example.com",
+        "--host",
+        "dut.example.com",
+        "--distro",
+        "RHEL-9.4.0",
+        "--scenario",
+        "OVS_DPDK1q,OVS_DPDK2q",
+        "--interval-s",
+        "0",
+        "--retry-initial-s",
+        "0.05",
+        "--retry-max-s",
+        "0.2",
+        *extra,
+    ]
+
+
+def configs(calls: list[list[str]]) -> list[tuple[str, str]]:
+    """Return (scenario, kick repo) per jobcreator call."""
+    return [(c[c.index("--config") + 1], c[c.index("--kickrepo") + 1]) for c in calls]
+
+
+def test_new_builds_tested_once_across_restarts(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "watch-state.json"
+    old = hub.add_build(rpms["ovs31"], tags=(TAG,))
+    new = hub.add_build(rpms["ovs32"], tags=(TAG,))
+
+    # First start: only the newest tagged openvswitch is tested; the older one is history.
+    assert main(watch_argv(hub, web, state)) == ExitCode.OK
+    out, err = capsys.readouterr()
+    ovs32 = f"{web.base_url}/openvswitch-3.2.0-1.fc39/"
+    assert configs(jobcreator.calls()) == [("OVS_DPDK1q", ovs32), ("OVS_DPDK2q", ovs32)]
+    assert out.splitlines() == ["J:4201", "J:4202"]
+    assert "Started watching 'openvswitch' in tag 'fdp-el9-candidate' (2 tagged builds" in err
+    saved = json.loads(state.read_text())
+    assert saved["builds"][str(old)]["status"] == "skipped"
+    assert saved["builds"][str(new)]["status"] == "submitted"
+    assert saved["builds"][str(new)]["jobs"] == {"OVS_DPDK1q": "J:4201", "OVS_DPDK2q": "J:4202"}
+    assert saved["builds"][str(new)]["repo"] == ovs32
+    tmp_files = [p.name for p in tmp_path.iterdir() if p.name.startswith(".watch-state")]
+    assert tmp_files == []
+
+    # Restart with nothing new: nothing submitted again.
+    assert main(watch_argv(hub, web, state)) == ExitCode.OK
+    assert capsys.readouterr().out == ""
+    assert len(jobcreator.calls()) == 2
+
+    # A new dpdk build and a build by someone else appear; only the dpdk one is ours.
+    dpdk = hub.add_build(rpms["dpdk"], tags=(TAG,))
+    foreign = hub.add_build(rpms["ovs31"], owner="someone-else", tags=(TAG,))
+    assert main(watch_argv(hub, web, state)) == ExitCode.OK
+    dpdk_url = f"{web.base_url}/dpdk-22.11-1.fc39/"
+    assert configs(jobcreator.calls())[2:] == [("OVS_DPDK1q", dpdk_url), ("OVS_DPDK2q", dpdk_url)]
+    saved = json.loads(state.read_text())
+    assert saved["builds"][str(dpdk)]["status"] == "submitted"
+    assert saved["builds"][str(foreign)]["status"] == "skipped"
+    assert "owner 'someone-else'" in saved["builds"][str(foreign)]["reason"]
+
+    # And once more: still nothing twice.
+    assert main(watch_argv(hub, web, state, "--max-polls", "2")) == ExitCode.OK
+    assert len(jobcreator.calls()) == 4
+
+
+def test_interrupted_build_resumes_with_only_the_missing_scenarios(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = tmp_path / "state.json"
+    build = hub.add_build(rpms["dpdk"], tags=(TAG,))
+    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "OVS_DPDK2q")
+    assert main(watch_argv(hub, web, state)) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "Attempt 1 for 'dpdk-22.11-1.fc39' failed (retried next poll)" in err
+    rec = json.loads(state.read_text())["builds"][str(build)]
+    assert rec["status"] == "pending" and rec["jobs"] == {"OVS_DPDK1q": "J:4201"}
+
+    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "")
+    assert main(watch_argv(hub, web, state)) == ExitCode.OK
+    assert capsys.readouterr().out == "J:4203\n"
+    assert [s for s, _ in configs(jobcreator.calls())] == ["OVS_DPDK1q", "OVS_DPDK2q", "OVS_DPDK2q"]
+    rec = json.loads(state.read_text())["builds"][str(build)]
+    assert rec["status"] == "submitted" and rec["jobs"] == {"OVS_DPDK1q": "J:4201", "OVS_DPDK2q": "J:4203"}
+
+
+def test_failing_build_given_up_after_three_attempts(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = tmp_path / "state.json"
+    build = hub.add_build(rpms["dpdk"], tags=(TAG,))
+    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "OVS_DPDK1q,OVS_DPDK2q")
+    assert main(watch_argv(hub, web, state, "--max-polls", "5")) == ExitCode.ERROR
+    assert "Giving up on 'dpdk-22.11-1.fc39' after 3 attempts" in capsys.readouterr().err
+    assert len(jobcreator.calls()) == 6
+    assert json.loads(state.read_text())["builds"][str(build)]["status"] == "failed"
+
+
+def test_hub_down_retried_with_backoff_then_recovers(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    hub.add_build(rpms["ovs31"], tags=(TAG,))
+    hub.fail_next = 2
+    assert main(watch_argv(hub, web, tmp_path / "s.json", "--max-hub-failures", "4")) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert hub.failed_requests == 2
+    first, second = err.split("Poll failed (2 of at most 4 consecutive failures)")
+    assert "Poll failed (1 of at most 4 consecutive failures)" in first and "retrying in 0.05 s." in first
+    assert "retrying in 0.1 s." in second
+    assert "503" in err and "unreachable during listTagged" in err
+    assert len(jobcreator.calls()) == 2
+
+
+def test_hub_down_gives_up_bounded_and_submits_nothing(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    hub.add_build(rpms["ovs31"], tags=(TAG,))
+    hub.fail_next = 1000
+    start = time.monotonic()
+    code = main(watch_argv(hub, web, tmp_path / "s.json", "--max-hub-failures", "3", "--max-polls", "10"))
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == ExitCode.ERROR
+    assert hub.failed_requests == 3
+    assert "ovsperf-koji: error: Gave up after 3 consecutive failed polls: Koji hub" in err
+    assert elapsed < 10
+    assert jobcreator.calls() == [] and list(web.root.iterdir()) == []
+
+
+def test_second_watcher_on_same_state_is_refused(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "s.json"
+    with state_lock(state):
+        assert main(watch_argv(hub, web, state)) == ExitCode.ERROR
+    assert "Another 'ovsperf-koji watch' holds" in capsys.readouterr().err
+    assert hub.calls == []
+
+
+def test_malformed_state_is_not_overwritten(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "s.json"
+    state.write_text("{broken")
+    assert main(watch_argv(hub, web, state)) == ExitCode.ERROR
+    assert f"Watch state '{state}' is not valid JSON" in capsys.readouterr().err
+    assert state.read_text() == "{broken"
+
+
+def test_state_of_another_tag_is_refused(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    jobcreator: FakeJobcreator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "s.json"
+    state.write_text(json.dumps({"version": 1, "tag": "f40", "packages": {}, "builds": {}}))
+    assert main(watch_argv(hub, web, state)) == ExitCode.ERROR
+    assert "belongs to tag 'f40', not 'fdp-el9-candidate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("failures", "delay_s"), [(1, 10.0), (2, 20.0), (3, 40.0), (6, 320.0), (7, 600.0), (20, 600.0)]
+)
+def test_backoff_doubles_up_to_the_cap(failures: int, delay_s: float) -> None:
+    assert RetryPolicy(initial_s=10, max_s=600, max_failures=30).delay_s(failures) == delay_s
