@@ -80,6 +80,7 @@ def _add_lab(parser: argparse.ArgumentParser) -> None:
         "--jobcreator", default="jobcreator", help="jobcreator executable (default: from PATH)"
     )
     group.add_argument("--ids-file", type=Path, help="write the submitted job ids as JSON here")
+    group.add_argument("--job-xml-dir", type=Path, help="keep each rendered Beaker job as DIR/<scenario>.xml")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,6 +173,7 @@ def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> 
         baseline=args.baseline,
         reserve_h=args.reserve,
         jobcreator=args.jobcreator,
+        job_xml_dir=args.job_xml_dir,
     )
 
 

@@ -228,6 +228,8 @@ class SubmitRequest:
     """Hours to keep the hosts reserved after the run (``--reserve``); ``None`` for none."""
     jobcreator: str = "jobcreator"
     """The jobcreator executable (looked up on ``PATH``)."""
+    job_xml_dir: Path | None = None
+    """Keep each rendered Beaker job as ``<dir>/<scenario>.xml`` (jobcreator ``--output``), or not."""
 
     def __post_init__(self) -> None:
         """Reject empty inputs and non-URL repos before anything is submitted.

@@ -60,6 +60,8 @@ def jobcreator_argv(request: SubmitRequest, scenario: str) -> list[str]:
     argv += ["--tag", request.tag]
     if request.reserve_h is not None:
         argv += ["--reserve", str(request.reserve_h)]
+    if request.job_xml_dir is not None:
+        argv += ["--output", str(request.job_xml_dir / f"{scenario}.xml")]
     argv.append("--autosubmit")
     return argv
 
@@ -107,6 +109,11 @@ def submit_scenarios(
     exe = shutil.which(request.jobcreator)
     if exe is None:
         raise SubmitError(f"Nothing submitted: '{request.jobcreator}' not found on PATH.")
+    if request.job_xml_dir is not None:
+        try:
+            request.job_xml_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise SubmitError(f"Nothing submitted: no dir '{request.job_xml_dir}': {err.strerror}.") from err
     skip = set(already_submitted)
     jobs: list[SubmittedJob] = []
     failed: dict[str, str] = {}

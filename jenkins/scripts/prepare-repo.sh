@@ -1,0 +1,20 @@
+#!/bin/bash
+# Build a yum repo from the RPMs of a Koji build, task or the latest tagged builds, publish it into a
+# directory a web server serves, and print its URL. Jenkins and people run exactly this.
+#
+# Usage: prepare-repo.sh (--build ID|NVR | --task ID | --latest-tagged TAG | --ci-message-file FILE)
+#            [--package NAME]... [--owner USER] [--tag TAG [--tag-wait-s S]]
+#            (--profile NAME | --hub URL --topurl URL) --publish-dir DIR --base-url URL [--output-json FILE]
+# All options: prepare-repo.sh --help. Exit codes: 0 OK, 2 error, 3 the build is not in --tag.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+: "${OVSPERF_VENV:=${ROOT}/.venv}"
+if [[ -x "${OVSPERF_VENV}/bin/ovsperf-koji" ]]; then
+    PATH="${OVSPERF_VENV}/bin:${PATH}"
+fi
+if ! command -v ovsperf-koji >/dev/null; then
+    echo "prepare-repo.sh: 'ovsperf-koji' not found; install ovsperf (pip install .) or set OVSPERF_VENV." >&2
+    exit 2
+fi
+exec ovsperf-koji prepare-repo "$@"
