@@ -1,4 +1,4 @@
-"""Render ``jenkins/`` with the real ``jenkins-jobs test`` and check the job XML a Jenkins master would get."""
+"""Render ``jenkins/`` with the real ``jenkins-jobs test``; check the job XML a Jenkins master would get."""
 
 from __future__ import annotations
 
