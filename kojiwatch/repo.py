@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from kojiwatch.errors import BuildRejectedError, NotTaggedError, RepoError
-from kojiwatch.koji_client import KojiClient
+from kojiwatch.koji_client import KojiClient, verify_rpms
 from kojiwatch.model import (
     DEFAULT_ARCHES,
     BuildSelection,
@@ -215,10 +215,13 @@ def prepare_repo(
     target = publish_dir / name
     total_bytes = 0
     with atomic_directory(target) as tmp:
+        downloaded = []
         for index, rpm in enumerate(rpms, start=1):
             path = client.download(rpm, tmp)
+            downloaded.append((rpm, path))
             total_bytes += path.stat().st_size
             log.info("Downloaded %d/%d %s (%d B).", index, len(rpms), rpm.filename, path.stat().st_size)
+        verify_rpms(downloaded)
         createrepo(tmp)
         atomic_write_text(tmp / REPO_FILE_NAME, repo_file_text(name, url))
     log.info("Published repo '%s' with %d RPMs (%d B) at %s", target, len(rpms), total_bytes, url)
