@@ -1,4 +1,4 @@
-"""Benchmark: time to prepare a repo from Koji (download, verify, createrepo_c, publish) vs createrepo_c alone.
+"""Benchmark: prepare a repo from Koji (download, verify, createrepo_c, publish) vs createrepo_c alone.
 
 Builds one fake build with N real RPMs (rpmbuild), serves it from the stand-in Koji hub on
 127.0.0.1, and times ``kojiwatch.repo.prepare_repo`` through the real koji client against
