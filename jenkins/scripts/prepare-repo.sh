@@ -8,13 +8,6 @@
 # All options: prepare-repo.sh --help. Exit codes: 0 OK, 2 error, 3 the build is not in --tag.
 set -o errexit -o nounset -o pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-: "${OVSPERF_VENV:=${ROOT}/.venv}"
-if [[ -x "${OVSPERF_VENV}/bin/ovsperf-koji" ]]; then
-    PATH="${OVSPERF_VENV}/bin:${PATH}"
-fi
-if ! command -v ovsperf-koji >/dev/null; then
-    echo "prepare-repo.sh: 'ovsperf-koji' not found; install ovsperf (pip install .) or set OVSPERF_VENV." >&2
-    exit 2
-fi
-exec ovsperf-koji prepare-repo "$@"
+# shellcheck source=jenkins/scripts/ovsperf-koji.sh
+. "$(dirname "$0")/ovsperf-koji.sh"
+ovsperf_koji_exec prepare-repo "$@"

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,25 +32,6 @@ def rpms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 
 
 @pytest.fixture
-def hub(tmp_path: Path) -> Iterator[FakeKojiHub]:
-    fake = FakeKojiHub(tmp_path / "kojiroot").start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Iterator[StaticHttpServer]:
-    (tmp_path / "www").mkdir()
-    server = StaticHttpServer(tmp_path / "www").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A Jenkins workspace: the checkout's jenkins/ directory (the SCM step) and nothing else."""
     ws = tmp_path / "workspace"
@@ -62,6 +42,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jobcreator(tmp_path: Path) -> FakeJobcreator:
+    """The stand-in jobcreator, for subprocess environments only (see :meth:`FakeJobcreator.env`)."""
     return FakeJobcreator(tmp_path / "bin")
 
 

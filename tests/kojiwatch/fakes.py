@@ -160,7 +160,31 @@ class _Server(http.server.ThreadingHTTPServer, xmlrpc.server.SimpleXMLRPCDispatc
         self.register_instance(hub)
 
 
-class FakeKojiHub:
+class _Background:
+    """Run an HTTP server in a daemon thread on 127.0.0.1; ``start()``/``stop()``."""
+
+    _server: http.server.ThreadingHTTPServer
+
+    def _init_thread(self, name: str) -> None:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> Any:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+class FakeKojiHub(_Background):
     """A stand-in Koji hub: builds, tags, tasks and RPM files held in memory and under ``topdir``."""
 
     def __init__(self, topdir: Path) -> None:
@@ -197,15 +221,6 @@ class FakeKojiHub:
     @property
     def topurl(self) -> str:
         return f"http://127.0.0.1:{self.port}{FILES_PATH}"
-
-    def start(self) -> FakeKojiHub:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
 
     def methods_called(self) -> list[str]:
         return [name for name, _, _ in self.calls]
@@ -401,27 +416,16 @@ class FakeKojiHub:
         return list(self.task_output.get(int(taskID), []))
 
 
-class StaticHttpServer:
+class StaticHttpServer(_Background):
     """Serve ``root`` over HTTP on 127.0.0.1 (the lab's repo web server)."""
 
     def __init__(self, root: Path) -> None:
         handler = functools.partial(_QuietFileHandler, directory=str(root))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="repo-http", daemon=True
-        )
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/repos"
+        self._init_thread("repo-http")
+        self.base_url = f"http://127.0.0.1:{self.port}/repos"
         self.root = root
-
-    def start(self) -> StaticHttpServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
 
 
 class _QuietFileHandler(http.server.SimpleHTTPRequestHandler):
