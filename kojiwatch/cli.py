@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import logging
 import re
@@ -79,8 +80,11 @@ def _add_lab(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--jobcreator", default="jobcreator", help="jobcreator executable (default: from PATH)"
     )
-    group.add_argument("--ids-file", type=Path, help="write the submitted job ids as JSON here")
-    group.add_argument("--job-xml-dir", type=Path, help="keep each rendered Beaker job as DIR/<scenario>.xml")
+    group.add_argument(
+        "--job-xml-dir",
+        type=Path,
+        help="keep each rendered Beaker job as DIR/<scenario>.xml (watch: DIR/<repo>/)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub_p.add_argument("--repo", action="append", required=True, help="kick repo URL (repeatable)")
     sub_p.add_argument("--tag", default="ovsperf", help="Beaker whiteboard text (default 'ovsperf')")
+    sub_p.add_argument("--ids-file", type=Path, help="write the submitted job ids as JSON here")
     _add_lab(sub_p)
 
     watch = sub.add_parser("watch", help="poll Koji for new builds and test each once", epilog=EPILOG)
@@ -265,7 +270,10 @@ def _watch(args: argparse.Namespace) -> int:
 
     def request_for(repo: PreparedRepo) -> SubmitRequest:
         nvrs = " ".join(b.nvr for b in repo.builds)
-        return _request(args, (repo.url,), f"{args.whiteboard} {nvrs}".strip())
+        request = _request(args, (repo.url,), f"{args.whiteboard} {nvrs}".strip())
+        if request.job_xml_dir is None:
+            return request
+        return dataclasses.replace(request, job_xml_dir=request.job_xml_dir / repo.path.name)
 
     client = _client(args)
     watcher = Watcher(client, config, prepare, request_for)

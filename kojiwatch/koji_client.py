@@ -29,7 +29,7 @@ import koji
 import requests
 
 from kojiwatch.errors import BuildNotFoundError, DownloadError, KojiConfigError, KojiHubError, NoRpmsError
-from kojiwatch.model import BuildState, KojiBuild, KojiServer, RpmFile
+from kojiwatch.model import BuildState, KojiBuild, KojiServer, RpmFile, TaskRpms
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class KojiClient:
             raise NoRpmsError(f"Koji build '{build.nvr}' has no RPMs for {', '.join(arches)}.", ref=build.nvr)
         return sorted(rpms, key=lambda rpm: rpm.filename)
 
-    def task_rpms(self, task_id: int, arches: tuple[str, ...]) -> list[RpmFile]:
+    def task_rpms(self, task_id: int, arches: tuple[str, ...]) -> TaskRpms:
         """Return the RPMs a CLOSED build/buildArch task wrote (scratch builds; ``koji download-task``).
 
         :raises BuildNotFoundError: when there is no such task.
@@ -252,8 +252,11 @@ class KojiClient:
             children = self._call("getTaskChildren", task_id)
             task_ids = [int(child["id"]) for child in children if child.get("method") == "buildArch"]
         rpms: list[RpmFile] = []
+        source: str | None = None
         for tid in task_ids:
             for fname in self._call("listTaskOutput", tid):
+                if fname.endswith(".src.rpm"):
+                    source = str(koji.parse_NVRA(fname)["name"])
                 if not fname.endswith(".rpm") or fname.endswith(".src.rpm"):
                     continue
                 nvra = koji.parse_NVRA(fname)
@@ -272,7 +275,9 @@ class KojiClient:
             raise NoRpmsError(
                 f"Koji task {task_id} produced no RPMs for {', '.join(arches)}.", ref=str(task_id)
             )
-        return sorted(rpms, key=lambda rpm: rpm.filename)
+        return TaskRpms(
+            task_id=task_id, source_package=source, rpms=tuple(sorted(rpms, key=lambda r: r.filename))
+        )
 
     def download(self, rpm: RpmFile, dest_dir: Path) -> Path:
         """Download ``rpm`` into ``dest_dir`` (flat, like ``koji download-build``) and verify it.

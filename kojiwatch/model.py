@@ -163,6 +163,18 @@ class RpmFile:
 
 
 @dataclass(frozen=True)
+class TaskRpms:
+    """What a (scratch) build task wrote: its binary RPMs and the package its SRPM names."""
+
+    task_id: int
+    """The build task asked for."""
+    source_package: str | None
+    """Name of the task's ``.src.rpm`` (the package built), ``None`` when the output has none."""
+    rpms: tuple[RpmFile, ...]
+    """Binary RPMs for the requested arches, sorted by file name."""
+
+
+@dataclass(frozen=True)
 class BuildSelection:
     """What to build a repo from: one build, one task, or the latest tagged builds."""
 

@@ -122,8 +122,15 @@ def resolve(
         task_build = client.build_of_task(task_id)
         if task_build is None:
             log.info("Task %d has no build entry (scratch build); using the task output.", task_id)
-            rpms = client.task_rpms(task_id, arches)
-            return f"task-{task_id}", (), tuple(rpms)
+            output = client.task_rpms(task_id, arches)
+            if selection.packages and output.source_package not in selection.packages:
+                raise BuildRejectedError(
+                    f"Koji task {task_id} built '{output.source_package or 'an unknown package'}', not the "
+                    f"watched package(s) {', '.join(selection.packages)}.",
+                    nvr=f"task-{task_id}",
+                    field="package",
+                )
+            return f"task-{task_id}", (), output.rpms
         builds = [task_build]
         check_build(client, task_build, selection, tag_wait_s)
     builds.sort(key=lambda build: build.nvr)

@@ -6,6 +6,7 @@ File shape (``version`` 1)::
      "packages": {"openvswitch": {"initialized": true}},
      "builds": {"1234": {"nvr": "openvswitch-3.1.0-1.el9fdp", "package": "openvswitch",
                          "status": "submitted", "repo": "http://.../", "jobs": {"OVS_DPDK1q": "J:77"},
+                         "baseline": "openvswitch-3.0.0-1.el9fdp",
                          "attempts": 1, "reason": null, "updated": "2026-01-01T02:00:00+00:00"}}}
 
 ``status`` is one of ``pending`` (work started; scenarios in ``jobs`` are done), ``submitted``

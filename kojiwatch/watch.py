@@ -185,7 +185,9 @@ class Watcher:
                 state.update(build.build_id, jobs=jobs)
                 self.submitted.append((build.nvr, job.job_id))
 
-            submit_scenarios(self.request_for(repo), already_submitted=tuple(jobs), on_submitted=record)
+            request = self.request_for(repo)
+            state.update(build.build_id, baseline=request.baseline)
+            submit_scenarios(request, already_submitted=tuple(jobs), on_submitted=record)
         except (BuildRejectedError, BuildNotFoundError, NoRpmsError) as err:
             state.update(build.build_id, status="skipped", reason=str(err))
             log.warning("Not testing '%s': %s", build.nvr, err)

@@ -135,7 +135,9 @@ def test_scratch_task_uses_task_output(
     hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     hub.add_scratch_task(77000, rpms["ovs31"])
-    code, out, err = run(["prepare-repo", "--task", "77000", *koji_args(hub, web)], capsys)
+    code, out, err = run(
+        ["prepare-repo", "--task", "77000", "--package", "openvswitch", *koji_args(hub, web)], capsys
+    )
     assert code == ExitCode.OK, err
     url = f"{web.base_url}/task-77000/"
     assert out == url + "\n"
@@ -277,6 +279,9 @@ def _add(hub: FakeKojiHub, rpms: dict[str, list[Path]], case: str) -> list[str]:
     if case == "task-not-a-build":
         hub.add_task(64000, "createrepo")
         return ["--task", "64000"]
+    if case == "scratch-other-package":
+        hub.add_scratch_task(66000, rpms["dpdk"])
+        return ["--task", "66000", "--package", "openvswitch"]
     if case == "unknown-task":
         return ["--task", "65000"]
     if case == "message-failed-state":
@@ -302,6 +307,7 @@ BAD_INPUT = {
     "task-not-closed": "Koji task 63000 is FAILED, not CLOSED",
     "task-not-a-build": "is a 'createrepo' task, not a build or buildArch task",
     "unknown-task": "Koji has no task 65000",
+    "scratch-other-package": "Koji task 66000 built 'dpdk', not the watched package(s) openvswitch",
     "message-failed-state": "announces build 1000 as FAILED, not COMPLETE",
     "message-garbage": "is not JSON",
     "message-no-id": "not a Koji build message",

@@ -103,7 +103,8 @@ def test_new_builds_tested_once_across_restarts(rig: Rig) -> None:
     new = hub.add_build(rpms["ovs32"], tags=(TAG,))
 
     # First start: only the newest tagged openvswitch is tested; the older one is history.
-    code, out, err = rig.run()
+    jobs_dir = rig.state.parent / "beaker-jobs"
+    code, out, err = rig.run("--baseline", "ovs-3.0", "--job-xml-dir", str(jobs_dir))
     assert code == ExitCode.OK, err
     ovs32 = f"{web.base_url}/openvswitch-3.2.0-1.fc39/"
     assert configs(rig.jobcreator.calls()) == [("OVS_DPDK1q", ovs32), ("OVS_DPDK2q", ovs32)]
@@ -112,7 +113,11 @@ def test_new_builds_tested_once_across_restarts(rig: Rig) -> None:
     assert rig.record(old)["status"] == "skipped"
     assert rig.record(new)["status"] == "submitted"
     assert rig.record(new)["jobs"] == {"OVS_DPDK1q": "J:4201", "OVS_DPDK2q": "J:4202"}
-    assert rig.record(new)["repo"] == ovs32
+    assert rig.record(new)["repo"] == ovs32 and rig.record(new)["baseline"] == "ovs-3.0"
+    assert sorted(p.name for p in (jobs_dir / "openvswitch-3.2.0-1.fc39").iterdir()) == [
+        "OVS_DPDK1q.xml",
+        "OVS_DPDK2q.xml",
+    ]
     assert [p.name for p in rig.state.parent.iterdir() if p.name.startswith(".watch-state")] == []
 
     # Restart with nothing new: nothing submitted again.
