@@ -1,6 +1,12 @@
 # Sourced by the wrappers in this directory: run 'ovsperf-koji SUBCOMMAND "$@"' from ${OVSPERF_VENV}
 # (default: the checkout's .venv) when it has one, else from PATH.
 # shellcheck shell=bash
+
+die() {
+    echo "$(basename "$0"): $*" >&2
+    exit 2
+}
+
 ovsperf_koji_exec() {
     local root
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -8,9 +14,7 @@ ovsperf_koji_exec() {
     if [[ -x "${OVSPERF_VENV}/bin/ovsperf-koji" ]]; then
         PATH="${OVSPERF_VENV}/bin:${PATH}"
     fi
-    if ! command -v ovsperf-koji >/dev/null; then
-        echo "$(basename "$0"): 'ovsperf-koji' not found; install ovsperf (pip install .) or set OVSPERF_VENV." >&2
-        exit 2
-    fi
+    command -v ovsperf-koji >/dev/null ||
+        die "'ovsperf-koji' not found; install ovsperf (pip install .) or set OVSPERF_VENV."
     exec ovsperf-koji "$@"
 }
