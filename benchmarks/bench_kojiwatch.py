@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from kojiwatch.koji_client import KojiClient  # noqa: E402
 from kojiwatch.model import BuildSelection, KojiServer, SelectionKind  # noqa: E402
 from kojiwatch.repo import prepare_repo  # noqa: E402
-from tests.kojiwatch.fakes import FakeKojiHub, build_rpm  # noqa: E402
+from tests.kojiwatch.fakes import FakeKojiHub  # noqa: E402
+from tests.kojiwatch.rpmtools import build_rpm  # noqa: E402
 
 ROUNDS = 3
 

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.kojiwatch.fakes import FakeJobcreator, FakeKojiHub, StaticHttpServer, build_rpm, unused_port
+from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer, unused_port
 from tests.kojiwatch.repocheck import repo_packages
+from tests.kojiwatch.rpmtools import build_rpm
 
 ROOT = Path(__file__).resolve().parents[2]
 TAG = "fdp-el9-candidate"

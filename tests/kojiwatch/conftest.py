@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kojiwatch.fakes import FakeJobcreator, FakeKojiHub, StaticHttpServer, build_rpm
+from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
+from tests.kojiwatch.rpmtools import build_rpm
 
 TAG = "fdp-el9-candidate"
 OWNER = "ovs-team"

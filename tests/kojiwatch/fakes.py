@@ -6,9 +6,6 @@
   koji's XML-RPC protocol (``koji.decode_args`` for keyword arguments, Koji fault codes) for the
   calls the real ``koji.ClientSession`` makes, and serving the RPM files over HTTP under
   ``/kojifiles`` (the topurl) in Koji's directory layout.
-* :func:`build_rpm`: real RPMs from a generated spec file with the real ``rpmbuild``.
-* :class:`FakeJobcreator`: a ``jobcreator`` executable put first on ``PATH`` that records its
-  argv and prints ``J:<id>`` (or fails for one chosen scenario).
 * :class:`StaticHttpServer`: serves the publish directory, as a lab web server would.
 """
 
@@ -16,10 +13,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
-import os
 import shutil
-import subprocess
 import threading
 import xmlrpc.client
 import xmlrpc.server
@@ -28,86 +22,10 @@ from typing import Any
 
 import koji
 
+from tests.kojiwatch.rpmtools import rpm_header
+
 HUB_PATH = "/kojihub"
 FILES_PATH = "/kojifiles"
-
-
-def build_rpm(
-    workdir: Path,
-    name: str,
-    version: str,
-    release: str,
-    *,
-    subpackages: tuple[tuple[str, str], ...] = (),
-    target: str = "x86_64",
-) -> list[Path]:
-    """Build ``name`` (arch ``target``) plus ``subpackages`` ((suffix, "noarch"|"same")) with rpmbuild.
-
-    :returns: the binary RPM paths, then the source RPM.
-    """
-    top = workdir / f"rpmbuild-{name}-{version}-{release}-{target}"
-    spec = top / f"{name}.spec"
-    top.mkdir(parents=True)
-    lines = [
-        f"Name: {name}",
-        f"Version: {version}",
-        f"Release: {release}",
-        f"Summary: fake {name} for ovsperf tests",
-        "License: Apache-2.0",
-        "%description",
-        f"Fake {name}.",
-    ]
-    files = ["%files", f"/usr/share/ovsperf-fake/{name}.txt"]
-    install = ["%install", "mkdir -p %{buildroot}/usr/share/ovsperf-fake"]
-    install.append(f"echo '{name} {version}' > %{{buildroot}}/usr/share/ovsperf-fake/{name}.txt")
-    for suffix, arch in subpackages:
-        lines += [f"%package {suffix}", f"Summary: fake {name}-{suffix}"]
-        if arch == "noarch":
-            lines.append("BuildArch: noarch")
-        lines += [f"%description {suffix}", f"Fake {name}-{suffix}."]
-        install.append(f"echo '{suffix}' > %{{buildroot}}/usr/share/ovsperf-fake/{name}-{suffix}.txt")
-        files += [f"%files {suffix}", f"/usr/share/ovsperf-fake/{name}-{suffix}.txt"]
-    spec.write_text("\n".join(lines + install + files) + "\n")
-    subprocess.run(
-        [
-            "rpmbuild",
-            "--define",
-            f"_topdir {top}",
-            "--define",
-            "debug_package %{nil}",
-            "--target",
-            target,
-            "-ba",
-            str(spec),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    binaries = sorted((top / "RPMS").glob("*/*.rpm"))
-    sources = sorted((top / "SRPMS").glob("*.rpm"))
-    return binaries + sources
-
-
-def rpm_header(path: Path) -> dict[str, str]:
-    """Return NAME, VERSION, RELEASE, ARCH (``src`` for source RPMs) and SIGMD5 of an RPM via ``rpm -qp``."""
-    out = subprocess.run(
-        [
-            "rpm",
-            "-qp",
-            "--nosignature",
-            "--nodigest",
-            "--qf",
-            "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{SIGMD5}",
-            str(path),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
-    arch = "src" if path.name.endswith(".src.rpm") else out[3]
-    return {"name": out[0], "version": out[1], "release": out[2], "arch": arch, "sigmd5": out[4]}
 
 
 class _HubHandler(xmlrpc.server.SimpleXMLRPCRequestHandler):
@@ -435,51 +353,6 @@ class _QuietFileHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
-
-
-FAKE_JOBCREATOR = r'''#!/usr/bin/env python3
-"""Stand-in jobcreator: records argv, prints J:<id>; fails for $FAKE_JOBCREATOR_FAIL."""
-import json, os, sys
-log = os.environ["FAKE_JOBCREATOR_LOG"]
-args = sys.argv[1:]
-with open(log, "a") as handle:
-    handle.write(json.dumps(args) + "\n")
-config = args[args.index("--config") + 1] if "--config" in args else None
-if config and config in os.environ.get("FAKE_JOBCREATOR_FAIL", "").split(","):
-    print("jobcreator: error: Beaker hub refused the job for " + config, file=sys.stderr)
-    sys.exit(2)
-with open(log) as handle:
-    count = sum(1 for _ in handle)
-if "--output" in args:
-    with open(args[args.index("--output") + 1], "w") as handle:
-        handle.write(f'<job retention_tag="scratch"><whiteboard>{config}</whiteboard></job>\n')
-print("Submitted.", file=sys.stderr)
-print(f"J:{4200 + count}")
-'''
-
-
-class FakeJobcreator:
-    """A recording ``jobcreator`` on ``PATH`` (see :data:`FAKE_JOBCREATOR`)."""
-
-    def __init__(self, bindir: Path) -> None:
-        bindir.mkdir(parents=True, exist_ok=True)
-        self.bindir = bindir
-        self.log = bindir / "jobcreator-calls.jsonl"
-        exe = bindir / "jobcreator"
-        exe.write_text(FAKE_JOBCREATOR)
-        exe.chmod(0o755)
-
-    def env(self, base: dict[str, str] | None = None, fail: str = "") -> dict[str, str]:
-        env = dict(os.environ if base is None else base)
-        env["PATH"] = f"{self.bindir}{os.pathsep}{env.get('PATH', '')}"
-        env["FAKE_JOBCREATOR_LOG"] = str(self.log)
-        env["FAKE_JOBCREATOR_FAIL"] = fail
-        return env
-
-    def calls(self) -> list[list[str]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
 
 
 def unused_port() -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from kojiwatch.cli import main
 from ovsperf_common.exitcodes import ExitCode
-from tests.kojiwatch.fakes import FakeJobcreator
+from tests.kojiwatch.fakejobcreator import FakeJobcreator
 
 REPO = "http://lab.example.com/repos/openvswitch-3.1.0-1.fc39/"
 LAB = ["--host", "gen.example.com", "--host", "dut.example.com", "--distro", "RHEL-9.4.0"]

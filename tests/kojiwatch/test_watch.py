@@ -15,7 +15,8 @@ from kojiwatch.model import RetryPolicy
 from kojiwatch.state import state_lock
 from ovsperf_common.exitcodes import ExitCode
 from tests.kojiwatch.conftest import OWNER, TAG
-from tests.kojiwatch.fakes import FakeJobcreator, FakeKojiHub, StaticHttpServer
+from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
 
 
 def watch_argv(hub: FakeKojiHub, web: StaticHttpServer, state: Path, *extra: str) -> list[str]:
