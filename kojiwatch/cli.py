@@ -50,6 +50,9 @@ def _add_koji(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hub", help="Koji hub XML-RPC URL (overrides the profile's 'server')")
     group.add_argument("--topurl", help="Koji file server URL (overrides the profile's 'topurl')")
     group.add_argument(
+        "--ca-bundle", help="PEM CA bundle for TLS to Koji (overrides the profile's 'serverca')"
+    )
+    group.add_argument(
         "--koji-timeout-s", type=float, default=60.0, help="timeout of one hub call or download [s]"
     )
 
@@ -161,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _client(args: argparse.Namespace) -> KojiClient:
-    return KojiClient(resolve_server(args.profile, args.hub, args.topurl, args.koji_timeout_s))
+    server = resolve_server(args.profile, args.hub, args.topurl, args.koji_timeout_s, args.ca_bundle)
+    return KojiClient(server)
 
 
 def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> SubmitRequest:

@@ -48,17 +48,23 @@ _HUB_ERRORS = (
 
 
 def resolve_server(
-    profile: str | None, hub_url: str | None, topurl: str | None, timeout_s: float = 60.0
+    profile: str | None,
+    hub_url: str | None,
+    topurl: str | None,
+    timeout_s: float = 60.0,
+    ca_bundle: str | None = None,
 ) -> KojiServer:
-    """Return the hub and file server to use: explicit URLs win over the koji ``profile``'s.
+    """Return the hub and file server to use: explicit values win over the koji ``profile``'s.
 
     The profile is read the way the ``koji`` CLI reads it (``/etc/koji.conf``,
-    ``/etc/koji.conf.d/``, ``~/.koji/config``; section ``[profile]``, keys ``server`` and ``topurl``).
+    ``/etc/koji.conf.d/``, ``~/.koji/config``; section ``[profile]``, keys ``server``, ``topurl``
+    and ``serverca``, the CA bundle for TLS).
 
-    :raises KojiConfigError: when the profile does not exist, or no hub URL or topurl results.
+    :raises KojiConfigError: when the profile does not exist, no hub URL or topurl results, or the
+        CA bundle is not a file.
     """
     config: dict[str, Any] = {}
-    if profile is not None and (hub_url is None or topurl is None):
+    if profile is not None and (hub_url is None or topurl is None or ca_bundle is None):
         try:
             config = koji.read_config(profile)
         except koji.ConfigurationError as err:
@@ -77,7 +83,10 @@ def resolve_server(
             "https://kojipkgs.fedoraproject.org) or set topurl in the profile.",
             profile=profile,
         )
-    return KojiServer(hub_url=hub, topurl=top, profile=profile, timeout_s=timeout_s)
+    ca = ca_bundle or config.get("serverca") or None
+    if ca is not None and not os.path.isfile(ca):
+        raise KojiConfigError(f"Koji CA bundle '{ca}' is not a file.", profile=profile)
+    return KojiServer(hub_url=hub, topurl=top, profile=profile, timeout_s=timeout_s, ca_bundle=ca)
 
 
 def _build_from_info(info: dict[str, Any]) -> KojiBuild:
@@ -107,12 +116,14 @@ class KojiClient:
     def __init__(self, server: KojiServer) -> None:
         """Create the session; nothing is sent to the hub until the first call."""
         self.server = server
-        self._session = koji.ClientSession(
-            server.hub_url,
-            {"timeout": server.timeout_s, "anon_retry": False, "max_retries": 0, "retry_interval": 0},
-        )
+        opts: dict[str, Any] = {"timeout": server.timeout_s, "anon_retry": False, "max_retries": 0}
+        if server.ca_bundle is not None:
+            opts["serverca"] = server.ca_bundle
+        self._session = koji.ClientSession(server.hub_url, opts)
         self._paths = koji.PathInfo(topdir=server.topurl)
         self._http = koji.request_with_retry(retries=2, backoff_factor=0.5)
+        if server.ca_bundle is not None:
+            self._http.verify = server.ca_bundle
 
     def close(self) -> None:
         """Close the HTTP connections of the session and the file downloads."""

@@ -98,6 +98,8 @@ class KojiServer:
     """Koji client profile the URLs came from (``/etc/koji.conf.d``), ``None`` when given directly."""
     timeout_s: float = 60.0
     """Timeout of one hub call or file request [s]."""
+    ca_bundle: str | None = None
+    """PEM CA bundle verifying the hub's and file server's TLS certificates; ``None``: the default store."""
 
     def __post_init__(self) -> None:
         """Reject non-HTTP URLs and normalise the topurl (koji's PathInfo doubles a trailing ``/``)."""

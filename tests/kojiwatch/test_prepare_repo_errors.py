@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kojiwatch.koji_client import KojiClient, resolve_server
 from ovsperf_common.exitcodes import ExitCode
 from tests.kojiwatch.cliutil import koji_args, run
 from tests.kojiwatch.conftest import OWNER, TAG
@@ -242,3 +243,48 @@ def test_profile_supplies_hub_and_topurl(
     )
     assert code == ExitCode.OK, err
     assert out == f"{web.base_url}/dpdk-22.11-1.fc39/\n"
+
+
+def test_profile_ca_bundle_is_used_for_hub_and_downloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca = tmp_path / "lab-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / ".koji").mkdir()
+    (tmp_path / ".koji" / "config").write_text(
+        "[labkoji]\nserver = https://koji.lab/kojihub\n"
+        f"topurl = https://koji.lab/kojifiles\nserverca = {ca}\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path))
+    server = resolve_server("labkoji", None, None)
+    assert (server.hub_url, server.topurl, server.ca_bundle) == (
+        "https://koji.lab/kojihub",
+        "https://koji.lab/kojifiles",
+        str(ca),
+    )
+    client = KojiClient(server)
+    assert client._session.opts["serverca"] == str(ca) and client._http.verify == str(ca)
+    client.close()
+
+
+def test_missing_ca_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        [
+            "prepare-repo",
+            "--build",
+            "1",
+            "--hub",
+            "https://koji.lab/kojihub",
+            "--topurl",
+            "https://koji.lab/files",
+            "--ca-bundle",
+            str(tmp_path / "nope.pem"),
+            "--publish-dir",
+            str(tmp_path),
+            "--base-url",
+            "http://lab/r",
+        ],
+        capsys,
+    )
+    assert code == ExitCode.ERROR
+    assert f"Koji CA bundle '{tmp_path / 'nope.pem'}' is not a file." in err
