@@ -187,7 +187,7 @@ def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> 
 
 
 def _selection(args: argparse.Namespace) -> BuildSelection:
-    packages = _split(args.package)
+    packages = tuple(dict.fromkeys(_split(args.package)))
     common = {"packages": packages, "owner": args.owner, "tag": args.tag}
     if args.build is not None:
         return BuildSelection(kind=SelectionKind.BUILD, ref=args.build, **common)
@@ -254,7 +254,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     config = WatchConfig(
         tag=args.tag,
-        packages=_split(args.package),
+        packages=tuple(dict.fromkeys(_split(args.package))),
         owner=args.owner,
         state_path=args.state_file,
         interval_s=args.interval_s,

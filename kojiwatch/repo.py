@@ -122,6 +122,8 @@ def resolve(
         task_build = client.build_of_task(task_id)
         if task_build is None:
             log.info("Task %d has no build entry (scratch build); using the task output.", task_id)
+            if selection.tag is not None:
+                log.info("Scratch builds are never tagged; not checking tag '%s'.", selection.tag)
             output = client.task_rpms(task_id, arches)
             if selection.packages and output.source_package not in selection.packages:
                 raise BuildRejectedError(

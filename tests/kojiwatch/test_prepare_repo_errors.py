@@ -294,7 +294,9 @@ def test_missing_file_on_the_file_server(
     hub: FakeKojiHub, web: StaticHttpServer, rpms: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     build_id = hub.add_build(rpms["ovs31"])
-    (hub.topdir / "packages/openvswitch/3.1.0/1.fc39/noarch/openvswitch-python-3.1.0-1.fc39.noarch.rpm").unlink()
+    (
+        hub.topdir / "packages/openvswitch/3.1.0/1.fc39/noarch/openvswitch-python-3.1.0-1.fc39.noarch.rpm"
+    ).unlink()
     code, out, err = run(["prepare-repo", "--build", str(build_id), *koji_args(hub, web)], capsys)
     assert code == ExitCode.ERROR and out == ""
     assert "openvswitch-python-3.1.0-1.fc39.noarch.rpm' failed: HTTP 404." in err
