@@ -32,6 +32,10 @@ class KojiHubError(KojiWatchError):
         super().__init__(message)
 
 
+class KojiHubRefusedError(KojiHubError):
+    """The hub answered but refused the call (Koji fault: no such tag, bad argument): not transient."""
+
+
 class BuildNotFoundError(KojiWatchError):
     """No Koji build (or no tagged build) matches what was asked for.
 

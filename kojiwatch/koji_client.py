@@ -28,7 +28,14 @@ from typing import Any
 import koji
 import requests
 
-from kojiwatch.errors import BuildNotFoundError, DownloadError, KojiConfigError, KojiHubError, NoRpmsError
+from kojiwatch.errors import (
+    BuildNotFoundError,
+    DownloadError,
+    KojiConfigError,
+    KojiHubError,
+    KojiHubRefusedError,
+    NoRpmsError,
+)
 from kojiwatch.model import BuildState, KojiBuild, KojiServer, RpmFile, TaskRpms
 
 log = logging.getLogger(__name__)
@@ -134,13 +141,20 @@ class KojiClient:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call hub ``method``; translate every transport or hub failure into :class:`KojiHubError`.
 
-        :raises KojiHubError: naming the hub, the call and the cause.
+        :raises KojiHubRefusedError: when the hub answers with a fault (no such tag, bad argument).
+        :raises KojiHubError: when the hub cannot be reached or is offline (worth retrying).
         """
         log.debug("Koji call %s%r %r", method, args, kwargs)
         try:
             return self._session.callMethod(method, *args, **kwargs)
-        except koji.GenericError as err:
+        except (koji.ServerOffline, koji.RetryError) as err:
             raise KojiHubError(
+                f"Koji hub '{self.server.hub_url}' is offline during {method}: {err}",
+                hub_url=self.server.hub_url,
+                method=method,
+            ) from err
+        except koji.GenericError as err:
+            raise KojiHubRefusedError(
                 f"Koji hub '{self.server.hub_url}' refused {method}: {err}",
                 hub_url=self.server.hub_url,
                 method=method,

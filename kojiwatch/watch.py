@@ -10,9 +10,10 @@ scenarios and never resubmits a finished one.
 On the very first poll of a package only its newest tagged build is tested; older ones are
 recorded as skipped (otherwise starting a watcher on a busy tag would queue its whole history).
 
-Hub errors: a poll that cannot reach the hub is retried after an exponential back-off
+Hub errors: a poll that cannot reach the hub (or finds it offline) is retried after an exponential back-off
 (:class:`kojiwatch.model.RetryPolicy`); after ``max_failures`` consecutive failures the watch
-gives up with :class:`KojiHubError`. Everything is bounded: ``max_polls`` polls, each followed by
+gives up with :class:`KojiHubError`. A refused call (:class:`KojiHubRefusedError`, e.g. no
+such tag) ends the watch at once. Everything is bounded: ``max_polls`` polls, each followed by
 ``interval_s`` of sleep.
 """
 
@@ -27,6 +28,7 @@ from kojiwatch.errors import (
     BuildRejectedError,
     DownloadError,
     KojiHubError,
+    KojiHubRefusedError,
     NoRpmsError,
     RepoError,
     SubmitError,
@@ -92,6 +94,9 @@ class Watcher:
             while polls < cfg.max_polls:
                 try:
                     self.poll(state)
+                except KojiHubRefusedError:
+                    # An answer, not an outage (e.g. the tag does not exist): retrying cannot help.
+                    raise
                 except KojiHubError as err:
                     hub_failures += 1
                     if hub_failures >= cfg.retry.max_failures:

@@ -168,6 +168,27 @@ def test_failing_build_given_up_after_three_attempts(rig: Rig, monkeypatch: pyte
     assert rig.record(build)["status"] == "failed"
 
 
+def test_unfinished_build_in_tag_is_skipped_and_newer_builds_go_in_id_order(rig: Rig) -> None:
+    rig.hub.tags[TAG] = []
+    assert rig.run()[0] == ExitCode.OK  # start watching an empty tag
+    failed = rig.hub.add_build(rig.rpms["ovs31"], state="FAILED", tags=(TAG,))
+    first = rig.hub.add_build(rig.rpms["dpdk"], tags=(TAG,))
+    second = rig.hub.add_build(rig.rpms["ovs32"], tags=(TAG,))
+    code, out, err = rig.run()
+    assert code == ExitCode.OK, err
+    assert rig.record(failed)["status"] == "skipped"
+    assert "is FAILED, not COMPLETE" in rig.record(failed)["reason"]
+    assert [rig.record(b)["status"] for b in (first, second)] == ["submitted", "submitted"]
+    # openvswitch is listed before dpdk, but within each package builds go oldest first.
+    repos = [repo for _, repo in configs(rig.jobcreator.calls())]
+    assert (
+        repos
+        == [f"{rig.web.base_url}/openvswitch-3.2.0-1.fc39/"] * 2
+        + [f"{rig.web.base_url}/dpdk-22.11-1.fc39/"] * 2
+    )
+    assert out.splitlines() == ["J:4201", "J:4202", "J:4203", "J:4204"]
+
+
 def test_hub_down_retried_with_backoff_then_recovers(rig: Rig) -> None:
     rig.hub.add_build(rig.rpms["ovs31"], tags=(TAG,))
     rig.hub.fail_next = 2
@@ -192,6 +213,14 @@ def test_hub_down_gives_up_bounded_and_submits_nothing(rig: Rig) -> None:
     assert "ovsperf-koji: error: Gave up after 3 consecutive failed polls: Koji hub" in err
     assert elapsed < 10
     assert rig.jobcreator.calls() == [] and list(rig.web.root.iterdir()) == []
+
+
+def test_unknown_tag_fails_at_once_without_retrying(rig: Rig) -> None:
+    code, _, err = rig.run("--max-hub-failures", "5")
+    assert code == ExitCode.ERROR
+    assert "ovsperf-koji: error: Koji hub" in err and "refused listTagged: No such entry in table tag" in err
+    assert "Poll failed" not in err
+    assert rig.hub.methods_called() == ["listTagged"]
 
 
 def test_second_watcher_on_same_state_is_refused(rig: Rig) -> None:
