@@ -14,6 +14,7 @@ from kojiwatch.cli import main
 from kojiwatch.model import RetryPolicy
 from kojiwatch.state import state_lock
 from ovsperf_common.exitcodes import ExitCode
+from tests.kojiwatch.cliutil import koji_args
 from tests.kojiwatch.conftest import OWNER, TAG
 from tests.kojiwatch.fakejobcreator import FakeJobcreator
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
@@ -32,16 +33,7 @@ def watch_argv(hub: FakeKojiHub, web: StaticHttpServer, state: Path, *extra: str
         OWNER,
         "--state-file",
         str(state),
-        "--hub",
-        hub.hub_url,
-        "--topurl",
-        hub.topurl,
-        "--koji-timeout-s",
-        "10",
-        "--publish-dir",
-        str(web.root),
-        "--base-url",
-        web.base_url,
+        *koji_args(hub, web),
         "--host",
         "gen.example.com",
         "--host",
