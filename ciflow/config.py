@@ -36,9 +36,9 @@ from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
 from reporting.api import Thresholds
 from reporting.errors import ReportingError
+from resultstore.connect import database_url
 from resultstore.errors import InvalidRecordError
 from resultstore.model import check_name
-from resultstore.store import database_url
 
 log = logging.getLogger(__name__)
 

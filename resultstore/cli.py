@@ -10,9 +10,10 @@ from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
+from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.errors import ResultStoreError
 from resultstore.model import ComparisonRecord, Decision
-from resultstore.store import DB_ENV_VAR, ResultStore, database_url, default_database_path
+from resultstore.store import ResultStore
 from resultstore.verdicts import record_verdict, refresh_pages
 
 EPILOG = f"""\

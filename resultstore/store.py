@@ -1,17 +1,16 @@
 """Read and write the results store: results, comparisons and tester verdicts in one database.
 
-The default is an SQLite file (:func:`default_database_path`); a team sharing one store gives a
-PostgreSQL URL (``postgresql+psycopg://user@host/db``, psycopg 3). The same code runs on both
-through SQLAlchemy 2.0. Every public method runs in its own transaction and returns frozen records
-(:mod:`resultstore.model`); database failures become :class:`StoreDatabaseError` naming the URL
-with its password masked.
+The default is an SQLite file (:func:`resultstore.connect.default_database_path`); a team sharing
+one store gives a PostgreSQL URL (``postgresql+psycopg://user@host/db``, psycopg 3). The same code
+runs on both through SQLAlchemy 2.0. Every public method runs in its own transaction and returns
+frozen records (:mod:`resultstore.model`); database failures become :class:`StoreDatabaseError`
+naming the URL with its password masked.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -19,11 +18,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from resultstore.connect import masked_url, open_engine
 from resultstore.errors import (
     InvalidRecordError,
     SchemaVersionError,
@@ -38,6 +37,7 @@ from resultstore.model import (
     VerdictRecord,
     check_name,
 )
+from resultstore.records import comparison_records, result_record, verdict_record
 from resultstore.schema import (
     SCHEMA_VERSION,
     Base,
@@ -49,48 +49,9 @@ from resultstore.schema import (
 
 log = logging.getLogger(__name__)
 
-DB_ENV_VAR = "OVSPERF_RESULTS_DB"
-"""Environment variable naming the database (URL or SQLite file path) when ``--db`` is not given."""
-
-SQLITE_BUSY_TIMEOUT_S = 30.0
-"""How long an SQLite writer waits for another one to finish [s]."""
-
-_URL_HINT = "give e.g. 'sqlite:////path/results.sqlite' or 'postgresql+psycopg://user@host/db'."
-_IN_CHUNK = 500
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def default_database_path() -> Path:
-    """Return the default SQLite file: ``$XDG_DATA_HOME/ovsperf/results.sqlite``.
-
-    ``$XDG_DATA_HOME`` defaults to ``~/.local/share`` (XDG Base Directory specification).
-    """
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "ovsperf" / "results.sqlite"
-
-
-def database_url(spec: str | Path | None) -> str:
-    """Turn a ``--db`` value into an SQLAlchemy URL.
-
-    ``None`` → ``$OVSPERF_RESULTS_DB`` or the default SQLite file; a value containing ``://`` is a
-    URL and used as it is; anything else is an SQLite file path (made absolute).
-    """
-    if spec is None or str(spec) == "":
-        spec = os.environ.get(DB_ENV_VAR) or default_database_path()
-    text = str(spec)
-    if "://" in text:
-        return text
-    return f"sqlite:///{Path(text).expanduser().absolute()}"
-
-
-def masked_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***`` (safe for logs and messages)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparsable database URL>"
 
 
 def _utcnow() -> datetime:
@@ -117,15 +78,6 @@ def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool)
     return text
 
 
-def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    """Enable foreign keys, WAL and a busy timeout on every new SQLite connection."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()
-
-
 class ResultStore:
     """The results store behind one database URL; open with :meth:`open`, close with :meth:`close`."""
 
@@ -144,30 +96,14 @@ class ResultStore:
         :raises StoreDatabaseError: when the URL is invalid or the database cannot be reached.
         :raises SchemaVersionError: when the database was written by a newer schema.
         """
-        shown = masked_url(url)
-        try:
-            parsed = make_url(url)
-        except ArgumentError as err:
-            raise StoreDatabaseError(f"not a database URL; {_URL_HINT}", url=shown) from err
-        is_sqlite = parsed.get_backend_name() == "sqlite"
-        if is_sqlite and parsed.database not in (None, "", ":memory:"):
-            try:
-                Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                raise StoreDatabaseError(f"cannot create its directory: {err.strerror}.", url=shown) from err
-        try:
-            engine = create_engine(url, pool_pre_ping=not is_sqlite)
-        except (ArgumentError, ImportError, SQLAlchemyError) as err:
-            raise StoreDatabaseError(f"cannot use this URL ({err}); {_URL_HINT}", url=shown) from err
-        if is_sqlite:
-            event.listen(engine, "connect", _set_sqlite_pragmas)
+        engine = open_engine(url)
         store = cls(engine, url)
         try:
             store._create_schema()
         except BaseException:
             engine.dispose()
             raise
-        log.debug("Opened results store %s.", shown)
+        log.debug("Opened results store %s.", store.url)
         return store
 
     def close(self) -> None:
@@ -265,7 +201,7 @@ class ResultStore:
                         for key, value in values.items():
                             setattr(row, key, value)
                     session.flush()
-                    return _result_record(row)
+                    return result_record(row)
             except StoreDatabaseError as err:
                 if attempt == 2 or not isinstance(err.__cause__, IntegrityError):
                     raise
@@ -278,7 +214,7 @@ class ResultStore:
         """
         with self._session() as session:
             row = session.scalar(select(ResultRow).where(ResultRow.name == name))
-            return None if row is None else _result_record(row)
+            return None if row is None else result_record(row)
 
     def latest_passed_result(self, scenario: str, *, exclude_name: str | None = None) -> ResultRecord | None:
         """Return the newest processed result of ``scenario`` whose comparison a tester passed.
@@ -309,7 +245,7 @@ class ResultStore:
             query = query.where(ResultRow.name != exclude_name)
         with self._session() as session:
             row = session.scalars(query.limit(1)).first()
-            return None if row is None else _result_record(row)
+            return None if row is None else result_record(row)
 
     # ---- comparisons ---------------------------------------------------------------------
 
@@ -438,7 +374,7 @@ class ResultStore:
             query = query.limit(limit)
         with self._session() as session:
             rows = list(session.scalars(query))
-            return self._comparison_records(session, rows)
+            return comparison_records(session, rows)
 
     # ---- verdicts ------------------------------------------------------------------------
 
@@ -472,7 +408,7 @@ class ResultStore:
                 raise UnknownComparisonError(str(comparison_id))
             session.add(row)
             session.flush()
-            return _verdict_record(row)
+            return verdict_record(row)
 
     def verdict_history(self, comparison_id: int) -> list[VerdictRecord]:
         """Return every verdict on comparison ``comparison_id``, oldest first.
@@ -483,7 +419,7 @@ class ResultStore:
             rows = session.scalars(
                 select(VerdictRow).where(VerdictRow.comparison_id == comparison_id).order_by(VerdictRow.id)
             )
-            return [_verdict_record(row) for row in rows]
+            return [verdict_record(row) for row in rows]
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -496,74 +432,4 @@ class ResultStore:
 
     @staticmethod
     def _comparison_record(session: Session, row: ComparisonRow) -> ComparisonRecord:
-        return ResultStore._comparison_records(session, [row])[0]
-
-    @staticmethod
-    def _comparison_records(session: Session, rows: Sequence[ComparisonRow]) -> list[ComparisonRecord]:
-        """Build records for ``rows`` with a fixed number of queries per 500 rows (no N+1)."""
-        results: dict[int, ResultRow] = {}
-        verdicts: dict[int, VerdictRow] = {}
-        for start in range(0, len(rows), _IN_CHUNK):
-            chunk = rows[start : start + _IN_CHUNK]
-            ids = {r.result_id for r in chunk} | {r.baseline_result_id for r in chunk if r.baseline_result_id}
-            results.update((r.id, r) for r in session.scalars(select(ResultRow).where(ResultRow.id.in_(ids))))
-            newest = (
-                select(func.max(VerdictRow.id))
-                .where(VerdictRow.comparison_id.in_([r.id for r in chunk]))
-                .group_by(VerdictRow.comparison_id)
-            )
-            verdicts.update(
-                (v.comparison_id, v)
-                for v in session.scalars(select(VerdictRow).where(VerdictRow.id.in_(newest)))
-            )
-        records = []
-        for row in rows:
-            result = results[row.result_id]  # present: guaranteed by the foreign key
-            baseline = results.get(row.baseline_result_id) if row.baseline_result_id else None
-            verdict = verdicts.get(row.id)
-            records.append(
-                ComparisonRecord(
-                    id=row.id,
-                    result_name=result.name,
-                    scenario=result.scenario,
-                    baseline_result_name=None if baseline is None else baseline.name,
-                    baseline_dirs=tuple(Path(p) for p in row.baseline_dirs),
-                    current_dirs=tuple(Path(p) for p in row.current_dirs),
-                    report_dir=Path(row.report_dir),
-                    title=row.title,
-                    overall=row.overall,
-                    counts=dict(row.counts),
-                    warnings=tuple(row.warnings),
-                    thresholds=dict(row.thresholds),
-                    created_at=row.created_at,
-                    verdict=None if verdict is None else _verdict_record(verdict),
-                )
-            )
-        return records
-
-
-def _result_record(row: ResultRow) -> ResultRecord:
-    return ResultRecord(
-        id=row.id,
-        name=row.name,
-        scenario=row.scenario,
-        location=Path(row.location),
-        vsperf_dirs=tuple(Path(p) for p in row.vsperf_dirs),
-        status=ResultStatus.from_spec(row.status),
-        failure_reason=row.failure_reason,
-        metadata=dict(row.metadata_json),
-        received_at=row.received_at,
-        fingerprint=row.fingerprint,
-    )
-
-
-def _verdict_record(row: VerdictRow) -> VerdictRecord:
-    return VerdictRecord(
-        id=row.id,
-        comparison_id=row.comparison_id,
-        decision=Decision.from_spec(row.decision),
-        bug_id=row.bug_id,
-        comment=row.comment,
-        tester=row.tester,
-        recorded_at=row.recorded_at,
-    )
+        return comparison_records(session, [row])[0]

@@ -12,8 +12,9 @@ import pytest
 from ciflow.cli import main
 from ciflow.inbox import pass_lock
 from ciflow.model import LOCK_NAME
+from resultstore.connect import database_url
 from resultstore.model import Decision, ResultStatus
-from resultstore.store import ResultStore, database_url
+from resultstore.store import ResultStore
 from tests.ciflow.helpers import (
     BASELINE,
     BROKEN,

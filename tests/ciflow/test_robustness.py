@@ -16,9 +16,10 @@ from ciflow.errors import MoveError
 from ciflow.model import LOCK_NAME
 from ciflow.moves import move_result
 from resultstore.cli import main as results_main
+from resultstore.connect import database_url
 from resultstore.errors import StoreDatabaseError
 from resultstore.model import Decision
-from resultstore.store import ResultStore, database_url
+from resultstore.store import ResultStore
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
 
 REPO = Path(__file__).resolve().parents[2]

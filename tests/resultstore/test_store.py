@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from resultstore.connect import database_url, masked_url
 from resultstore.errors import (
     InvalidRecordError,
     SchemaVersionError,
@@ -15,7 +16,7 @@ from resultstore.errors import (
     UnknownComparisonError,
 )
 from resultstore.model import Decision, ResultStatus
-from resultstore.store import ResultStore, database_url, masked_url
+from resultstore.store import ResultStore
 
 T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 
