@@ -4,7 +4,7 @@ A result is taken only when all of these hold (otherwise it is left for the next
 
 * its ``ovsperf-metadata.json`` marker exists (the writer puts it there last);
 * no copy temporaries are inside: rsync's ``.<file>.XXXXXX`` and ``.~tmp~/`` (``--delay-updates``),
-  ``*.part``/``*.partial``;
+  ``*.part``, ``*.partial``, ``*.tmp`` (left for at most the marker timeout, then rejected);
 * nothing in it changed (ctime, which ``rsync -a`` cannot backdate, and mtime) for the quiet period.
 
 Entries that can never be compared are rejected (moved to ``ci_failed`` by the caller): symbolic

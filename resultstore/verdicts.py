@@ -84,14 +84,14 @@ def record_verdict(
     comment: str | None = None,
     tester: str | None = None,
 ) -> ComparisonRecord:
-    """Record ``decision`` on comparison ``ref`` (id or result name) and re-render its page.
+    """Record ``decision`` on comparison ``ref`` (id or result name); re-render its page and the overview.
 
     ``tester`` defaults to the login name. The verdict is committed first (the database is the
-    record); the page is re-rendered afterwards.
+    record); the pages are re-rendered afterwards (:func:`refresh_pages`).
 
     :raises UnknownComparisonError: when ``ref`` matches no comparison.
     :raises InvalidRecordError: when bug id, comment or tester is invalid.
-    :raises RenderError: when the verdict was stored but the page could not be re-rendered
+    :raises RenderError: when the verdict was stored but a page could not be re-rendered
         (``ovsperf-results render`` retries).
     :raises StoreDatabaseError: when the database fails.
     """
