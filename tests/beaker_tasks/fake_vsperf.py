@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.environ["FAKE_VSPERF_LOADER_DIR"])
-from vsperf_loader import load_like_vsperf  # noqa: E402
+from vsperf_loader import load_like_vsperf
 
 DEPLOYMENT = {"phy2phy_tput": "p2p", "pvp_tput": "pvp", "pvvp_tput": "pvvp"}
 HEADER = (

@@ -48,7 +48,13 @@ SPECIFIC = (
     "rsync",
     "vsperf-base-python",
 )
-HARNESS = ("rstrnt-report-result", "rstrnt-report-log", "rstrnt-abort", "rstrnt-reboot", "rstrnt-adjust-watchdog")
+HARNESS = (
+    "rstrnt-report-result",
+    "rstrnt-report-log",
+    "rstrnt-abort",
+    "rstrnt-reboot",
+    "rstrnt-adjust-watchdog",
+)
 
 
 @dataclass
@@ -86,7 +92,9 @@ class Result:
 class Lab:
     """A fake machine under ``root``: shims on PATH, fake /sys, /proc, /etc, HOME and state dir."""
 
-    def __init__(self, root: Path, *, harness: bool = True, nics: tuple[str, ...] = ("0000:03:00.0", "0000:03:00.1")):
+    def __init__(
+        self, root: Path, *, harness: bool = True, nics: tuple[str, ...] = ("0000:03:00.0", "0000:03:00.1")
+    ):
         self.root = root
         self.bin = root / "bin"
         self.log = root / "calls.log"
@@ -102,7 +110,9 @@ class Lab:
                 continue
             target = SHIM_DIR / (f"{name}.sh" if name in SPECIFIC else "generic.sh")
             (self.bin / name).symlink_to(target)
-        (self.proc / "cmdline").write_text("BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on isolcpus=2-23\n")
+        (self.proc / "cmdline").write_text(
+            "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on isolcpus=2-23\n"
+        )
         self.set_hugepages(16)
         (self.sysfs / "kernel" / "iommu_groups" / "0").mkdir(parents=True)
         (self.sysfs / "bus" / "pci" / "drivers" / "ixgbe").mkdir(parents=True)

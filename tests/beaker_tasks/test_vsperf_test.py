@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from .shims import PUBKEY, REPO, Lab
+from .shims import PUBKEY, REPO, Lab, Result
 
 INVENTORY = str(REPO / "vsperf_configs" / "inventory.example.yaml")
 DUT = "dut01.example.com"
@@ -104,7 +104,7 @@ def test_setup_guest_prepares_vfio_noiommu(dut: Lab) -> None:
     assert run.returncode == 2 and "not in no-IOMMU mode" in run.stderr
 
 
-def _run(dut: Lab, collector: Path, **extra: str):  # noqa: ANN202
+def _run(dut: Lab, collector: Path, **extra: str) -> Result:
     return dut.run(
         "vsperf_test",
         reboot=0,
@@ -153,7 +153,11 @@ def test_run_ships_results_with_metadata_last(dut: Lab, tmp_path: Path) -> None:
         {"index": 1, "test": "pvp_tput", "deployment": "pvp"},
     ]
     assert meta["beaker_job_id"] == "J:4321"
-    assert meta["hosts"] == {"dut": DUT, "trafficgen": "moongen01.example.com", "trafficgen_address": "192.0.2.10"}
+    assert meta["hosts"] == {
+        "dut": DUT,
+        "trafficgen": "moongen01.example.com",
+        "trafficgen_address": "192.0.2.10",
+    }
     assert meta["packages"]["openvswitch3.1"] == "3.1.0-60.el9fdp.x86_64"
     assert meta["packages"]["dpdk"] == "22.11-4.el9.x86_64"
     assert meta["vsperf_commit"] == COMMIT
@@ -205,7 +209,9 @@ def test_run_collector_down_is_warn_and_keeps_results(dut: Lab, tmp_path: Path) 
         ({"COLLECTOR": "ci_in"}, "COLLECTOR 'ci_in' is not user@host:/absolute/path"),
     ],
 )
-def test_run_lab_problems_warn_and_abort(dut: Lab, tmp_path: Path, extra: dict[str, str], message: str) -> None:
+def test_run_lab_problems_warn_and_abort(
+    dut: Lab, tmp_path: Path, extra: dict[str, str], message: str
+) -> None:
     _setup(dut)
     params = {"SCENARIO": "OVS_DPDK1q_GUEST_DPDK1q", "COLLECTOR": f"u@h:{tmp_path}", **extra}
     run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **_params(dut, **params))
