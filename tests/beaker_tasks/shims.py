@@ -152,14 +152,24 @@ class Lab:
             return []
         return [shlex.split(line) for line in self.log.read_text().splitlines() if line.strip()]
 
-    def run(self, task: str, reboot: int | None = 0, timeout_s: float = 60, **params: str) -> Result:
-        """Run ``beaker_tasks/<task>/runtest.sh`` as restraint would after ``reboot`` reboots."""
+    def run(
+        self,
+        task: str,
+        reboot: int | None = 0,
+        timeout_s: float = 60,
+        prefix: tuple[str, ...] = (),
+        **params: str,
+    ) -> Result:
+        """Run ``beaker_tasks/<task>/runtest.sh`` as restraint would after ``reboot`` reboots.
+
+        ``prefix`` runs it through another command, e.g. ``("ip", "netns", "exec", NS)``.
+        """
         self.log.unlink(missing_ok=True)
         env = self.env(**params)
         if reboot is not None:
             env["RSTRNT_REBOOTCOUNT"] = str(reboot)
         proc = subprocess.run(
-            [str(TASKS / task / "runtest.sh")],
+            [*prefix, str(TASKS / task / "runtest.sh")],
             cwd=TASKS / task,
             env=env,
             capture_output=True,
