@@ -191,9 +191,7 @@ def load_inventory(path: Path) -> Inventory:
 def _parse_host(name: str, entry: Any) -> HostInventory:
     if not isinstance(entry, dict):
         raise InventoryError("the entry must be a mapping of fields.")
-    unknown = set(entry) - _HOST_KEYS
-    if unknown:
-        raise InventoryError(f"unknown field; expected some of {sorted(_HOST_KEYS)}.", key=sorted(unknown)[0])
+    _reject_unknown(entry, _HOST_KEYS, "")
     role = HostRole.from_spec(entry.get("role"))
     raw_nics = entry.get("nics")
     if not isinstance(raw_nics, list) or not raw_nics:
@@ -209,11 +207,7 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
     raw_cpus = entry.get("cpus")
     if not isinstance(raw_cpus, dict):
         raise InventoryError("expected a mapping of CPU lists.", key="cpus")
-    unknown_cpu = set(raw_cpus) - _CPU_KEYS
-    if unknown_cpu:
-        raise InventoryError(
-            f"unknown CPU list; expected some of {sorted(_CPU_KEYS)}.", key=f"cpus.{sorted(unknown_cpu)[0]}"
-        )
+    _reject_unknown(raw_cpus, _CPU_KEYS, "cpus.")
     cpus = {k: parse_cpu_list(v, key=f"cpus.{k}") for k, v in raw_cpus.items()}
     guest_image = entry.get("guest_image")
     if guest_image is not None and (not isinstance(guest_image, str) or not guest_image.startswith("/")):
@@ -300,11 +294,7 @@ def _disjoint(cpus: tuple[int, ...], other: tuple[int, ...], key: str, other_nam
 def _moongen(raw: Any) -> MoongenPeer:
     if not isinstance(raw, dict):
         raise InventoryError("a DUT needs its MoonGen peer: host, address, ports.", key="moongen")
-    unknown = set(raw) - _MOONGEN_KEYS
-    if unknown:
-        raise InventoryError(
-            f"unknown field; expected some of {sorted(_MOONGEN_KEYS)}.", key=f"moongen.{sorted(unknown)[0]}"
-        )
+    _reject_unknown(raw, _MOONGEN_KEYS, "moongen.")
     host = raw.get("host")
     if not isinstance(host, str) or not host:
         raise InventoryError("expected the traffic generator's host name.", key="moongen.host")
@@ -326,6 +316,12 @@ def _moongen(raw: Any) -> MoongenPeer:
     ):
         raise InventoryError(f"{ports!r} is not two distinct MoonGen port ids.", key="moongen.ports")
     return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
+
+
+def _reject_unknown(raw: dict[str, Any], allowed: frozenset[str], prefix: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InventoryError(f"unknown field; expected some of {sorted(allowed)}.", key=prefix + unknown[0])
 
 
 def _non_negative_int(entry: dict[str, Any], key: str, default: int | None) -> int:

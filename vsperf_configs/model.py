@@ -27,11 +27,13 @@ class HostRole(enum.Enum):
 
         :raises InventoryError: listing the valid values when ``spec`` is none of them.
         """
-        for member in cls:
-            if member.value == spec:
-                return member
-        valid = ", ".join(f"'{m.value}'" for m in cls)
-        raise InventoryError(f"'{spec}' is not a valid role; expected one of {valid}.", key="role")
+        try:
+            return cls(spec)
+        except ValueError:
+            valid = ", ".join(f"'{m.value}'" for m in cls)
+            raise InventoryError(
+                f"'{spec}' is not a valid role; expected one of {valid}.", key="role"
+            ) from None
 
 
 @dataclass(frozen=True)
