@@ -113,7 +113,7 @@ perf_sync_wait() {
     for peer in ${SYNC_PEER}; do
         started="$(date +%s)"
         if ! task_run "Wait up to ${SYNC_TIMEOUT_S} s for state ${SYNC_STATE} from ${peer}" \
-            perf_sync_perfsync --wait "${SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" "${extra[@]}"; then
+            perf_sync_perfsync --wait "${SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" ${extra[@]+"${extra[@]}"}; then
             elapsed=$(($(date +%s) - started))
             task_abort "Peer '${peer}' did not set state '${SYNC_STATE}' (waited ${elapsed} s of ${SYNC_TIMEOUT_S} s):" \
                 "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"

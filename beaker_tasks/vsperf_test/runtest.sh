@@ -276,7 +276,7 @@ vsperf_test_write_metadata() {
     local entry
     for entry in "${VSPERF_TEST_TESTS[@]}"; do tests+=("${entry}"); done
     OVSPERF_PACKAGES="${packages}" OVSPERF_TESTS="$(printf '%s\n' "${tests[@]}")" \
-        OVSPERF_MISSING="$(printf '%s\n' "${VSPERF_TEST_MISSING[@]}")" \
+        OVSPERF_MISSING="$(printf '%s\n' ${VSPERF_TEST_MISSING[@]+"${VSPERF_TEST_MISSING[@]}"})" \
         "${OVSPERF_PYTHON:-python3}" - "${file}" "${SCENARIO}" "${status}" "${DUT_HOSTNAME}" "${INV_MOONGEN_HOST}" \
         "${INV_MOONGEN_ADDRESS}" "${RSTRNT_JOBID:-${JOBID:-}}" "${RSTRNT_RECIPEID:-${RECIPEID:-}}" "$(uname -r)" \
         "$(git -C "${VSPERF_DIR}" rev-parse HEAD 2>/dev/null)" "${VSPERF_TEST_STARTED}" "${VSPERF_TEST_FINISHED}" \
