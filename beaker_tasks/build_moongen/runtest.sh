@@ -47,10 +47,10 @@ build_moongen_params() {
 build_moongen_checkout() {
     local repo="$1" dir="$2" commit="$3" head
     if [[ -d "${dir}/.git" ]]; then
-        task_run "Fetch ${repo} into ${dir}" git -C "${dir}" fetch --tags origin ||
+        task_run "Fetch ${repo} into ${dir}" timeout "${TASK_NET_TIMEOUT_S}" git -C "${dir}" fetch --tags origin ||
             task_abort "Cannot fetch '${repo}' (repository down?)."
     else
-        task_run "Clone ${repo} into ${dir}" git clone "${repo}" "${dir}" ||
+        task_run "Clone ${repo} into ${dir}" timeout "${TASK_NET_TIMEOUT_S}" git clone "${repo}" "${dir}" ||
             task_abort "Cannot clone '${repo}' (repository down?)."
     fi
     task_run "Check out ${commit} in ${dir}" git -C "${dir}" checkout --detach "${commit}" ||
@@ -66,7 +66,7 @@ build_moongen_fetch() {
     build_moongen_checkout "${TRAFFICGEN_REPO}" "${MOONGEN_BASE_DIR}" "${TRAFFICGEN_COMMIT}"
     build_moongen_checkout "${MOONGEN_REPO}" "${MOONGEN_BASE_DIR}/MoonGen" "${MOONGEN_COMMIT}"
     task_run "Fetch MoonGen's submodules (libmoon, DPDK)" \
-        git -C "${MOONGEN_BASE_DIR}/MoonGen" submodule update --init --recursive ||
+        timeout "${TASK_NET_TIMEOUT_S}" git -C "${MOONGEN_BASE_DIR}/MoonGen" submodule update --init --recursive ||
         task_abort "Cannot fetch MoonGen's submodules (repository down?)."
     [[ -f "${MOONGEN_BASE_DIR}/trafficgen.lua" ]] ||
         task_abort "'${MOONGEN_BASE_DIR}/trafficgen.lua' is missing; is ${TRAFFICGEN_REPO} the lua-trafficgen repository?"

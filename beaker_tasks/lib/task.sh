@@ -12,6 +12,7 @@
 # Tests and dry runs may redirect the system paths the tasks read or write:
 #   TASK_STATE_DIR (default /var/lib/ovsperf-tasks/<task>), TASK_SYSFS (/sys), TASK_PROC (/proc),
 #   TASK_ETC (/etc).
+# Network operations (git, pip, ssh, rsync) are bounded by TASK_NET_TIMEOUT_S (default 1800 s).
 
 TASK_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TASK_REPO_ROOT="$(cd "${TASK_LIB_DIR}/../.." && pwd)"
@@ -50,6 +51,7 @@ task_init() {
     : "${TASK_SYSFS:=/sys}"
     : "${TASK_PROC:=/proc}"
     : "${TASK_ETC:=/etc}"
+    : "${TASK_NET_TIMEOUT_S:=1800}"
     TASK_LOG_DIR="${TASK_STATE_DIR}/logs/boot${TASK_REBOOTCOUNT}"
     TASK_RESULTS_FILE="${TASK_STATE_DIR}/results.txt"
     mkdir -p "${TASK_LOG_DIR}" || die "cannot create '${TASK_LOG_DIR}'"

@@ -88,9 +88,9 @@ vsperf_test_unmanage_nics() {
 
 vsperf_test_checkout() {
     if [[ -d "${VSPERF_DIR}/.git" ]]; then
-        task_run "Fetch VSperf" git -C "${VSPERF_DIR}" fetch origin || task_abort "Cannot fetch '${VSPERF_REPO}' (repository down?)."
+        task_run "Fetch VSperf" timeout "${TASK_NET_TIMEOUT_S}" git -C "${VSPERF_DIR}" fetch origin || task_abort "Cannot fetch '${VSPERF_REPO}' (repository down?)."
     else
-        task_run "Clone VSperf" git clone "${VSPERF_REPO}" "${VSPERF_DIR}" ||
+        task_run "Clone VSperf" timeout "${TASK_NET_TIMEOUT_S}" git clone "${VSPERF_REPO}" "${VSPERF_DIR}" ||
             task_abort "Cannot clone '${VSPERF_REPO}' (repository down?)."
     fi
     task_run "Check out VSperf ${VSPERF_COMMIT}" git -C "${VSPERF_DIR}" checkout --detach "${VSPERF_COMMIT}" ||
@@ -104,7 +104,7 @@ vsperf_test_python_deps() {
     if [[ ! -x "${VSPERF_VENV}/bin/python" ]]; then
         "${VSPERF_BASE_PYTHON}" -m venv "${VSPERF_VENV}" || return 1
     fi
-    "${VSPERF_VENV}/bin/pip" install -q -r "${VSPERF_DIR}/requirements.txt"
+    timeout "${TASK_NET_TIMEOUT_S}" "${VSPERF_VENV}/bin/pip" install -q -r "${VSPERF_DIR}/requirements.txt"
 }
 
 vsperf_test_ssh_key() {
@@ -199,7 +199,8 @@ vsperf_test_config() {
 }
 
 vsperf_test_moongen_reachable() {
-    ${COLLECTOR_SSH} "${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}" \
+    # shellcheck disable=SC2086 # COLLECTOR_SSH is a command with options
+    timeout 120 ${COLLECTOR_SSH} "${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}" \
         test -f "${INV_MOONGEN_BASE_DIR}/trafficgen.lua" -a -x "${INV_MOONGEN_BASE_DIR}/MoonGen/build/MoonGen"
 }
 
@@ -326,7 +327,7 @@ PY
 # tells process-ci-results that the directory is complete). Bounded retries.
 vsperf_test_ship() {
     local attempt
-    local -a rsync_ssh=(-e "${COLLECTOR_SSH}")
+    local -a rsync_ssh=(-e "${COLLECTOR_SSH}" --timeout=600) # I/O timeout [s]: a stalled collector cannot hang us
     for ((attempt = 1; attempt <= COLLECTOR_RETRIES; attempt++)); do
         if rsync -a "${rsync_ssh[@]}" --exclude="${VSPERF_TEST_METADATA}" "${VSPERF_TEST_RESULTS}" "${COLLECTOR}/" &&
             rsync -a "${rsync_ssh[@]}" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \

@@ -73,7 +73,18 @@ def test_peer_never_sets_state_bounded_clear_failure(hosts: tuple[Host, Host]) -
     a, b = hosts
     assert a.perfsync("--set", "SOMETHING_ELSE").returncode == 0
     started = time.monotonic()
-    proc = b.perfsync("--wait", "VSPERF_END", "--peer", a.address, "--timeout", "2", "--interval", "0.3")
+    proc = b.perfsync(
+        "--wait",
+        "VSPERF_END",
+        "--peer",
+        a.address,
+        "--timeout",
+        "2",
+        "--interval",
+        "0.3",
+        "--progress",
+        "0.5",
+    )
     elapsed = time.monotonic() - started
     assert proc.returncode == 2
     assert 2.0 <= elapsed < 6
@@ -81,6 +92,8 @@ def test_peer_never_sets_state_bounded_clear_failure(hosts: tuple[Host, Host]) -
     assert "Timed out after 2." in line
     assert "state 'VSPERF_END' from peer '192.0.2.1' (port 6780)" in line
     assert "last answer: HTTP 404 (state not set yet)" in line
+    progress = [x for x in proc.stderr.splitlines() if "Still waiting for state 'VSPERF_END'" in x]
+    assert 2 <= len(progress) <= 5 and " s left; last answer: HTTP 404" in progress[0]
 
 
 def test_peer_host_never_arrives(hosts: tuple[Host, Host]) -> None:
