@@ -14,6 +14,9 @@
 #   wait: write the peer's data there), SYNC_HOST_NAMES (set ssh-hostkey: names for known_hosts,
 #   default `hostname -f` and `hostname -I`), PERFSYNC_PORT (default 6780), PERFSYNC_STATE_DIR.
 # The peer never arriving is a lab problem: WARN and abort, naming state, peer and time waited.
+# Inside a Beaker job the state is published as <SYNC_STATE>.J<job id>: every recipe of the job
+# (guest included) agrees on the name, and a state left on a reused machine by an earlier job can
+# never satisfy a waiter of this one.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -28,6 +31,8 @@ set -o nounset -o pipefail
 : "${PERFSYNC_STATE_DIR:=/var/lib/ovsperf-perfsync}"
 export PERFSYNC_PORT PERFSYNC_STATE_DIR
 PERF_SYNC_TOOL="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/perfsync.py"
+PERF_SYNC_JOB="${RSTRNT_JOBID:-${JOBID:-}}"
+PERF_SYNC_STATE="${SYNC_STATE}${PERF_SYNC_JOB:+.J${PERF_SYNC_JOB#J:}}"
 
 perf_sync_perfsync() {
     "${OVSPERF_PYTHON:-python3}" "${PERF_SYNC_TOOL}" "$@"
@@ -45,8 +50,10 @@ perf_sync_params() {
             ;;
         *) task_abort "SYNC_ACTION '${SYNC_ACTION}' is not 'set' or 'wait'." ;;
     esac
-    [[ "${SYNC_STATE}" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]] ||
-        task_abort "SYNC_STATE '${SYNC_STATE}' is not 1-64 letters, digits, '_', '.', '-'."
+    [[ "${SYNC_STATE}" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$ ]] ||
+        task_abort "SYNC_STATE '${SYNC_STATE}' is not 1-48 letters, digits, '_', '.', '-'."
+    [[ "${PERF_SYNC_STATE}" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]] ||
+        task_abort "Job id '${PERF_SYNC_JOB}' makes the state name '${PERF_SYNC_STATE}' invalid."
 }
 
 # Open the server's port when firewalld runs (restraint's own sync suffers from a closed 6776).
@@ -74,7 +81,7 @@ perf_sync_hostkeys() {
 perf_sync_set() {
     task_phase_start Setup "set-${SYNC_STATE}"
     perf_sync_open_port
-    local -a args=(--set "${SYNC_STATE}")
+    local -a args=(--set "${PERF_SYNC_STATE}")
     local data=""
     case "${SYNC_DATA}" in
         "") ;;
@@ -95,7 +102,7 @@ perf_sync_set() {
             ;;
     esac
     [[ -z "${data}" ]] || args+=(--data "${data}")
-    task_run "Set state ${SYNC_STATE}${data:+ with data from ${data}}" perf_sync_perfsync "${args[@]}" ||
+    task_run "Set state ${PERF_SYNC_STATE}${data:+ with data from ${data}}" perf_sync_perfsync "${args[@]}" ||
         task_abort "Cannot set state '${SYNC_STATE}' (see the log: state server on TCP ${PERFSYNC_PORT})."
     task_phase_end
 }
@@ -112,10 +119,10 @@ perf_sync_wait() {
     local peer started elapsed
     for peer in ${SYNC_PEER}; do
         started="$(date +%s)"
-        if ! task_run "Wait up to ${SYNC_TIMEOUT_S} s for state ${SYNC_STATE} from ${peer}" \
-            perf_sync_perfsync --wait "${SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" ${extra[@]+"${extra[@]}"}; then
+        if ! task_run "Wait up to ${SYNC_TIMEOUT_S} s for state ${PERF_SYNC_STATE} from ${peer}" \
+            perf_sync_perfsync --wait "${PERF_SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" ${extra[@]+"${extra[@]}"}; then
             elapsed=$(($(date +%s) - started))
-            task_abort "Peer '${peer}' did not set state '${SYNC_STATE}' (waited ${elapsed} s of ${SYNC_TIMEOUT_S} s):" \
+            task_abort "Peer '${peer}' did not set state '${PERF_SYNC_STATE}' (waited ${elapsed} s of ${SYNC_TIMEOUT_S} s):" \
                 "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"
         fi
     done

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,9 @@ def test_dut_public_key_reaches_authorized_keys(pair: Pair) -> None:
     (lab_a.home / ".ssh").mkdir()
     (lab_a.home / ".ssh" / "id_ed25519.pub").write_text(f"{PUBKEY} root@dut\n")
     (lab_a.home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
-    run = _sync(a, lab_a, SYNC_ACTION="set", SYNC_STATE="DUT_SSH_KEY", SYNC_DATA="ssh-pubkey")
+    run = _sync(
+        a, lab_a, SYNC_ACTION="set", SYNC_STATE="DUT_SSH_KEY", SYNC_DATA="ssh-pubkey", RSTRNT_JOBID="4321"
+    )
     a.track_server()
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.reported() == [("perf_synchronization/set-DUT_SSH_KEY", "PASS")]
@@ -46,12 +49,13 @@ def test_dut_public_key_reaches_authorized_keys(pair: Pair) -> None:
         SYNC_PEER=a.address,
         SYNC_TIMEOUT_S="10",
         SYNC_DATA="ssh-pubkey",
+        RSTRNT_JOBID="4321",
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.reported() == [("perf_synchronization/wait-DUT_SSH_KEY", "PASS")]
     assert (lab_b.home / ".ssh" / "authorized_keys").read_text() == f"{PUBKEY} root@dut\n"
     # The private key never left host A.
-    assert "secret" not in (a.state_dir / "states" / "DUT_SSH_KEY.json").read_text()
+    assert "secret" not in (a.state_dir / "states" / "DUT_SSH_KEY.J4321.json").read_text()
 
 
 def test_moongen_host_key_reaches_known_hosts(pair: Pair) -> None:
@@ -83,17 +87,29 @@ def test_moongen_host_key_reaches_known_hosts(pair: Pair) -> None:
 
 
 def test_peer_never_arrives_is_warn_and_abort_naming_state_peer_and_time(pair: Pair) -> None:
-    _, (b, lab_b) = pair
+    (a, lab_a), (b, lab_b) = pair
+    # A state an earlier job left on the peer does not count for this job.
+    assert _sync(a, lab_a, SYNC_ACTION="set", SYNC_STATE="VSPERF_END", RSTRNT_JOBID="1").returncode == 0
+    a.track_server()
     started = time.monotonic()
     run = _sync(
-        b, lab_b, SYNC_ACTION="wait", SYNC_STATE="VSPERF_END", SYNC_PEER="192.0.2.1", SYNC_TIMEOUT_S="2"
+        b,
+        lab_b,
+        SYNC_ACTION="wait",
+        SYNC_STATE="VSPERF_END",
+        SYNC_PEER="192.0.2.1",
+        SYNC_TIMEOUT_S="2",
+        RSTRNT_JOBID="2",
     )
     assert time.monotonic() - started < 15
     assert run.returncode == 2
     assert run.reported() == [("perf_synchronization/wait-VSPERF_END", "WARN")]
     assert run.called("rstrnt-abort") == [["-t", "recipe"]]
-    assert "Peer '192.0.2.1' did not set state 'VSPERF_END' (waited 2 s of 2 s)" in run.stderr
+    assert re.search(
+        r"Peer '192\.0\.2\.1' did not set state 'VSPERF_END\.J2' \(waited [2-9] s of 2 s\)", run.stderr
+    )
     assert "perfsync: Timed out after 2." in run.stderr
+    assert "last answer: HTTP 404 (state not set yet)" in run.stderr
 
 
 @pytest.mark.parametrize(
