@@ -180,3 +180,42 @@ def test_unknown_scenario(example_inventory: Path) -> None:
 def test_missing_inventory_file(tmp_path: Path) -> None:
     with pytest.raises(InventoryError, match=r"nope.yaml': cannot read the host inventory"):
         generate_config("OVS_DPDK1q", DUT, tmp_path / "nope.yaml")
+
+
+PVVP_CATALOG = """
+defaults:
+  frame_sizes_bytes: [64]
+  search_trial_s: 10
+  validation_trial_s: 20
+  hugepages: {size: 2M, count: 4096}
+  kernel_options: []
+  guest: {vcpus: 2, memory_mb: 2048}
+scenarios:
+  PVVP_DPDK:
+    description: Two chained testpmd guests.
+    vswitch: OvsDpdkVhost
+    tests: [pvp_tput, pvvp_tput]
+    queues: 1
+    guest: {loopback: testpmd}
+    acceptable_loss_percent: 0.5
+"""
+
+
+def test_pvvp_pins_each_guest_to_its_own_cpus(tmp_path: Path, example_inventory: Path) -> None:
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(PVVP_CATALOG)
+    config = generate_config("PVVP_DPDK", DUT, example_inventory, catalog)
+    conf = tmp_path / "pvvp.conf"
+    conf.write_text(config.text)
+    settings = load_like_vsperf(conf)
+    assert config.tests == ((0, "pvp_tput", "pvp"), (1, "pvvp_tput", "pvvp"))
+    assert settings["GUEST_CORE_BINDING"] == [("10", "12"), ("14", "16")]
+    assert settings["GUEST_SMP"] == ["2", "2"]
+    assert settings["GUEST_IMAGE"] == ["/var/lib/libvirt/images/ovsperf-guest.qcow2"] * 2
+    assert (
+        settings["GUEST_TESTPMD_PARAMS"]
+        == ["-l 0-1 -n 4 --socket-mem 1024 -- --burst=64 -i --nb-cores=1 --rxq=1 --txq=1"] * 2
+    )
+    assert settings["TRAFFICGEN_LOSSRATE"] == pytest.approx(0.5)
+    assert settings["HUGEPAGE_RAM_ALLOCATION"] == 4096 * 2048
+    assert settings["TRAFFICGEN_PKT_SIZES"] == (64,)
