@@ -267,13 +267,30 @@ task_repo_path() {
     esac
 }
 
+# task_python: print the Python to run our package with: $OVSPERF_PYTHON, else the newest of
+# python3.12, python3.11, python3.9, python3 (RHEL 8's python3 is 3.6, too old for vsperf_configs).
+task_python() {
+    local candidate
+    for candidate in "${OVSPERF_PYTHON:-}" python3.12 python3.11 python3.9 python3; do
+        if [[ -n "${candidate}" ]] && task_have "${candidate}"; then
+            printf '%s\n' "${candidate}"
+            return 0
+        fi
+    done
+    return 1
+}
+
 # task_vsperf_config ARG...: run vsperf-config, installed or straight from the fetched repository.
 task_vsperf_config() {
     if task_have vsperf-config; then
         vsperf-config "$@"
     else
-        PYTHONPATH="${TASK_REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}" "${OVSPERF_PYTHON:-python3}" \
-            -m vsperf_configs.cli "$@"
+        local python
+        python="$(task_python)" || {
+            printf 'vsperf-config: no Python 3 found (set OVSPERF_PYTHON)\n' >&2
+            return 2
+        }
+        PYTHONPATH="${TASK_REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}" "${python}" -m vsperf_configs.cli "$@"
     fi
 }
 

@@ -102,3 +102,15 @@ def test_state_marks_survive_between_runs(lab: Lab) -> None:
     assert proc.stdout.strip().endswith("no")
     proc, _ = _script(lab, "task_done persistent && echo yes || echo no", RSTRNT_REBOOTCOUNT="1")
     assert proc.stdout.strip().endswith("yes")
+
+
+def test_vsperf_config_runs_from_the_repository_without_the_package(lab: Lab) -> None:
+    # A lab machine has the fetched repository but not our package: no vsperf-config on PATH.
+    env = {"PATH": f"{lab.bin}:/usr/sbin:/usr/bin:/sbin:/bin", "OVSPERF_PYTHON": "/usr/bin/python3"}
+    body = (
+        "INVENTORY=vsperf_configs/inventory.example.yaml\n"
+        'task_load_inventory dut01.example.com && echo "pmd=${INV_PMD_CPUS} nics=${INV_TEST_NICS}"'
+    )
+    proc, _ = _script(lab, body, **env)
+    assert proc.returncode == 0, proc.stderr
+    assert "pmd=2,4,6,8 nics=0000:03:00.0 0000:03:00.1" in proc.stdout
