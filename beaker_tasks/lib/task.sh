@@ -268,11 +268,13 @@ task_repo_path() {
 }
 
 # task_python: print the Python to run our package with: $OVSPERF_PYTHON, else the newest of
-# python3.12, python3.11, python3.9, python3 (RHEL 8's python3 is 3.6, too old for vsperf_configs).
+# python3.12, python3.11, python3.9, python3 that is at least 3.9 and has PyYAML (RHEL 8's python3
+# is 3.6, too old for vsperf_configs).
 task_python() {
     local candidate
     for candidate in "${OVSPERF_PYTHON:-}" python3.12 python3.11 python3.9 python3; do
-        if [[ -n "${candidate}" ]] && task_have "${candidate}"; then
+        if [[ -n "${candidate}" ]] && task_have "${candidate}" &&
+            "${candidate}" -c 'import sys, yaml; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
             printf '%s\n' "${candidate}"
             return 0
         fi
