@@ -25,6 +25,7 @@ set -o nounset -o pipefail
 : "${MOONGEN_CPUS:=}"
 
 build_moongen_params() {
+    task_find_inventory
     task_require_params TRAFFICGEN_COMMIT MOONGEN_COMMIT
     local commit
     for commit in "${TRAFFICGEN_COMMIT}" "${MOONGEN_COMMIT}"; do

@@ -296,6 +296,21 @@ task_vsperf_config() {
     fi
 }
 
+# task_find_inventory: when INVENTORY is empty, use $OVSPERF_INVENTORY, /etc/ovsperf/inventory.yaml or
+# <repository>/lab/inventory.yaml, the first that exists (a lab keeps its inventory in its fork).
+task_find_inventory() {
+    [[ -z "${INVENTORY:-}" ]] || return 0
+    local candidate
+    for candidate in "${OVSPERF_INVENTORY:-}" /etc/ovsperf/inventory.yaml "${TASK_REPO_ROOT}/lab/inventory.yaml"; do
+        if [[ -n "${candidate}" && -f "${candidate}" ]]; then
+            INVENTORY="${candidate}"
+            task_log "Using the host inventory ${INVENTORY}"
+            return 0
+        fi
+    done
+    return 0
+}
+
 # task_load_inventory HOST: read HOST's inventory entry (parameter INVENTORY) into INV_* variables
 # (INV_TEST_NICS, INV_ISOLATED_CPUS, INV_PMD_CPUS, INV_MOONGEN_ADDRESS, ...). Return 1 on error.
 task_load_inventory() {

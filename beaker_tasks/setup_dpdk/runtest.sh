@@ -23,6 +23,7 @@ set -o nounset -o pipefail
 : "${SETUP_DPDK_DRIVER:=vfio-pci}"
 
 setup_dpdk_params() {
+    task_find_inventory
     if [[ -n "${INVENTORY}" ]]; then
         : "${SETUP_DPDK_HOST:=$(hostname -f)}"
         task_load_inventory "${SETUP_DPDK_HOST}" ||

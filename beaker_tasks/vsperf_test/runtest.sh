@@ -38,6 +38,7 @@ set -o nounset -o pipefail
 VSPERF_TEST_METADATA="ovsperf-metadata.json"
 
 vsperf_test_inventory() {
+    task_find_inventory
     task_require_params INVENTORY
     : "${DUT_HOSTNAME:=$(hostname -f)}"
     task_load_inventory "${DUT_HOSTNAME}" ||

@@ -156,3 +156,15 @@ def test_make_run_works_without_rhts_include(tmp_path: Path) -> None:
     desc = (copy / "beaker_tasks" / "setup_dpdk" / "testinfo.desc").read_text()
     assert "Name:            /ovsperf/setup_dpdk" in desc
     assert "Path:            /mnt/tests/ovsperf/setup_dpdk" in desc
+
+
+def test_inventory_found_without_the_parameter(lab: Lab) -> None:
+    lab.add_nic("0000:81:00.0", "ens8f0")
+    lab.add_nic("0000:81:00.1", "ens8f1")
+    inventory = REPO / "vsperf_configs" / "inventory.example.yaml"
+    run = lab.run(
+        "setup_dpdk", reboot=0, OVSPERF_INVENTORY=str(inventory), SETUP_DPDK_HOST="moongen01.example.com"
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Using the host inventory {inventory}" in run.stdout
+    assert "isolated_cores=12-23" in (lab.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()
