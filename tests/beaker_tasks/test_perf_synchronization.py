@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,3 +132,93 @@ def test_bad_parameters_abort(lab: Lab, tmp_path: Path, params: dict[str, str], 
     assert run.returncode == 2
     assert message in run.stderr
     assert run.reported()[-1][1] == "WARN"
+
+
+SSHD_CONFIG = """\
+ListenAddress {address}
+Port 22
+HostKey {host_key}
+PidFile {root}/sshd.pid
+AuthorizedKeysFile {authorized_keys}
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+"""
+
+
+def _ssh(b: Host, home: Path, address: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *b.prefix, "/usr/bin/ssh", "-F", "/dev/null", "-i", str(home / ".ssh" / "id_ed25519"),
+            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=5",
+            "-o", f"UserKnownHostsFile={home / '.ssh' / 'known_hosts'}",
+            f"root@{address}", "echo", "connected",
+        ],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def test_key_exchange_lets_the_dut_ssh_into_the_moongen_host(pair: Pair, tmp_path: Path) -> None:
+    """End to end with a real sshd: only public keys travel, and VSperf's plain ssh then works."""
+    (tg, lab_tg), (dut, lab_dut) = pair
+    sshd_dir = tmp_path / "sshd"
+    sshd_dir.mkdir()
+    host_key = sshd_dir / "ssh_host_ed25519_key"
+    subprocess.run(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
+    (lab_tg.etc / "ssh").mkdir()
+    shutil.copy(f"{host_key}.pub", lab_tg.etc / "ssh" / "ssh_host_ed25519_key.pub")
+    (lab_dut.home / ".ssh").mkdir(mode=0o700)
+    user_key = lab_dut.home / ".ssh" / "id_ed25519"
+    subprocess.run(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(user_key)], check=True)
+    config = sshd_dir / "sshd_config"
+    config.write_text(
+        SSHD_CONFIG.format(
+            address=tg.address,
+            host_key=host_key,
+            root=sshd_dir,
+            authorized_keys=lab_tg.home / ".ssh" / "authorized_keys",
+        )
+    )
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+    sshd = subprocess.Popen(
+        [*tg.prefix, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Before the exchange the DUT neither knows the host key nor is authorised.
+        before = _ssh(dut, lab_dut.home, tg.address)
+        deadline = time.monotonic() + 10
+        while "Connection refused" in before.stderr and time.monotonic() < deadline:
+            time.sleep(0.2)
+            before = _ssh(dut, lab_dut.home, tg.address)
+        assert before.returncode == 255 and "Host key verification failed" in before.stderr, before.stderr
+
+        job = {"RSTRNT_JOBID": "77"}
+        steps = [
+            (dut, lab_dut, {"SYNC_ACTION": "set", "SYNC_STATE": "DUT_SSH_KEY", "SYNC_DATA": "ssh-pubkey"}),
+            (tg, lab_tg, {"SYNC_ACTION": "wait", "SYNC_STATE": "DUT_SSH_KEY", "SYNC_PEER": dut.address,
+                          "SYNC_TIMEOUT_S": "10", "SYNC_DATA": "ssh-pubkey"}),
+            (tg, lab_tg, {"SYNC_ACTION": "set", "SYNC_STATE": "MOONGEN_READY", "SYNC_DATA": "ssh-hostkey",
+                          "SYNC_HOST_NAMES": f"moongen01.example.com {tg.address}"}),
+            (dut, lab_dut, {"SYNC_ACTION": "wait", "SYNC_STATE": "MOONGEN_READY", "SYNC_PEER": tg.address,
+                            "SYNC_TIMEOUT_S": "10", "SYNC_DATA": "ssh-hostkey"}),
+        ]  # fmt: skip
+        for host, lab, params in steps:
+            run = _sync(host, lab, **job, **params)
+            host.track_server()
+            assert run.returncode == 0, run.stdout + run.stderr
+
+        after = _ssh(dut, lab_dut.home, tg.address)
+        assert after.returncode == 0, after.stderr
+        assert after.stdout.strip() == "connected"
+    finally:
+        sshd.terminate()
+        sshd.wait(timeout=10)
+    # No private key in any published state.
+    for state in (*tg.state_dir.glob("states/*.json"), *dut.state_dir.glob("states/*.json")):
+        assert "PRIVATE KEY" not in state.read_text()
+    assert user_key.read_text() not in (tg.state_dir / "states" / "MOONGEN_READY.J77.json").read_text()
