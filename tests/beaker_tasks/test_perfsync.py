@@ -206,3 +206,21 @@ def test_bad_arguments(hosts: tuple[Host, Host], args: tuple[str, ...], message:
     proc = a.perfsync(*args)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def test_port_taken_by_another_service_is_a_clear_error(hosts: tuple[Host, Host]) -> None:
+    a, _ = hosts
+    squatter = subprocess.Popen(
+        [*a.prefix, PYTHON, "-m", "http.server", "--bind", a.address, "6780"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.8)
+        proc = a.perfsync("--set", "READY", "--bind", a.address)
+    finally:
+        squatter.terminate()
+        squatter.wait(timeout=10)
+    assert proc.returncode == 2
+    assert "The state server did not start on port 6780" in proc.stderr
+    assert "Address already in use" in proc.stderr
