@@ -349,6 +349,9 @@ vsperf_test_collect() {
     else
         task_warn "No MoonGen raw logs in ${MOONGEN_LOG_DIR}."
     fi
+    if [[ -d "${VSPERF_TEST_WORK}/xunit" ]]; then
+        task_run "Keep VSperf's xUnit report" cp -a "${VSPERF_TEST_WORK}/xunit" "${VSPERF_TEST_RESULTS}/xunit"
+    fi
     task_run "Keep the VSperf configuration" cp "${VSPERF_TEST_CONF}" "${VSPERF_TEST_RESULTS}/ovsperf-vsperf.conf"
     task_run "Keep VSperf's console output" cp "${VSPERF_TEST_WORK}/vsperf-stdout.log" \
         "${VSPERF_TEST_RESULTS}/ovsperf-vsperf-stdout.log"

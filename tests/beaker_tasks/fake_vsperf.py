@@ -29,11 +29,13 @@ def log(level: str, message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    conf, tests, i = None, [], 0
+    conf, xunit, tests, i = None, None, [], 0
     while i < len(argv):
         if argv[i] in ("--conf-file", "--xunit-dir"):
             if argv[i] == "--conf-file":
                 conf = argv[i + 1]
+            else:
+                xunit = Path(argv[i + 1])
             i += 2
             continue
         if not argv[i].startswith("-"):
@@ -73,6 +75,9 @@ def main(argv: list[str]) -> int:
         "Tx Mpps: 29.644006 Rx Mpps: 2.803982\n"
     )
     (results / "vsperf-overall_x.log").write_text("overall\n")
+    if xunit is not None:
+        xunit.mkdir(parents=True, exist_ok=True)
+        (xunit / "TEST-vsperf.xml").write_text(f'<testsuite name="vsperf" tests="{len(tests)}"/>\n')
     log("INFO", f'Overall test report written to "{results}/OvsDpdkVhost_test_report.rst"')
     return 0
 

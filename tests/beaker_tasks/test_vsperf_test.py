@@ -142,6 +142,7 @@ def test_run_ships_results_with_metadata_last(dut: Lab, tmp_path: Path) -> None:
     names = sorted(p.name for p in shipped.iterdir())
     assert "result_0_phy2phy_tput_p2p.csv" in names and "result_1_pvp_tput_pvp.csv" in names
     assert "ovsperf-vsperf.conf" in names and "ovsperf-vsperf-stdout.log" in names
+    assert (shipped / "xunit" / "TEST-vsperf.xml").read_text() == '<testsuite name="vsperf" tests="2"/>\n'
     assert (shipped / "moongen" / "1" / "moongen-run.log").read_text().startswith("[REPORT]")
     rows = (shipped / "result_0_phy2phy_tput_p2p.csv").read_text().splitlines()
     assert [r.split(",")[10] for r in rows[1:]] == ["64", "576", "1280", "1500"]
