@@ -55,6 +55,9 @@ task_init() {
     TASK_LOG_DIR="${TASK_STATE_DIR}/logs/boot${TASK_REBOOTCOUNT}"
     TASK_RESULTS_FILE="${TASK_STATE_DIR}/results.txt"
     mkdir -p "${TASK_LOG_DIR}" || die "cannot create '${TASK_LOG_DIR}'"
+    # File descriptor 3 stays the task's console (the harness's live log) even inside task_run,
+    # which sends a step's output to the phase log: long steps tee their progress to it.
+    exec 3>&1
     if [[ -z "${RSTRNT_JOBID:-}" && -z "${JOBID:-}" ]]; then
         TASK_STANDALONE=1
     else

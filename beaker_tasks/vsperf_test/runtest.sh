@@ -231,9 +231,10 @@ vsperf_test_vsperf() {
     for entry in "${VSPERF_TEST_TESTS[@]}"; do
         names+=("$(cut -d' ' -f2 <<<"${entry}")")
     done
+    # VSperf's output goes to its log and, live, to the console (fd 3): a run takes hours.
     (cd "${VSPERF_DIR}" && timeout --kill-after=60 "${VSPERF_TIMEOUT_S}" "${VSPERF_VENV}/bin/python" ./vsperf \
-        --conf-file "${VSPERF_TEST_CONF}" --xunit --xunit-dir "${VSPERF_TEST_WORK}/xunit" "${names[@]}") \
-        >"${VSPERF_TEST_WORK}/vsperf-stdout.log" 2>&1
+        --conf-file "${VSPERF_TEST_CONF}" --xunit --xunit-dir "${VSPERF_TEST_WORK}/xunit" "${names[@]}") 2>&1 |
+        tee "${VSPERF_TEST_WORK}/vsperf-stdout.log" >&3
 }
 
 vsperf_test_run_vsperf() {

@@ -131,6 +131,7 @@ def test_run_ships_results_with_metadata_last(dut: Lab, tmp_path: Path) -> None:
     (vsperf,) = run.called("vsperf")
     assert vsperf[0] == "--conf-file" and vsperf[1].endswith("vsperf-OVS_DPDK1q_GUEST_DPDK1q.conf")
     assert vsperf[-2:] == ["phy2phy_tput", "pvp_tput"]
+    assert "Creating result directory: " in run.stdout  # VSperf's progress is shown live
     assert ["-o", "BatchMode=yes", "-o", "ConnectTimeout=30", "root@192.0.2.10"] == run.called("ssh")[0][:5]
     # Two rsync passes: everything but the metadata, then the metadata alone.
     first, second = run.called("rsync")
