@@ -9,7 +9,7 @@
 #   run VSperf, take the results directory from its log ("Creating result directory: ..."), check
 #   that a CSV exists for every requested test (VSperf exits 0 when tests fail), copy MoonGen's raw
 #   logs (VSperf leaves them in /tmp/moongen and overwrites them), write ovsperf-metadata.json LAST,
-#   rsync the directory to COLLECTOR (user@host:/path/ci_in) over SSH, upload logs to Beaker.
+#   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
@@ -362,16 +362,19 @@ vsperf_test_collect() {
         "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
     task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
         "${VSPERF_TEST_RESULTS}"/result_*.csv "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
-    if ! task_run "Send ${VSPERF_TEST_RESULTS} to ${COLLECTOR}" vsperf_test_ship; then
+    if [[ -z "${COLLECTOR}" ]]; then
+        task_log "  No COLLECTOR given: the results stay in ${VSPERF_TEST_RESULTS} and in the Beaker logs."
+    elif ! task_run "Send ${VSPERF_TEST_RESULTS} to ${COLLECTOR}" vsperf_test_ship; then
         task_warn "The collector ${COLLECTOR} did not take the results; they stay in ${VSPERF_TEST_RESULTS} on ${DUT_HOSTNAME}."
     fi
     task_phase_end
 }
 
 vsperf_test_run() {
-    task_require_params SCENARIO COLLECTOR
-    [[ "${COLLECTOR}" =~ ^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/ ]] ||
+    task_require_params SCENARIO
+    if [[ -n "${COLLECTOR}" && ! "${COLLECTOR}" =~ ^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/ ]]; then
         task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path."
+    fi
     vsperf_test_inventory
     vsperf_test_config
     vsperf_test_preflight

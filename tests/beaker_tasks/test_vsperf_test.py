@@ -202,6 +202,19 @@ def test_run_collector_down_is_warn_and_keeps_results(dut: Lab, tmp_path: Path) 
     assert f"they stay in {results}" in run.stdout
 
 
+def test_run_without_collector_keeps_results_on_the_dut(dut: Lab) -> None:
+    _setup(dut)
+    params = _params(dut, SCENARIO="OVS_DPDK1q")
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **params)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported()[-1] == ("vsperf_test/collect", "PASS")
+    assert not run.called("rsync")
+    assert "No COLLECTOR given" in run.stdout
+    (results,) = (dut.root / "vsperf-out").iterdir()
+    assert json.loads((results / "ovsperf-metadata.json").read_text())["tests"][0]["test"] == "phy2phy_tput"
+    assert any(Path(c[-1]).name.endswith(".tar.gz") for c in run.called("rstrnt-report-log"))
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
