@@ -11,7 +11,7 @@
 #   logs (VSperf leaves them in /tmp/moongen and overwrites them), write ovsperf-metadata.json LAST,
 #   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
 #
-# Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY,
+# Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
 # VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR; see README.md.
 set -o nounset -o pipefail
@@ -23,6 +23,7 @@ set -o nounset -o pipefail
 : "${GUEST:=0}"
 : "${COLLECTOR:=}"
 : "${INVENTORY:=}"
+: "${CATALOG:=}"
 # opnfv/vswitchperf master after the Jerma release (2020-12-01), the version reference/vsperf.md describes.
 : "${VSPERF_COMMIT:=90ef48d4342a983c7733b8c21bb902d1dab2685a}"
 : "${VSPERF_REPO:=https://github.com/opnfv/vswitchperf}"
@@ -185,14 +186,14 @@ vsperf_test_config() {
     VSPERF_TEST_WORK="${TASK_STATE_DIR}/run-$(date +%Y%m%d-%H%M%S)"
     mkdir -p "${VSPERF_TEST_WORK}" || task_abort "Cannot create '${VSPERF_TEST_WORK}'."
     VSPERF_TEST_CONF="${VSPERF_TEST_WORK}/vsperf-${SCENARIO}.conf"
-    local inventory listing
-    inventory="$(task_repo_path "${INVENTORY}")"
+    local listing
+    local -a args=(-q --scenario "${SCENARIO}" --host "${DUT_HOSTNAME}" --inventory "$(task_repo_path "${INVENTORY}")")
+    [[ -z "${CATALOG}" ]] || args+=(--catalog "$(task_repo_path "${CATALOG}")")
     task_run "Generate the VSperf configuration for ${SCENARIO} on ${DUT_HOSTNAME}" \
-        task_vsperf_config -q --scenario "${SCENARIO}" --host "${DUT_HOSTNAME}" --inventory "${inventory}" \
-        --output "${VSPERF_TEST_CONF}" ||
+        task_vsperf_config "${args[@]}" --output "${VSPERF_TEST_CONF}" ||
         task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
-    listing="$(task_vsperf_config -q --scenario "${SCENARIO}" --host "${DUT_HOSTNAME}" --inventory "${inventory}" \
-        --list-tests)" || task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
+    listing="$(task_vsperf_config "${args[@]}" --list-tests)" ||
+        task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
     mapfile -t VSPERF_TEST_TESTS <<<"${listing}"
     [[ -n "${VSPERF_TEST_TESTS[0]:-}" ]] || task_abort "Scenario ${SCENARIO} has no tests."
     task_upload "${VSPERF_TEST_CONF}"

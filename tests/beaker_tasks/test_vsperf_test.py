@@ -202,16 +202,19 @@ def test_run_collector_down_is_warn_and_keeps_results(dut: Lab, tmp_path: Path) 
     assert f"they stay in {results}" in run.stdout
 
 
-def test_run_without_collector_keeps_results_on_the_dut(dut: Lab) -> None:
+def test_run_without_collector_keeps_results_on_the_dut(dut: Lab, tmp_path: Path) -> None:
     _setup(dut)
-    params = _params(dut, SCENARIO="OVS_DPDK1q")
+    catalog = tmp_path / "catalog.yaml"  # a custom catalog given as CATALOG
+    catalog.write_text((REPO / "jobcreator" / "scenarios.yaml").read_text().replace("OVS_DPDK1q:", "MY_P2P:"))
+    params = _params(dut, SCENARIO="MY_P2P", CATALOG=str(catalog))
     run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **params)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.reported()[-1] == ("vsperf_test/collect", "PASS")
     assert not run.called("rsync")
     assert "No COLLECTOR given" in run.stdout
     (results,) = (dut.root / "vsperf-out").iterdir()
-    assert json.loads((results / "ovsperf-metadata.json").read_text())["tests"][0]["test"] == "phy2phy_tput"
+    meta = json.loads((results / "ovsperf-metadata.json").read_text())
+    assert meta["scenario"] == "MY_P2P" and meta["tests"][0]["test"] == "phy2phy_tput"
     assert any(Path(c[-1]).name.endswith(".tar.gz") for c in run.called("rstrnt-report-log"))
 
 
