@@ -137,6 +137,12 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
     print(f"baseline:    {record.baseline_result_name or ', '.join(map(str, record.baseline_dirs))}")
     print(f"current:     {', '.join(map(str, record.current_dirs))}")
     print(f"warnings:    {len(record.warnings)}")
+    result = store.result(record.result_name)
+    if result is not None:
+        print(f"received:    {result.received_at.isoformat()} (now at {result.location})")
+        for key in ("beaker_job_id", "job_id", "hosts", "kernel", "status", "missing_tests", "complete"):
+            if key in result.metadata:
+                print(f"{key + ':':<12} {json.dumps(result.metadata[key], sort_keys=True)}")
     history = store.verdict_history(record.id)
     if not history:
         print("verdict:     none yet")
@@ -166,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                 record = store.comparison(args.comparison)
                 if args.json:
                     data = _comparison_json(record)
+                    result = store.result(record.result_name)
+                    data["result_metadata"] = None if result is None else dict(result.metadata)
                     data["verdict_history"] = [
                         {
                             "verdict": v.decision.value,

@@ -132,10 +132,13 @@ def test_verdict_is_stored_and_shown_on_the_page(
     assert "overall:     REGRESSION" in shown
     assert [line.split()[1] for line in shown if line.startswith("verdict:")] == ["FAIL", "PASS"]
     assert any("bug RHBZ#2001234 (<b>real</b> drop)" in line for line in shown)
+    assert 'job_id:      "J:4242"' in shown
+    assert 'hosts:       {"dut": "dut.example.com", "tg": "tg.example.com"}' in shown
 
     assert main(["--db", processed, "show", "night-1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tester_verdict"]["tester"] == "ana"
+    assert data["result_metadata"]["job_id"] == "J:4242"
     assert [v["verdict"] for v in data["verdict_history"]] == ["FAIL", "PASS"]
     assert data["current_dirs"] == [
         str(tmp_path / "ci_processed" / "night-1" / "results_2018-04-10_22-01-55")
