@@ -6,15 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import ciflow.process
 from ciflow.cli import main
+from ciflow.config import load_config
 from ciflow.errors import MoveError
-from ciflow.model import LOCK_NAME
+from ciflow.model import LOCK_NAME, OutcomeKind
 from ciflow.moves import move_result
+from ciflow.process import run_pass
 from resultstore.cli import main as results_main
 from resultstore.connect import database_url
 from resultstore.errors import StoreDatabaseError
@@ -142,6 +145,7 @@ def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
 _PASS_SCRIPT = """
 import sys
 from ciflow.cli import main
+from ciflow.config import load_config
 sys.exit(main(["--config", sys.argv[1], "-q"]))
 """
 
@@ -242,3 +246,40 @@ def test_database_failing_mid_pass_stops_and_leaves_the_rest(
     monkeypatch.undo()
     code, lines = run(config, capsys)
     assert (code, sorted(line[1] for line in lines)) == (1, ["night-2", "night-3"])
+
+
+def test_result_arriving_through_real_rsync_is_taken_only_when_complete(tmp_path: Path) -> None:
+    """rsync copies in name order, so the marker lands FIRST; passes during the copy must wait."""
+    (tmp_path / "outbox").mkdir()
+    source = deliver(tmp_path / "outbox", "night-1", CANDIDATE)
+    files = snapshot(source)
+    config = load_config(write_config(tmp_path, quiet_period_s=5))
+    target = tmp_path / "ci_in" / "night-1"
+    rsync = subprocess.Popen(
+        ["rsync", "-a", "--bwlimit=80", f"{source}/", f"{target}/"],  # ~280 KiB at 80 KiB/s: ~3.5 s
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    passes_during_copy = 0
+    marker_seen_early = False
+    try:
+        deadline = time.monotonic() + 60
+        while rsync.poll() is None and time.monotonic() < deadline:
+            marker_seen_early |= (target / "ovsperf-metadata.json").exists() and snapshot(target) != files
+            summary = run_pass(config)
+            passes_during_copy += 1
+            assert summary.of_kind(OutcomeKind.PROCESSED) == ()
+            assert summary.of_kind(OutcomeKind.FAILED) == ()
+            time.sleep(0.2)
+    finally:
+        if rsync.poll() is None:
+            rsync.kill()
+        rsync.wait(timeout=30)
+    assert rsync.returncode == 0, rsync.stderr.read() if rsync.stderr else ""
+    assert passes_during_copy >= 3
+    assert marker_seen_early  # the marker alone did not make the result look complete
+    assert run_pass(config).of_kind(OutcomeKind.PROCESSED) == ()  # copy just ended: quiet period
+
+    summary = run_pass(config, now=time.time() + 10)  # the quiet period has passed
+    assert [o.name for o in summary.of_kind(OutcomeKind.PROCESSED)] == ["night-1"]
+    assert snapshot(tmp_path / "ci_processed" / "night-1") == files
