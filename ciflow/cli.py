@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from ciflow.config import load_config
 from ciflow.errors import CiflowError
@@ -24,6 +28,7 @@ the overview of all comparisons is <reports>/index.html.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
   2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
   3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
+SIGTERM/SIGINT: the result in hand is finished, the rest stays in ci_in (exit 2).
 """
 
 
@@ -50,6 +55,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[Callable[[], bool]]:
+    """Turn SIGTERM and SIGINT into a request to stop after the result in hand; yield the probe.
+
+    The previous handlers are restored on exit.
+    """
+    received: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield lambda: bool(received)
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one pass; return the exit code documented in ``--help``."""
     args = _parser().parse_args(argv)
@@ -59,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             entries = preview(config)
         else:
-            summary = run_pass(config)
+            with _stop_on_signals() as stop_requested:
+                summary = run_pass(config, stop_requested=stop_requested)
     except CiflowError as err:
         print(f"process-ci-results: error: {err}", file=sys.stderr)
         return int(ExitCode.ERROR)

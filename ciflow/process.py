@@ -23,6 +23,7 @@ import errno
 import json
 import logging
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,11 +58,15 @@ INFRASTRUCTURE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errn
 """``OSError`` numbers that mean "our disk is in trouble", not "the result is bad"."""
 
 
-def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
+def run_pass(
+    config: CiConfig, *, now: float | None = None, stop_requested: Callable[[], bool] | None = None
+) -> PassSummary:
     """Process every complete result in ``config.ci_in`` once; return what happened to each.
 
     Returns at once with ``lock_busy=True`` when another pass is running. ``now`` is the time the
-    quiet period is judged against (default: now) [s since epoch].
+    quiet period is judged against (default: now) [s since epoch]. ``stop_requested`` is asked
+    before each result (e.g. after SIGTERM from a Jenkins abort): the result in hand is finished,
+    the rest stays in ``ci_in``, and ``problems`` says so.
 
     A results store that cannot be opened, or fails mid-pass, stops the pass: what was handled
     is in the summary, the rest stays in ``ci_in``, and ``problems`` says why.
@@ -100,6 +105,11 @@ def run_pass(config: CiConfig, *, now: float | None = None) -> PassSummary:
         problems: list[str] = []
         with store:
             for position, entry in enumerate(todo, start=1):
+                if stop_requested is not None and stop_requested():
+                    left = len(todo) - position + 1
+                    problems.append(f"Stopped on request; {left} result(s) left in ci_in for the next pass.")
+                    log.error("%s", problems[-1])
+                    break
                 log.info("Processing '%s' (%d/%d).", entry.name, position, len(todo))
                 try:
                     outcomes.append(_handle(config, store, entry))
