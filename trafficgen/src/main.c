@@ -136,7 +136,11 @@ port_init(struct tg_port *p)
 	if (app.jumbo) {
 		ret = rte_eth_dev_set_mtu(p->port_id, TG_JUMBO_FRAME_LEN - RTE_ETHER_HDR_LEN -
 					  RTE_ETHER_CRC_LEN);
-		if (ret != 0)
+		/* Drivers without an MTU (net_ring) carry any frame the mbuf holds. */
+		if (ret == -ENOTSUP)
+			TG_LOG(WARNING, "Port %u cannot set an MTU; sending jumbo frames anyway\n",
+			       p->port_id);
+		else if (ret != 0)
 			return ret;
 	}
 	ret = rte_eth_rx_queue_setup(p->port_id, 0, rxd, socket < 0 ? 0 : (unsigned int)socket,
