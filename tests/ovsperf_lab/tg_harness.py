@@ -148,7 +148,10 @@ class Testpmd:
     def generator_config(self, **kwargs: object) -> GeneratorConfig:
         """Return a generator configuration with virtio_user clients to this testpmd."""
         return GeneratorConfig(
-            vdevs=(f"net_virtio_user0,path={self.sock0}", f"net_virtio_user1,path={self.sock1}"),
+            vdevs=(
+                f"net_virtio_user0,path={self.sock0},queue_size=1024",
+                f"net_virtio_user1,path={self.sock1},queue_size=1024",
+            ),
             lcores=generator_cpu(),
             memory_mb=128,
             file_prefix=unique_prefix("gen"),
@@ -278,8 +281,8 @@ class OvsSandbox:
         """Return a generator configuration with virtio_user servers for OVS's client ports."""
         return GeneratorConfig(
             vdevs=(
-                f"net_virtio_user0,path={self.sock0},server=1",
-                f"net_virtio_user1,path={self.sock1},server=1",
+                f"net_virtio_user0,path={self.sock0},server=1,queue_size=1024",
+                f"net_virtio_user1,path={self.sock1},server=1,queue_size=1024",
             ),
             lcores=generator_cpu(),
             memory_mb=128,
