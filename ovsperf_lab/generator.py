@@ -123,6 +123,9 @@ class GeneratorConfig:
     """Treatment of frames the TX queue refuses."""
     tx_tolerance_ratio: float = 0.005
     """Allowed shortfall of the achieved TX rate before a trial is invalid [1]."""
+    drain_early_exit: bool = False
+    """End the drain once every sent frame has arrived (faster searches; duplicates that
+    arrive later are then not counted). ``False`` waits the full ``drain_s`` (RFC 2544 §23)."""
     hugepage_dir: Path = Path("/dev/hugepages")
     """hugetlbfs mount where DPDK would leave ``<file_prefix>map_*`` files."""
     runtime_dir: Path = Path("/var/run/dpdk")
@@ -465,6 +468,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
             "link_timeout_s": self.config.link_timeout_s,
             "tx_tolerance_ratio": self.config.tx_tolerance_ratio,
             "on_tx_full": self.config.on_tx_full.value,
+            "drain_early_exit": self.config.drain_early_exit,
         }
 
     def run_raw_trial(self, cmd: Mapping[str, Any]) -> dict[str, Any]:

@@ -180,6 +180,7 @@ def test_ports_and_stats(ring_gen: DpdkTrafficGenerator) -> None:
             "rate_pps": 20000,
             "duration_s": 0.5,
             "loopback": True,
+            "drain_s": 0.1,
             "bidirectional": False,
         }
     )
@@ -191,7 +192,14 @@ def test_ports_and_stats(ring_gen: DpdkTrafficGenerator) -> None:
 
 def test_loopback_counting_is_exact(ring_gen: DpdkTrafficGenerator) -> None:
     result = ring_gen.run_raw_trial(
-        {"frame_size_bytes": 128, "rate_pps": 200000, "duration_s": 0.5, "flows": 7, "loopback": True}
+        {
+            "frame_size_bytes": 128,
+            "rate_pps": 200000,
+            "duration_s": 0.5,
+            "flows": 7,
+            "loopback": True,
+            "drain_s": 0.1,
+        }
     )
     spec = TrialSpec(frame_size_bytes=128, rate_pps=200000, duration_s=0.5, flows=7)
     trial = parse_trial_result(spec, result)
@@ -226,6 +234,7 @@ def test_warmup_frames_are_not_counted(ring_gen: DpdkTrafficGenerator) -> None:
             "duration_s": 0.3,
             "warmup_s": 0.2,
             "loopback": True,
+            "drain_s": 0.1,
             "bidirectional": False,
         }
     )
@@ -240,7 +249,7 @@ def test_jumbo_frames(binary: h.Path) -> None:
     assert config.file_prefix is not None
     with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
         result = gen.run_raw_trial(
-            {"frame_size_bytes": 9018, "rate_pps": 10000, "duration_s": 0.3, "loopback": True}
+            {"frame_size_bytes": 9018, "rate_pps": 10000, "duration_s": 0.3, "loopback": True, "drain_s": 0.1}
         )
         assert [d["rx_packets"] for d in result["directions"]] == [3000, 3000]
         with pytest.raises(TrafficGeneratorError, match=r"must lie in \[64, 9018\], got 9019"):
@@ -250,7 +259,7 @@ def test_jumbo_frames(binary: h.Path) -> None:
 @pytest.mark.parametrize("rate_pps", [50_000, 200_000, 1_000_000])
 def test_pacing_achieves_requested_rate(ring_gen: DpdkTrafficGenerator, rate_pps: int) -> None:
     result = ring_gen.run_raw_trial(
-        {"frame_size_bytes": 64, "rate_pps": rate_pps, "duration_s": 0.5, "loopback": True}
+        {"frame_size_bytes": 64, "rate_pps": rate_pps, "duration_s": 0.5, "loopback": True, "drain_s": 0.1}
     )
     for d in result["directions"]:
         assert d["tx_packets"] == rate_pps // 2
@@ -263,7 +272,9 @@ def test_pacing_achieves_requested_rate(ring_gen: DpdkTrafficGenerator, rate_pps
 
 def test_generator_limited_trial_is_invalid(ring_gen: DpdkTrafficGenerator) -> None:
     spec = TrialSpec(frame_size_bytes=64, rate_pps=500e6, duration_s=0.2, flows=1, drain_s=0.5)
-    result = ring_gen.run_raw_trial({**ring_gen.trial_command(spec), "loopback": True, "on_tx_full": "retry"})
+    result = ring_gen.run_raw_trial(
+        {**ring_gen.trial_command(spec), "loopback": True, "drain_s": 0.1, "on_tx_full": "retry"}
+    )
     trial = parse_trial_result(spec, result)
     assert trial.valid is False
     assert trial.invalid_reason is not None
@@ -273,7 +284,14 @@ def test_generator_limited_trial_is_invalid(ring_gen: DpdkTrafficGenerator) -> N
 
 def test_unpaced_retry_trial_counts_everything(ring_gen: DpdkTrafficGenerator) -> None:
     result = ring_gen.run_raw_trial(
-        {"frame_size_bytes": 64, "rate_pps": 0, "duration_s": 0.2, "loopback": True, "on_tx_full": "retry"}
+        {
+            "frame_size_bytes": 64,
+            "rate_pps": 0,
+            "duration_s": 0.2,
+            "loopback": True,
+            "drain_s": 0.1,
+            "on_tx_full": "retry",
+        }
     )
     for d in result["directions"]:
         assert d["tx_packets"] > 100_000
@@ -313,7 +331,7 @@ def test_generator_that_dies_is_reported(binary: h.Path) -> None:
         os.kill(gen.pid, signal.SIGKILL)
         gen._proc.wait(timeout=10)
         with pytest.raises(TrafficGeneratorError, match=r"exited \(code -9\)"):
-            gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1))
+            gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1, drain_s=0.1))
 
 
 def test_port_that_never_comes_up_times_out_at_start(binary: h.Path, tmp_path: h.Path) -> None:

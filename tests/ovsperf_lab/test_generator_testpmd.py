@@ -30,11 +30,13 @@ def binary() -> h.Path:
 @pytest.fixture
 def testpmd(binary: h.Path) -> Iterator[h.Testpmd]:
     sockets = h.SocketDir()
-    pmd = h.Testpmd(sockets)
     try:
-        yield pmd
+        pmd = h.Testpmd(sockets)
+        try:
+            yield pmd
+        finally:
+            pmd.stop()
     finally:
-        pmd.stop()
         sockets.remove()
     assert h.hugepage_files(pmd.prefix) == []
 
@@ -49,7 +51,9 @@ def test_counting_through_testpmd_is_exact(testpmd: h.Testpmd) -> None:
         assert [p.link_up for p in ports] == [True, True]
         assert all(p.link_speed_mbps is None for p in ports)  # virtio_user reports no speed
         for frame_size in (64, 1518):
-            spec = TrialSpec(frame_size_bytes=frame_size, rate_pps=10_000, duration_s=0.5, flows=4)
+            spec = TrialSpec(
+                frame_size_bytes=frame_size, rate_pps=10_000, duration_s=0.5, flows=4, drain_s=0.5
+            )
             trial = gen.run_trial(spec)
             assert [(d.tx_port, d.rx_port) for d in trial.directions] == [(0, 1), (1, 0)]
             for d in trial.directions:
@@ -74,7 +78,7 @@ def test_unidirectional_trial(testpmd: h.Testpmd) -> None:
     with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
         gen.wait_link(timeout_s=10)
         trial = gen.run_trial(
-            TrialSpec(frame_size_bytes=256, rate_pps=10_000, duration_s=0.5, bidirectional=False)
+            TrialSpec(frame_size_bytes=256, rate_pps=10_000, duration_s=0.5, bidirectional=False, drain_s=0.5)
         )
         (d,) = trial.directions
         assert (d.tx_port, d.rx_port, d.tx_packets, d.rx_packets) == (0, 1, 5_000, 5_000)
@@ -98,5 +102,5 @@ def test_peer_disappearing_mid_trial_is_an_error(testpmd: h.Testpmd) -> None:
         with pytest.raises(TrafficGeneratorError, match=r"Port 0 link still down after 0\.5 s"):
             gen.wait_link(timeout_s=0.5)
         with pytest.raises(TrafficGeneratorError, match=r"link still down after 5\.0 s"):
-            gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1))
+            gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1, drain_s=0.1))
     assert gen.returncode == 0

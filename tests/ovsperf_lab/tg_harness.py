@@ -194,7 +194,11 @@ class OvsSandbox:
             raise
 
     def _run(self, *cmd: str) -> str:
-        done = subprocess.run(list(cmd), env=self.env, check=True, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            list(cmd), env=self.env, capture_output=True, text=True, timeout=30, check=False
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
         return done.stdout
 
     def vsctl(self, *args: str) -> str:
@@ -266,7 +270,9 @@ class OvsSandbox:
                 f"options:vhost-server-path={sock}",
                 f"ofport_request={ofport}",
             )
-        self.br = f"unix:{self.dir / 'br0.mgmt'}"
+        mgmt = self.dir / "br0.mgmt"
+        wait_for(mgmt.exists, 30, "OVS bridge br0's OpenFlow socket")
+        self.br = f"unix:{mgmt}"
         self.ofctl("del-flows", self.br)
 
     def p2p_flows(self, extra: tuple[str, ...] = ()) -> None:

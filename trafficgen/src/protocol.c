@@ -25,7 +25,7 @@
 static const char *const trial_fields[] = {
 	"cmd", "id", "frame_size_bytes", "rate_pps", "duration_s", "bidirectional", "loopback",
 	"flows", "flow_field", "warmup_s", "drain_s", "link_timeout_s", "tx_tolerance_ratio",
-	"on_tx_full", "burst_packets", NULL,
+	"on_tx_full", "burst_packets", "drain_early_exit", NULL,
 };
 
 static void
@@ -276,6 +276,8 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 		ret = get_bool(cmd, "bidirectional", true, &cfg->bidirectional, err);
 	if (ret == 0)
 		ret = get_bool(cmd, "loopback", false, &cfg->loopback, err);
+	if (ret == 0)
+		ret = get_bool(cmd, "drain_early_exit", false, &cfg->drain_early_exit, err);
 	if (ret == 0)
 		ret = get_choice(cmd, "flow_field", "src_port", "src_ip", &flow_field, err);
 	if (ret == 0)

@@ -66,6 +66,7 @@ struct tg_trial_cfg {
 	bool bidirectional;
 	bool loopback;
 	bool retry_on_full;
+	bool drain_early_exit;		/* end the drain once every sent frame arrived */
 };
 
 /* One direction of a trial. TX fields are written by the lcore that owns tx_port, RX fields by

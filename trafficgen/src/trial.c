@@ -33,6 +33,7 @@ struct tg_job {
 	uint32_t port_mask;		/* bit i: app->ports[i] is served by this lcore */
 	uint64_t start_tsc;
 	uint64_t drain_cycles;
+	bool drain_early_exit;
 	uint8_t gen;
 };
 
@@ -373,7 +374,8 @@ lcore_trial(void *arg)
 			if (!(job->port_mask & (1u << s->rx_port)))
 				continue;
 			if (!__atomic_load_n(&s->tx_done, __ATOMIC_ACQUIRE) ||
-			    (s->rx_distinct < s->tx_sent && now < s->tx_end_tsc + job->drain_cycles))
+			    ((s->rx_distinct < s->tx_sent || !job->drain_early_exit) &&
+			     now < s->tx_end_tsc + job->drain_cycles))
 				rx_all_over = false;
 		}
 		if (rx_all_over)
@@ -559,7 +561,8 @@ tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size
 	if (nb_workers == 0) {
 		jobs[0] = (struct tg_job){ .app = app, .streams = streams, .nb_streams = *nb_streams,
 			.port_mask = (1u << app->nb_ports) - 1, .start_tsc = start,
-			.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz), .gen = gen };
+			.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz),
+			.drain_early_exit = cfg->drain_early_exit, .gen = gen };
 		lcore_trial(&jobs[0]);
 	} else {
 		for (i = 0; i < nb_workers; i++) {
@@ -568,7 +571,7 @@ tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size
 			jobs[i] = (struct tg_job){ .app = app, .streams = streams,
 				.nb_streams = *nb_streams, .port_mask = 0, .start_tsc = start,
 				.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz),
-				.gen = gen };
+				.drain_early_exit = cfg->drain_early_exit, .gen = gen };
 			for (p = i; p < app->nb_ports; p += nb_workers)
 				jobs[i].port_mask |= 1u << p;
 			if (jobs[i].port_mask)
