@@ -99,7 +99,9 @@ class GeneratorConfig:
     pci_allow: tuple[str, ...] = ()
     """PCI addresses to use (EAL ``-a``); when empty, ``--no-pci`` is passed."""
     lcores: str | None = None
-    """EAL ``-l`` core list; ``None`` picks the highest CPU in this process's affinity."""
+    """EAL ``-l`` core list, or an ``--lcores`` map when it contains ``@`` (``'0@1,1@1,2@2'``);
+    ``None`` picks the highest CPU in this process's affinity. One lcore does everything; with
+    more, the worker lcores share the ports (TX and RX) and the first only drives the protocol."""
     memory_mb: int = 256
     """Hugepage memory for EAL ``-m`` [MiB]."""
     file_prefix: str | None = None
@@ -159,7 +161,8 @@ class GeneratorConfig:
         ``--in-memory --single-file-segments`` keeps hugepage files off the filesystem and lets
         virtio_user share its memory with a vhost-user peer in one region.
         """
-        eal = ["-l", self.lcores if self.lcores is not None else _default_lcore()]
+        lcores = self.lcores if self.lcores is not None else _default_lcore()
+        eal = ["--lcores" if "@" in lcores else "-l", lcores]
         eal += ["--file-prefix", file_prefix, "-m", str(self.memory_mb)]
         eal += ["--in-memory", "--single-file-segments"]
         if self.pci_allow:

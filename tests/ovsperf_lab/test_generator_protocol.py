@@ -390,3 +390,14 @@ def test_command_line_is_safe_by_default() -> None:
     assert "--no-pci" not in pci
     assert pci[pci.index("-a") + 1] == "0000:3b:00.0"
     assert pci[-2:] == ["--", "--jumbo"]
+
+
+def test_worker_lcores_share_the_ports(binary: h.Path) -> None:
+    first, last = h.cpus()[0], h.cpus()[-1]
+    config = ring_config(lcores=f"0@{first},1@{first},2@{last}")
+    assert config.file_prefix is not None
+    with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+        result = gen.run_raw_trial(
+            {"frame_size_bytes": 64, "rate_pps": 100_000, "duration_s": 0.3, "loopback": True, "drain_s": 0.1}
+        )
+        assert [(d["tx_packets"], d["rx_packets"]) for d in result["directions"]] == [(30_000, 30_000)] * 2

@@ -577,7 +577,12 @@ tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size
 			if (jobs[i].port_mask)
 				rte_eal_remote_launch(lcore_trial, &jobs[i], lcores[i]);
 		}
-		rte_eal_mp_wait_lcore();
+		/* Wait without spinning: the main lcore may share a CPU with a worker. */
+		for (i = 0; i < nb_workers; i++) {
+			while (rte_eal_get_lcore_state(lcores[i]) != WAIT)
+				rte_delay_us_sleep(1000);
+			rte_eal_wait_lcore(lcores[i]);
+		}
 	}
 
 	for (i = 0; i < *nb_streams; i++) {
