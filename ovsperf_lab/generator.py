@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ovsperf_common.deadline import Deadline
 from ovsperf_lab.errors import TrafficGeneratorError
@@ -43,6 +43,21 @@ _QUIT_TIMEOUT_S = 10.0
 _TERM_TIMEOUT_S = 5.0
 
 
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+def _member(cls: type[_E], value: str, what: str) -> _E:
+    """Return the member of ``cls`` whose value is ``value``.
+
+    :raises TrafficGeneratorError: when there is none, naming ``what`` and the valid values.
+    """
+    try:
+        return cls(value)
+    except ValueError as err:
+        valid = ", ".join(repr(m.value) for m in cls)
+        raise TrafficGeneratorError(f"{what} {value!r} is not one of {valid}.") from err
+
+
 class FlowField(enum.StrEnum):
     """Which header field varies between the flows of a direction."""
 
@@ -57,11 +72,7 @@ class FlowField(enum.StrEnum):
 
         :raises TrafficGeneratorError: when ``value`` is none of the members, listing them.
         """
-        try:
-            return cls(value)
-        except ValueError as err:
-            valid = ", ".join(repr(m.value) for m in cls)
-            raise TrafficGeneratorError(f"Flow field {value!r} is not one of {valid}.") from err
+        return _member(cls, value, "Flow field")
 
 
 class TxFullPolicy(enum.StrEnum):
@@ -78,11 +89,7 @@ class TxFullPolicy(enum.StrEnum):
 
         :raises TrafficGeneratorError: when ``value`` is none of the members, listing them.
         """
-        try:
-            return cls(value)
-        except ValueError as err:
-            valid = ", ".join(repr(m.value) for m in cls)
-            raise TrafficGeneratorError(f"TX-full policy {value!r} is not one of {valid}.") from err
+        return _member(cls, value, "TX-full policy")
 
 
 def _default_lcore() -> str:

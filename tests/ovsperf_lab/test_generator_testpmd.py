@@ -63,9 +63,9 @@ def test_counting_through_testpmd_is_exact(testpmd: h.Testpmd) -> None:
                 assert d.reordered_packets == 0
                 assert d.latency_min_ns is not None and d.latency_max_ns is not None
                 assert d.latency_p50_ns is not None and d.latency_p999_ns is not None
-                # Two vhost-user hops through a polling forwarder: more than 100 ns, well under 100 ms.
+                # Two vhost-user hops take more than 100 ns; no counted frame is older than trial + drain.
                 assert (
-                    100 < d.latency_min_ns <= d.latency_p50_ns <= d.latency_p999_ns <= d.latency_max_ns < 1e8
+                    100 < d.latency_min_ns <= d.latency_p50_ns <= d.latency_p999_ns <= d.latency_max_ns < 1e9
                 )
             assert trial.loss_ratio == 0.0
             assert gen.raw_result is not None

@@ -92,6 +92,25 @@ def wait_for(predicate: object, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def virtio_user_config(sockets: tuple[Path, ...], *, server: bool, **kwargs: object) -> GeneratorConfig:
+    """Return a generator configuration with one ``net_virtio_user`` port per socket.
+
+    ``kwargs`` override :class:`GeneratorConfig` fields.
+    """
+    mode = ",server=1" if server else ""
+    fields: dict[str, object] = {
+        "vdevs": tuple(
+            f"net_virtio_user{i},path={sock}{mode},queue_size=1024" for i, sock in enumerate(sockets)
+        ),
+        "lcores": generator_cpu(),
+        "memory_mb": 128,
+        "file_prefix": unique_prefix("gen"),
+        "binary": BINARY,
+    }
+    fields.update(kwargs)
+    return GeneratorConfig(**fields)  # type: ignore[arg-type]
+
+
 class SocketDir:
     """A short temporary directory for vhost-user sockets (paths must stay below 108 bytes)."""
 
@@ -147,17 +166,7 @@ class Testpmd:
 
     def generator_config(self, **kwargs: object) -> GeneratorConfig:
         """Return a generator configuration with virtio_user clients to this testpmd."""
-        return GeneratorConfig(
-            vdevs=(
-                f"net_virtio_user0,path={self.sock0},queue_size=1024",
-                f"net_virtio_user1,path={self.sock1},queue_size=1024",
-            ),
-            lcores=generator_cpu(),
-            memory_mb=128,
-            file_prefix=unique_prefix("gen"),
-            binary=BINARY,
-            **kwargs,  # type: ignore[arg-type]
-        )
+        return virtio_user_config((self.sock0, self.sock1), server=False, **kwargs)
 
     def stop(self) -> None:
         """Kill testpmd (by PID) and remove its files."""
@@ -271,7 +280,12 @@ class OvsSandbox:
                 f"ofport_request={ofport}",
             )
         mgmt = self.dir / "br0.mgmt"
-        wait_for(mgmt.exists, 30, "OVS bridge br0's OpenFlow socket")
+        try:
+            wait_for(mgmt.exists, 60, "OVS bridge br0's OpenFlow socket")
+        except AssertionError as err:
+            log = self.dir / "ovs-vswitchd.log"
+            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            raise AssertionError(f"{err} ovs-vswitchd.log ends:\n" + "\n".join(tail)) from None
         self.br = f"unix:{mgmt}"
         self.ofctl("del-flows", self.br)
 
@@ -285,17 +299,7 @@ class OvsSandbox:
 
     def generator_config(self, **kwargs: object) -> GeneratorConfig:
         """Return a generator configuration with virtio_user servers for OVS's client ports."""
-        return GeneratorConfig(
-            vdevs=(
-                f"net_virtio_user0,path={self.sock0},server=1,queue_size=1024",
-                f"net_virtio_user1,path={self.sock1},server=1,queue_size=1024",
-            ),
-            lcores=generator_cpu(),
-            memory_mb=128,
-            file_prefix=unique_prefix("gen"),
-            binary=BINARY,
-            **kwargs,  # type: ignore[arg-type]
-        )
+        return virtio_user_config((self.sock0, self.sock1), server=True, **kwargs)
 
     def stop(self) -> None:
         """Stop ovs-vswitchd and ovsdb-server (by PID) and remove their files."""

@@ -130,21 +130,31 @@ reply_stats(struct tg_app *app, json_t *id)
 	reply(obj, id);
 }
 
+/* Return field 'key' of cmd, or NULL when it is absent; *ret = -EINVAL if it was required. */
+static json_t *
+get_field(json_t *cmd, const char *key, bool required, int *ret, char *err)
+{
+	json_t *v = json_object_get(cmd, key);
+
+	*ret = 0;
+	if (v == NULL && required) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' is required.", key);
+		*ret = -EINVAL;
+	}
+	return v;
+}
+
 /* Read a number field into *out; absent -> def (or error when required). */
 static int
 get_number(json_t *cmd, const char *key, bool required, double def, double lo, double hi,
 	   double *out, char *err)
 {
-	json_t *v = json_object_get(cmd, key);
+	int ret;
+	json_t *v = get_field(cmd, key, required, &ret, err);
 
-	if (v == NULL) {
-		if (required) {
-			snprintf(err, TG_ERR_MAX, "Field '%s' is required.", key);
-			return -EINVAL;
-		}
-		*out = def;
-		return 0;
-	}
+	*out = def;
+	if (v == NULL)
+		return ret;
 	if (!json_is_number(v)) {
 		snprintf(err, TG_ERR_MAX, "Field '%s' must be a number.", key);
 		return -EINVAL;
@@ -158,20 +168,17 @@ get_number(json_t *cmd, const char *key, bool required, double def, double lo, d
 	return 0;
 }
 
+/* Read an integer field into *out; absent -> def (or error when required). */
 static int
 get_integer(json_t *cmd, const char *key, bool required, uint32_t def, uint32_t lo, uint32_t hi,
 	    uint32_t *out, char *err)
 {
-	json_t *v = json_object_get(cmd, key);
+	int ret;
+	json_t *v = get_field(cmd, key, required, &ret, err);
 
-	if (v == NULL) {
-		if (required) {
-			snprintf(err, TG_ERR_MAX, "Field '%s' is required.", key);
-			return -EINVAL;
-		}
-		*out = def;
-		return 0;
-	}
+	*out = def;
+	if (v == NULL)
+		return ret;
 	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
 		snprintf(err, TG_ERR_MAX, "Field '%s' must be an integer in [%u, %u].", key, lo, hi);
 		return -EINVAL;
