@@ -413,3 +413,43 @@ def test_worker_lcores_share_the_ports(binary: h.Path) -> None:
             {"frame_size_bytes": 64, "rate_pps": 100_000, "duration_s": 0.3, "loopback": True, "drain_s": 0.1}
         )
         assert [(d["tx_packets"], d["rx_packets"]) for d in result["directions"]] == [(30_000, 30_000)] * 2
+
+
+def test_frames_on_the_wrong_port_are_not_counted(ring_gen: DpdkTrafficGenerator) -> None:
+    # net_ring loops port 0's frames back to port 0, but a P2P trial expects them on port 1.
+    result = ring_gen.run_raw_trial(
+        {
+            "frame_size_bytes": 64,
+            "rate_pps": 10_000,
+            "duration_s": 0.2,
+            "bidirectional": False,
+            "drain_s": 0.1,
+        }
+    )
+    (d,) = result["directions"]
+    assert (d["tx_port"], d["rx_port"], d["tx_packets"], d["rx_packets"]) == (0, 1, 2_000, 0)
+    assert d["loss_ratio"] == 1.0
+    assert d["latency_p50_ns"] is None  # not measured, never 0
+    assert result["rx_foreign_packets"] == [2_000, 0]
+
+
+def test_malformed_results_are_rejected() -> None:
+    spec = TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=1)
+    with pytest.raises(TrafficGeneratorError, match="no directions"):
+        parse_trial_result(spec, {"valid": True, "directions": []})
+    with pytest.raises(TrafficGeneratorError, match=r"no key 'rx_packets' in 'directions\[0\]'"):
+        parse_trial_result(
+            spec, {"valid": True, "directions": [{"tx_port": 0, "rx_port": 1, "tx_packets": 1}]}
+        )
+    direction = {
+        "tx_port": 0, "rx_port": 1, "tx_packets": 10, "rx_packets": 9, "tx_pps": 10.0, "tx_duration_s": 1.0,
+        "reordered_packets": 0, "duplicate_packets": 0, "latency_min_ns": None, "latency_avg_ns": None,
+        "latency_max_ns": None, "latency_p50_ns": None, "latency_p99_ns": None, "latency_p999_ns": None,
+    }  # fmt: skip
+    with pytest.raises(TrafficGeneratorError, match="key 'rx_packets' in 'directions\\[0\\]' has type str"):
+        parse_trial_result(spec, {"valid": True, "directions": [{**direction, "rx_packets": "9"}]})
+    with pytest.raises(TrafficGeneratorError, match="key 'valid' in 'result' has type int"):
+        parse_trial_result(spec, {"valid": 1, "directions": [direction]})
+    trial = parse_trial_result(spec, {"valid": False, "invalid_reason": "x", "directions": [direction]})
+    assert (trial.valid, trial.invalid_reason, trial.loss_ratio) == (False, "x", 0.1)
+    assert trial.directions[0].latency_avg_ns is None

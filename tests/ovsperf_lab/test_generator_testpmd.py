@@ -104,3 +104,24 @@ def test_peer_disappearing_mid_trial_is_an_error(testpmd: h.Testpmd) -> None:
         with pytest.raises(TrafficGeneratorError, match=r"link still down after 5\.0 s"):
             gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1, drain_s=0.1))
     assert gen.returncode == 0
+
+
+def test_frames_the_forwarder_does_not_take_are_lost_not_invalid(testpmd: h.Testpmd) -> None:
+    config = testpmd.generator_config()  # on_tx_full 'loss', the default
+    assert config.file_prefix is not None
+    with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+        gen.wait_link(timeout_s=10)
+        assert testpmd.proc.stdin is not None
+        testpmd.proc.stdin.write(b"stop\n")  # testpmd stops polling: our TX ring fills up
+        testpmd.proc.stdin.flush()
+        time.sleep(0.5)
+        trial = gen.run_trial(
+            TrialSpec(frame_size_bytes=64, rate_pps=20_000, duration_s=0.5, bidirectional=False, drain_s=0.2)
+        )
+        (d,) = trial.directions
+        assert d.tx_packets == 10_000
+        assert d.rx_packets == 0
+        assert trial.loss_ratio == 1.0
+        assert gen.raw_result is not None
+        refused = gen.raw_result["directions"][0]["tx_refused_packets"]
+        assert 10_000 - 1024 <= refused < 10_000  # all but what the 1024-entry ring held
