@@ -210,8 +210,8 @@ main(int argc, char **argv)
 	RTE_ETH_FOREACH_DEV(port_id) {
 		if (app.nb_ports == TG_MAX_PORTS) {
 			rte_eal_cleanup();
-			fprintf(stderr, "ovsperf-trafficgen: more than %d ports; give one or two.\n",
-				TG_MAX_PORTS);
+			fprintf(stderr, "ovsperf-trafficgen: more than %d ports; "
+				"give one or two.\n", TG_MAX_PORTS);
 			return EXIT_USAGE;
 		}
 		app.ports[app.nb_ports++].port_id = port_id;

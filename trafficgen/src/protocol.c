@@ -71,7 +71,8 @@ ports_json(struct tg_app *app)
 		json_object_set_new(p, "mac", json_string(mac));
 		json_object_set_new(p, "driver",
 				    json_string(info.driver_name ? info.driver_name : ""));
-		json_object_set_new(p, "link_up", json_boolean(link.link_status == RTE_ETH_LINK_UP));
+		json_object_set_new(p, "link_up",
+				    json_boolean(link.link_status == RTE_ETH_LINK_UP));
 		if (link.link_speed == RTE_ETH_SPEED_NUM_NONE ||
 		    link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
 			json_object_set_new(p, "link_speed_mbps", json_null());
@@ -180,7 +181,8 @@ get_integer(json_t *cmd, const char *key, bool required, uint32_t def, uint32_t 
 	if (v == NULL)
 		return ret;
 	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-		snprintf(err, TG_ERR_MAX, "Field '%s' must be an integer in [%u, %u].", key, lo, hi);
+		snprintf(err, TG_ERR_MAX, "Field '%s' must be an integer in [%u, %u].", key, lo,
+			 hi);
 		return -EINVAL;
 	}
 	*out = (uint32_t)json_integer_value(v);
@@ -255,7 +257,8 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 		ret = get_integer(cmd, "frame_size_bytes", true, 0, 0, UINT32_MAX,
 				  &cfg->frame_size, err);
 	if (ret == 0 && (cfg->frame_size < RTE_ETHER_MIN_LEN || cfg->frame_size > max_frame)) {
-		snprintf(err, TG_ERR_MAX, "Field 'frame_size_bytes' must lie in [%u, %u]%s, got %u.",
+		snprintf(err, TG_ERR_MAX,
+			 "Field 'frame_size_bytes' must lie in [%u, %u]%s, got %u.",
 			 RTE_ETHER_MIN_LEN, max_frame,
 			 app->jumbo ? "" : " (start with --jumbo for larger frames)",
 			 cfg->frame_size);

@@ -82,7 +82,7 @@ struct tg_stream {
 	enum tg_flow_field flow_field;
 	bool retry_on_full;
 	bool warming;
-	uint8_t gen_tx;			/* generation written into the frames of the current phase */
+	uint8_t gen_tx;			/* generation in the frames of the current phase */
 	double pkts_per_cycle;		/* 0 = unpaced */
 	uint64_t origin_tsc;		/* schedule origin of the current phase */
 	uint64_t phase_end_tsc;		/* unpaced only: when the phase ends */
@@ -117,7 +117,7 @@ struct tg_port {
 	uint16_t port_id;
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
-	uint64_t rx_foreign;		/* frames without our signature/generation on this port */
+	uint64_t rx_foreign;		/* frames not ours, or ours on the wrong port */
 	int link_down_seen;		/* atomic: link went down during the trial */
 };
 

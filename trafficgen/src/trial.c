@@ -133,6 +133,22 @@ stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size)
 	udp->dgram_cksum = 0;
 }
 
+/* Make frame d belong to flow s->flow: UDP source port or IPv4 source address + flow. */
+static inline void
+set_flow(const struct tg_stream *s, uint8_t *d)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + RTE_ETHER_HDR_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	if (s->flow_field == TG_FLOW_SRC_PORT) {
+		udp->src_port = rte_cpu_to_be_16((uint16_t)(TG_UDP_PORT_BASE + s->flow));
+		return;
+	}
+	ip->src_addr = rte_cpu_to_be_32(rte_be_to_cpu_32(ip->src_addr) + s->flow);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
 static inline void
 build_burst(struct tg_stream *s, struct rte_mbuf **m, uint16_t n, uint64_t tsc)
 {
@@ -144,18 +160,7 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint16_t n, uint64_t tsc)
 
 		rte_memcpy(d, s->tmpl, TG_HDR_LEN);
 		if (s->flows > 1) {
-			if (s->flow_field == TG_FLOW_SRC_PORT) {
-				struct rte_udp_hdr *udp = (struct rte_udp_hdr *)
-					(d + RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr));
-
-				udp->src_port = rte_cpu_to_be_16((uint16_t)(TG_UDP_PORT_BASE + s->flow));
-			} else {
-				struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + RTE_ETHER_HDR_LEN);
-
-				ip->src_addr = rte_cpu_to_be_32(rte_be_to_cpu_32(ip->src_addr) + s->flow);
-				ip->hdr_checksum = 0;
-				ip->hdr_checksum = rte_ipv4_cksum(ip);
-			}
+			set_flow(s, d);
 			if (++s->flow == s->flows)
 				s->flow = 0;
 		}
@@ -193,11 +198,9 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	uint16_t sent, i;
 
 	if (s->n_pending) {
-		for (i = 0; i < s->n_pending; i++) {
-			struct tg_trailer *t = rte_pktmbuf_mtod_offset(s->pending[i],
-								     struct tg_trailer *, TG_HDR_LEN);
-			t->tsc = now;
-		}
+		for (i = 0; i < s->n_pending; i++)
+			rte_pktmbuf_mtod_offset(s->pending[i], struct tg_trailer *,
+						TG_HDR_LEN)->tsc = now;
 		sent = rte_eth_tx_burst(s->tx_port, 0, s->pending, s->n_pending);
 		if (!s->warming)
 			s->tx_sent += sent;
@@ -225,7 +228,7 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 		if (n > TG_BURST)
 			n = TG_BURST;
 		if (rte_pktmbuf_alloc_bulk(s->pool, m, (unsigned int)n) != 0)
-			return false;	/* pool exhausted: we fall behind, which tx_pps shows */
+			return false;	/* pool exhausted: we fall behind; tx_pps shows it */
 		build_burst(s, m, (uint16_t)n, now);
 		sent = rte_eth_tx_burst(s->tx_port, 0, m, (uint16_t)n);
 		if (s->warming) {
@@ -248,8 +251,11 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	if (s->seq < s->phase_planned || s->n_pending)
 		return false;
 	if (s->warming) {
-		uint64_t origin = s->pkts_per_cycle > 0 ?
-			s->origin_tsc + (uint64_t)((double)s->phase_planned / s->pkts_per_cycle) : now;
+		uint64_t origin = now;
+
+		if (s->pkts_per_cycle > 0)
+			origin = s->origin_tsc +
+				(uint64_t)((double)s->phase_planned / s->pkts_per_cycle);
 
 		stream_start_phase(s, false, gen, origin, s->measure_planned,
 				   s->measure_unpaced_cycles);
@@ -360,10 +366,11 @@ lcore_trial(void *arg)
 		if (now >= next_link_check) {
 			next_link_check = now + link_period;
 			for (i = 0; i < app->nb_ports; i++) {
-				if ((job->port_mask & (1u << i)) && !tg_link_up(app->ports[i].port_id)) {
-					abort_port = (int)i;
-					__atomic_store_n(&trial_abort, TG_ABORT_LINK, __ATOMIC_RELAXED);
-				}
+				if (!(job->port_mask & (1u << i)) ||
+				    tg_link_up(app->ports[i].port_id))
+					continue;
+				abort_port = (int)i;
+				__atomic_store_n(&trial_abort, TG_ABORT_LINK, __ATOMIC_RELAXED);
 			}
 		}
 		if (!tx_all_over)
@@ -402,11 +409,12 @@ wait_links(struct tg_app *app, double timeout_s, char *err, size_t errlen)
 		if (all_up)
 			return 0;
 		if (force_quit) {
-			snprintf(err, errlen, "Interrupted by a signal while waiting for the links.");
+			snprintf(err, errlen, "Interrupted while waiting for the links.");
 			return -EINTR;
 		}
 		if (rte_rdtsc() >= deadline) {
-			snprintf(err, errlen, "Port %u link still down after %.1f s.", i, timeout_s);
+			snprintf(err, errlen, "Port %u link still down after %.1f s.", i,
+				 timeout_s);
 			return -ETIMEDOUT;
 		}
 		rte_delay_us_sleep(10000);
@@ -520,7 +528,7 @@ int
 tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size_t errlen,
 	     struct tg_stream *streams, unsigned int *nb_streams, uint64_t *warmup_tx)
 {
-	struct tg_job jobs[RTE_MAX_LCORE];
+	struct tg_job job, jobs[RTE_MAX_LCORE];
 	unsigned int lcores[RTE_MAX_LCORE];
 	unsigned int nb_workers = 0, i, lcore_id;
 	uint64_t start, warm_cycles, meas_cycles;
@@ -558,20 +566,18 @@ tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size
 
 	RTE_LCORE_FOREACH_WORKER(lcore_id)
 		lcores[nb_workers++] = lcore_id;
+	job = (struct tg_job){ .app = app, .streams = streams, .nb_streams = *nb_streams,
+		.port_mask = (1u << app->nb_ports) - 1, .start_tsc = start,
+		.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz),
+		.drain_early_exit = cfg->drain_early_exit, .gen = gen };
 	if (nb_workers == 0) {
-		jobs[0] = (struct tg_job){ .app = app, .streams = streams, .nb_streams = *nb_streams,
-			.port_mask = (1u << app->nb_ports) - 1, .start_tsc = start,
-			.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz),
-			.drain_early_exit = cfg->drain_early_exit, .gen = gen };
-		lcore_trial(&jobs[0]);
+		lcore_trial(&job);
 	} else {
 		for (i = 0; i < nb_workers; i++) {
 			unsigned int p;
 
-			jobs[i] = (struct tg_job){ .app = app, .streams = streams,
-				.nb_streams = *nb_streams, .port_mask = 0, .start_tsc = start,
-				.drain_cycles = (uint64_t)(cfg->drain_s * (double)app->tsc_hz),
-				.drain_early_exit = cfg->drain_early_exit, .gen = gen };
+			jobs[i] = job;
+			jobs[i].port_mask = 0;
 			for (p = i; p < app->nb_ports; p += nb_workers)
 				jobs[i].port_mask |= 1u << p;
 			if (jobs[i].port_mask)
