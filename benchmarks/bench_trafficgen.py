@@ -27,7 +27,7 @@ from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
 from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
-MEASURE_S = 2.0
+MEASURE_S = 3.0
 FRAME_SIZE_BYTES = 64
 PROMPT = "testpmd> "
 
@@ -152,7 +152,7 @@ def main() -> int:
         print(f"ovsperf-trafficgen (unpaced): {', '.join(f'{r / 1e6:.3f}' for r in ours_runs)} Mpps")
         print(f"ratio trafficgen/testpmd: {ratio:.3f} (goal >= 0.9) {'OK' if ratio >= 0.9 else 'BELOW GOAL'}")
         print()
-        print(f"# Pacing, {FRAME_SIZE_BYTES} B, 1 s trials, unidirectional")
+        print(f"# Pacing, {FRAME_SIZE_BYTES} B, 2 s trials, unidirectional")
         print("# achieved = frames offered on schedule / TX time ('loss' mode: the generator's pacing);")
         print("# accepted = frames the sink's ring took / TX time (drops when the sink is starved)")
         header = ("fraction", "requested_pps", "achieved_pps", "error_%", "accepted_pps", "valid")
@@ -163,7 +163,7 @@ def main() -> int:
             for tenth in range(1, 10):
                 rate = ours_pps * tenth / 10
                 result = gen.run_raw_trial(
-                    {"frame_size_bytes": FRAME_SIZE_BYTES, "rate_pps": rate, "duration_s": 1.0,
+                    {"frame_size_bytes": FRAME_SIZE_BYTES, "rate_pps": rate, "duration_s": 2.0,
                      "bidirectional": False, "on_tx_full": "loss", "drain_s": 0.0}
                 )  # fmt: skip
                 d = result["directions"][0]

@@ -41,6 +41,7 @@ DEFAULT_BINARY = Path(__file__).resolve().parent.parent / "trafficgen" / "build"
 _STDERR_TAIL_LINES = 30
 _QUIT_TIMEOUT_S = 10.0
 _TERM_TIMEOUT_S = 5.0
+_PROGRESS_EVERY_S = 60.0
 
 
 _E = TypeVar("_E", bound=enum.StrEnum)
@@ -312,7 +313,10 @@ class DpdkTrafficGenerator(TrafficGenerator):
             raise TrafficGeneratorError(f"Cannot start traffic generator '{binary}': {err}.") from err
         self.pid = self._proc.pid
         threading.Thread(target=self._pump_stdout, daemon=True, name=f"tg-out-{self.pid}").start()
-        threading.Thread(target=self._pump_stderr, daemon=True, name=f"tg-err-{self.pid}").start()
+        self._stderr_thread = threading.Thread(
+            target=self._pump_stderr, daemon=True, name=f"tg-err-{self.pid}"
+        )
+        self._stderr_thread.start()
         try:
             ready = self._read_reply(
                 Deadline.in_seconds(config.startup_timeout_s, f"traffic generator PID {self.pid} to start")
@@ -351,6 +355,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
         except subprocess.TimeoutExpired:
             code = None
         self.close()
+        self._stderr_thread.join(timeout=_TERM_TIMEOUT_S)  # its last lines explain the exit
         tail = self.stderr_tail().strip().splitlines()[-5:]
         detail = "; ".join(tail) if tail else "no stderr output"
         return TrafficGeneratorError(
@@ -363,15 +368,24 @@ class DpdkTrafficGenerator(TrafficGenerator):
         :raises TrafficGeneratorError: on timeout (the process is killed), exit, or a line that
             is not a JSON object.
         """
-        try:
-            line = self._lines.get(timeout=max(deadline.remaining_s(), 0.001))
-        except queue.Empty:
-            self._kill()
-            self.close()
-            raise TrafficGeneratorError(
-                f"Timed out after {deadline.elapsed_s():.1f} s waiting for {deadline.what}; "
-                f"the generator was killed."
-            ) from None
+        while True:
+            try:
+                line = self._lines.get(timeout=max(min(deadline.remaining_s(), _PROGRESS_EVERY_S), 0.001))
+                break
+            except queue.Empty:
+                if deadline.expired():
+                    self._kill()
+                    self.close()
+                    raise TrafficGeneratorError(
+                        f"Timed out after {deadline.elapsed_s():.1f} s waiting for {deadline.what}; "
+                        f"the generator was killed."
+                    ) from None
+                log.info(
+                    "Still waiting for %s: %.0f s elapsed, %.0f s left.",
+                    deadline.what,
+                    deadline.elapsed_s(),
+                    deadline.remaining_s(),
+                )
         if line is None:
             raise self._died(f"waiting for {deadline.what}")
         try:
