@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self
 
 from ovsperf_common.deadline import Deadline
 from ovsperf_lab.errors import TrafficGeneratorError
@@ -44,22 +44,23 @@ _TERM_TIMEOUT_S = 5.0
 _PROGRESS_EVERY_S = 60.0
 
 
-_E = TypeVar("_E", bound=enum.StrEnum)
+class _SpecEnum(enum.StrEnum):
+    """A string enum whose :meth:`from_spec` names the valid values when it rejects one."""
+
+    @classmethod
+    def from_spec(cls, value: str) -> Self:
+        """Return the member whose value is ``value``.
+
+        :raises TrafficGeneratorError: when there is none, listing the valid values.
+        """
+        try:
+            return cls(value)
+        except ValueError as err:
+            valid = ", ".join(repr(m.value) for m in cls)
+            raise TrafficGeneratorError(f"{cls.__name__} {value!r} is not one of {valid}.") from err
 
 
-def _member(cls: type[_E], value: str, what: str) -> _E:
-    """Return the member of ``cls`` whose value is ``value``.
-
-    :raises TrafficGeneratorError: when there is none, naming ``what`` and the valid values.
-    """
-    try:
-        return cls(value)
-    except ValueError as err:
-        valid = ", ".join(repr(m.value) for m in cls)
-        raise TrafficGeneratorError(f"{what} {value!r} is not one of {valid}.") from err
-
-
-class FlowField(enum.StrEnum):
+class FlowField(_SpecEnum):
     """Which header field varies between the flows of a direction."""
 
     SRC_PORT = "src_port"
@@ -67,30 +68,14 @@ class FlowField(enum.StrEnum):
     SRC_IP = "src_ip"
     """IPv4 source address base + flow."""
 
-    @classmethod
-    def from_spec(cls, value: str) -> FlowField:
-        """Return the member named by ``value``.
 
-        :raises TrafficGeneratorError: when ``value`` is none of the members, listing them.
-        """
-        return _member(cls, value, "Flow field")
-
-
-class TxFullPolicy(enum.StrEnum):
+class TxFullPolicy(_SpecEnum):
     """What the generator does with a frame the port's TX queue refuses at its due time."""
 
     LOSS = "loss"
     """Count it as sent and lost (virtual ports: the DUT did not take it)."""
     RETRY = "retry"
     """Retry it; a full queue slows the generator (physical NICs, max-rate measurements)."""
-
-    @classmethod
-    def from_spec(cls, value: str) -> TxFullPolicy:
-        """Return the member named by ``value``.
-
-        :raises TrafficGeneratorError: when ``value`` is none of the members, listing them.
-        """
-        return _member(cls, value, "TX-full policy")
 
 
 def _default_lcore() -> str:
