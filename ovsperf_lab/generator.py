@@ -103,6 +103,9 @@ class GeneratorConfig:
     """Further EAL arguments, passed through unchanged."""
     jumbo: bool = False
     """Start with ``--jumbo`` (frames up to 9018 B)."""
+    netns: str | None = None
+    """Run the generator in this network namespace (``ip netns exec``), e.g. for
+    ``net_af_packet`` on veth interfaces that live there."""
     binary: Path | None = None
     """Generator binary; ``None`` means ``$OVSPERF_TRAFFICGEN`` or this checkout's build."""
     startup_timeout_s: float = 60.0
@@ -167,7 +170,8 @@ class GeneratorConfig:
             eal += ["--vdev", vdev]
         eal += list(self.extra_eal_args)
         app = ["--jumbo"] if self.jumbo else []
-        return [str(self.resolved_binary()), *eal, "--", *app]
+        netns = ["ip", "netns", "exec", self.netns] if self.netns else []
+        return [*netns, str(self.resolved_binary()), *eal, "--", *app]
 
 
 def _require(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -60,6 +60,7 @@ ports_json(struct tg_app *app)
 		struct rte_eth_link link;
 		struct rte_eth_dev_info info;
 		char mac[RTE_ETHER_ADDR_FMT_SIZE];
+		char name[RTE_ETH_NAME_MAX_LEN];
 		json_t *p = json_object();
 
 		memset(&link, 0, sizeof(link));
@@ -67,7 +68,10 @@ ports_json(struct tg_app *app)
 		rte_eth_link_get_nowait(app->ports[i].port_id, &link);
 		rte_eth_dev_info_get(app->ports[i].port_id, &info);
 		rte_ether_format_addr(mac, sizeof(mac), &app->ports[i].mac);
+		if (rte_eth_dev_get_name_by_port(app->ports[i].port_id, name) != 0)
+			name[0] = '\0';
 		json_object_set_new(p, "port", json_integer(i));
+		json_object_set_new(p, "name", json_string(name));
 		json_object_set_new(p, "mac", json_string(mac));
 		json_object_set_new(p, "driver",
 				    json_string(info.driver_name ? info.driver_name : ""));
