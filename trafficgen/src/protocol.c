@@ -16,6 +16,7 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
+#include "hist.h"
 #include "trafficgen.h"
 
 #define TG_LINE_MAX 65536
@@ -305,6 +306,13 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 	return ret;
 }
 
+/* The p-quantile of a direction's latency [cycles]; NaN when nothing was received. */
+static double
+stream_quantile(const struct tg_stream *s, double p)
+{
+	return tg_hist_quantile(s->hist, s->rx_distinct, s->lat_min, s->lat_max, p);
+}
+
 static json_t *
 nullable_ns(double cycles, uint64_t tsc_hz)
 {
@@ -346,11 +354,11 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 	json_object_set_new(d, "latency_max_ns", nullable_ns(got ? (double)s->lat_max : NAN,
 							     app->tsc_hz));
 	json_object_set_new(d, "latency_p50_ns",
-			    nullable_ns(tg_hist_percentile_cycles(s, 0.5), app->tsc_hz));
+			    nullable_ns(stream_quantile(s, 0.5), app->tsc_hz));
 	json_object_set_new(d, "latency_p99_ns",
-			    nullable_ns(tg_hist_percentile_cycles(s, 0.99), app->tsc_hz));
+			    nullable_ns(stream_quantile(s, 0.99), app->tsc_hz));
 	json_object_set_new(d, "latency_p999_ns",
-			    nullable_ns(tg_hist_percentile_cycles(s, 0.999), app->tsc_hz));
+			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
 
 	if (*invalid == NULL && cfg->rate_pps > 0 &&
 	    tx_pps < cfg->rate_pps * (1 - cfg->tx_tolerance)) {

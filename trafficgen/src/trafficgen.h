@@ -29,12 +29,6 @@
 #define TG_UDP_PORT_BASE 1024
 #define TG_WARMUP_GEN_BIT 0x80
 
-/* Log-linear latency histogram: values below 2^TG_HIST_SUB_BITS cycles are exact, above that
- * each power of two is split into 2^TG_HIST_SUB_BITS linear buckets. */
-#define TG_HIST_SUB_BITS 7
-#define TG_HIST_SUB (1u << TG_HIST_SUB_BITS)
-#define TG_HIST_BUCKETS ((64 - TG_HIST_SUB_BITS + 1) * TG_HIST_SUB)
-
 /* The 18-byte trailer right after the UDP header; it fits a 64 B frame (60 B without FCS). */
 struct tg_trailer {
 	uint32_t magic;
@@ -135,7 +129,6 @@ extern volatile sig_atomic_t force_quit;
 int tg_trial_run(struct tg_app *app, const struct tg_trial_cfg *cfg, char *err, size_t errlen,
 		 struct tg_stream *streams, unsigned int *nb_streams, uint64_t *warmup_tx);
 void tg_trial_free(struct tg_stream *streams, unsigned int nb_streams);
-double tg_hist_percentile_cycles(const struct tg_stream *s, double p);
 bool tg_link_up(uint16_t port_id);
 int tg_link_wait(struct tg_app *app, double timeout_s, char *err, size_t errlen);
 

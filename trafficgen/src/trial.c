@@ -15,6 +15,7 @@
 #include <rte_lcore.h>
 #include <rte_memcpy.h>
 
+#include "hist.h"
 #include "trafficgen.h"
 
 #define TG_ABORT_SIGNAL 1
@@ -49,61 +50,6 @@ tg_link_up(uint16_t port_id)
 	if (rte_eth_link_get_nowait(port_id, &link) != 0)
 		return false;
 	return link.link_status == RTE_ETH_LINK_UP;
-}
-
-static inline unsigned int
-hist_index(uint64_t v)
-{
-	unsigned int e;
-
-	if (v < TG_HIST_SUB)
-		return (unsigned int)v;
-	e = 63 - (unsigned int)__builtin_clzll(v);
-	return (e - TG_HIST_SUB_BITS + 1) * TG_HIST_SUB +
-		(unsigned int)((v >> (e - TG_HIST_SUB_BITS)) & (TG_HIST_SUB - 1));
-}
-
-/* Middle of a histogram bucket [cycles]. */
-static double
-hist_bucket_mid(unsigned int idx)
-{
-	unsigned int e, sub;
-	double lower, width;
-
-	if (idx < TG_HIST_SUB)
-		return idx;
-	e = idx / TG_HIST_SUB + TG_HIST_SUB_BITS - 1;
-	sub = idx % TG_HIST_SUB;
-	width = ldexp(1.0, (int)(e - TG_HIST_SUB_BITS));
-	lower = (double)(TG_HIST_SUB + sub) * width;
-	return lower + (width - 1) / 2;
-}
-
-/* Return the p-quantile (0 < p <= 1) of the latency histogram [cycles], clamped to [min, max]:
- * the middle of the bucket that holds the ceil(p * n)-th smallest value. */
-double
-tg_hist_percentile_cycles(const struct tg_stream *s, double p)
-{
-	uint64_t target, cum = 0;
-	unsigned int i;
-	double v;
-
-	if (s->rx_distinct == 0)
-		return NAN;
-	target = (uint64_t)ceil(p * (double)s->rx_distinct);
-	if (target < 1)
-		target = 1;
-	for (i = 0; i < TG_HIST_BUCKETS; i++) {
-		cum += s->hist[i];
-		if (cum >= target)
-			break;
-	}
-	v = hist_bucket_mid(i < TG_HIST_BUCKETS ? i : TG_HIST_BUCKETS - 1);
-	if (v < (double)s->lat_min)
-		v = (double)s->lat_min;
-	if (v > (double)s->lat_max)
-		v = (double)s->lat_max;
-	return v;
 }
 
 static void
@@ -317,7 +263,7 @@ port_rx(struct tg_job *job, unsigned int pi, struct tg_stream **by_tx_port)
 		if (lat > s->lat_max)
 			s->lat_max = lat;
 		s->lat_sum += lat;
-		s->hist[hist_index(lat)]++;
+		s->hist[tg_hist_index(lat)]++;
 	}
 	rte_pktmbuf_free_bulk(m, nb);
 }
