@@ -181,12 +181,16 @@ class OvsSandbox:
     """A private ovsdb-server + ovs-vswitchd-dpdk with its own run/db/log/etc directories.
 
     Bridge ``br0`` (netdev datapath) with two ``dpdkvhostuserclient`` ports ``vhu0``/``vhu1``
-    (OpenFlow ports 1 and 2) connecting to the generator's virtio_user servers.
+    (OpenFlow ports 1 and 2) connecting to the generator's virtio_user servers. ovs-vswitchd runs
+    in a network namespace of its own: the netdev datapath creates tap devices named
+    ``ovs-netdev`` and ``br0``, which would collide with any other OVS on the machine.
     """
 
     def __init__(self, sockets: SocketDir) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ovsperf-tg-ovs-"))
         self.prefix = unique_prefix("ovs")
+        self.netns = unique_prefix("ns")
+        self._netns_created = False
         self.sock0 = sockets / "vhu0.sock"
         self.sock1 = sockets / "vhu1.sock"
         self.env = dict(os.environ)
@@ -219,6 +223,8 @@ class OvsSandbox:
         return self._run("ovs-ofctl", *args)
 
     def _start(self) -> None:
+        self._run("ip", "netns", "add", self.netns)
+        self._netns_created = True
         db = self.dir / "conf.db"
         self._run("ovsdb-tool", "create", str(db), str(OVS_SCHEMA))
         self.procs.append(
@@ -254,6 +260,10 @@ class OvsSandbox:
         self.procs.append(
             subprocess.Popen(
                 [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.netns,
                     OVS_VSWITCHD_DPDK,
                     f"unix:{self.db_sock}",
                     "--pidfile=" + str(self.dir / "ovs-vswitchd.pid"),
@@ -302,9 +312,11 @@ class OvsSandbox:
         return virtio_user_config((self.sock0, self.sock1), server=True, **kwargs)
 
     def stop(self) -> None:
-        """Stop ovs-vswitchd and ovsdb-server (by PID) and remove their files."""
+        """Stop ovs-vswitchd and ovsdb-server (by PID), delete the namespace, remove their files."""
         for proc in reversed(self.procs):
             stop_pid(proc, timeout_s=10)
+        if self._netns_created:
+            subprocess.run(["ip", "netns", "del", self.netns], check=False, timeout=30)
         remove_dpdk_leftovers(self.prefix)
         shutil.rmtree(self.dir, ignore_errors=True)
 
