@@ -346,6 +346,7 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 	json_object_set_new(d, "rx_pps", json_real(dur > 0 ? (double)s->rx_distinct / dur : 0));
 	json_object_set_new(d, "reordered_packets", json_integer((json_int_t)s->rx_reordered));
 	json_object_set_new(d, "duplicate_packets", json_integer((json_int_t)s->rx_duplicate));
+	json_object_set_new(d, "tx_stalled", json_boolean(s->tx_stalled));
 	json_object_set_new(d, "latency_min_ns", nullable_ns(got ? (double)s->lat_min : NAN,
 							     app->tsc_hz));
 	json_object_set_new(d, "latency_avg_ns", nullable_ns(got ? (double)s->lat_sum /
@@ -360,6 +361,12 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 	json_object_set_new(d, "latency_p999_ns",
 			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
 
+	if (*invalid == NULL && s->tx_stalled) {
+		snprintf(reason, reason_len, "port %u stopped taking frames: TX gave up after "
+			 "twice the trial time plus 1 s with %" PRIu64 " frames offered", s->tx_port,
+			 tx);
+		*invalid = reason;
+	}
 	if (*invalid == NULL && cfg->rate_pps > 0 &&
 	    tx_pps < cfg->rate_pps * (1 - cfg->tx_tolerance)) {
 		snprintf(reason, reason_len, "generator-limited: port %u achieved TX %.0f pps < "

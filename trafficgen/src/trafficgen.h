@@ -81,6 +81,9 @@ struct tg_stream {
 	uint64_t origin_tsc;		/* schedule origin of the current phase */
 	uint64_t phase_end_tsc;		/* unpaced only: when the phase ends */
 	uint64_t measure_unpaced_cycles;	/* unpaced only: length of the counted phase */
+	uint64_t give_up_tsc;		/* the phase stops offering frames at this time */
+	uint64_t slack_cycles;		/* grace after the phase's nominal end before giving up */
+	bool tx_stalled;		/* the counted phase was cut short at give_up_tsc */
 	uint64_t phase_planned;		/* frames to offer in the current phase */
 	uint64_t measure_planned;	/* frames to offer in the counted phase */
 	uint64_t seq;			/* next sequence number in the current phase */

@@ -129,6 +129,10 @@ stream_start_phase(struct tg_stream *s, bool warmup, uint8_t gen, uint64_t origi
 	s->origin_tsc = origin;
 	s->phase_end_tsc = origin + unpaced_cycles;
 	s->phase_planned = planned;
+	/* A phase that takes twice its nominal time plus the slack is stalled ('retry' into a port
+	 * that takes nothing, or no mbufs): it is cut short instead of hanging the trial. */
+	s->give_up_tsc = origin + s->slack_cycles + (s->pkts_per_cycle > 0 ?
+		2 * (uint64_t)((double)planned / s->pkts_per_cycle) : unpaced_cycles);
 	s->seq = 0;
 	s->flow = 0;
 	if (!warmup)
@@ -143,6 +147,14 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	uint64_t due, n;
 	uint16_t sent, i;
 
+	if (now >= s->give_up_tsc && (s->seq < s->phase_planned || s->n_pending)) {
+		if (s->n_pending)
+			rte_pktmbuf_free_bulk(s->pending, s->n_pending);
+		s->n_pending = 0;
+		s->phase_planned = s->seq;
+		if (!s->warming)
+			s->tx_stalled = true;
+	}
 	if (s->n_pending) {
 		for (i = 0; i < s->n_pending; i++)
 			rte_pktmbuf_mtod_offset(s->pending[i], struct tg_trailer *,
@@ -429,6 +441,7 @@ streams_init(struct tg_app *app, const struct tg_trial_cfg *cfg, struct tg_strea
 		s->flow_field = cfg->flow_field;
 		s->retry_on_full = cfg->retry_on_full;
 		s->lat_min = UINT64_MAX;
+		s->slack_cycles = app->tsc_hz;
 		stream_template(app, s, cfg->frame_size);
 		if (cfg->rate_pps > 0) {
 			s->pkts_per_cycle = cfg->rate_pps / (double)app->tsc_hz;
