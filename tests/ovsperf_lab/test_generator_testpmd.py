@@ -125,13 +125,13 @@ def test_frames_the_forwarder_does_not_take_are_lost_not_invalid(testpmd: h.Test
         assert gen.raw_result is not None
         refused = gen.raw_result["directions"][0]["tx_refused_packets"]
         assert 10_000 - 1024 <= refused < 10_000  # all but what the 1024-entry ring held
-        # 'retry' into a port that takes nothing: TX gives up after 2 x 0.5 s + 1 s, no hang.
+        # 'retry' into a port that takes nothing: TX gives up after 1 s without progress, no hang.
         started = time.monotonic()
         result = gen.run_raw_trial(
             {"frame_size_bytes": 64, "rate_pps": 20_000, "duration_s": 0.5, "bidirectional": False,
              "on_tx_full": "retry", "drain_s": 0.2}
         )  # fmt: skip
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 4
         (d,) = result["directions"]
         assert d["tx_stalled"] is True
         assert d["tx_packets"] < 10_000

@@ -363,8 +363,7 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 
 	if (*invalid == NULL && s->tx_stalled) {
 		snprintf(reason, reason_len, "port %u stopped taking frames: TX gave up after "
-			 "twice the trial time plus 1 s with %" PRIu64 " frames offered", s->tx_port,
-			 tx);
+			 "1 s without progress, %" PRIu64 " frames offered", s->tx_port, tx);
 		*invalid = reason;
 	}
 	if (*invalid == NULL && cfg->rate_pps > 0 &&

@@ -82,8 +82,9 @@ struct tg_stream {
 	uint64_t phase_end_tsc;		/* unpaced only: when the phase ends */
 	uint64_t measure_unpaced_cycles;	/* unpaced only: length of the counted phase */
 	uint64_t give_up_tsc;		/* the phase stops offering frames at this time */
-	uint64_t slack_cycles;		/* grace after the phase's nominal end before giving up */
-	bool tx_stalled;		/* the counted phase was cut short at give_up_tsc */
+	uint64_t progress_tsc;		/* last time frames left us or none were due */
+	uint64_t slack_cycles;		/* stall limit, and grace after twice the nominal time */
+	bool tx_stalled;		/* due frames did not move for slack_cycles */
 	uint64_t phase_planned;		/* frames to offer in the current phase */
 	uint64_t measure_planned;	/* frames to offer in the counted phase */
 	uint64_t seq;			/* next sequence number in the current phase */

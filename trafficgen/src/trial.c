@@ -129,8 +129,10 @@ stream_start_phase(struct tg_stream *s, bool warmup, uint8_t gen, uint64_t origi
 	s->origin_tsc = origin;
 	s->phase_end_tsc = origin + unpaced_cycles;
 	s->phase_planned = planned;
-	/* A phase that takes twice its nominal time plus the slack is stalled ('retry' into a port
-	 * that takes nothing, or no mbufs): it is cut short instead of hanging the trial. */
+	/* A phase is cut short when it takes twice its nominal time plus the slack (far too slow),
+	 * or when due frames have not moved for the slack ('retry' into a port that takes
+	 * nothing, or no mbufs): a trial never hangs on its peer. */
+	s->progress_tsc = origin;
 	s->give_up_tsc = origin + s->slack_cycles + (s->pkts_per_cycle > 0 ?
 		2 * (uint64_t)((double)planned / s->pkts_per_cycle) : unpaced_cycles);
 	s->seq = 0;
@@ -147,19 +149,23 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	uint64_t due, n;
 	uint16_t sent, i;
 
-	if (now >= s->give_up_tsc && (s->seq < s->phase_planned || s->n_pending)) {
+	if ((s->seq < s->phase_planned || s->n_pending) &&
+	    (now >= s->give_up_tsc || now > s->progress_tsc + s->slack_cycles)) {
+		/* Cut the phase short: too slow overall (tx_pps shows it), or stalled. */
+		if (!s->warming && now > s->progress_tsc + s->slack_cycles)
+			s->tx_stalled = true;
 		if (s->n_pending)
 			rte_pktmbuf_free_bulk(s->pending, s->n_pending);
 		s->n_pending = 0;
 		s->phase_planned = s->seq;
-		if (!s->warming)
-			s->tx_stalled = true;
 	}
 	if (s->n_pending) {
 		for (i = 0; i < s->n_pending; i++)
 			rte_pktmbuf_mtod_offset(s->pending[i], struct tg_trailer *,
 						TG_HDR_LEN)->tsc = now;
 		sent = rte_eth_tx_burst(s->tx_port, 0, s->pending, s->n_pending);
+		if (sent > 0)
+			s->progress_tsc = now;
 		if (!s->warming)
 			s->tx_sent += sent;
 		if (sent < s->n_pending) {
@@ -189,6 +195,8 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 			return false;	/* pool exhausted: we fall behind; tx_pps shows it */
 		build_burst(s, m, (uint16_t)n, now);
 		sent = rte_eth_tx_burst(s->tx_port, 0, m, (uint16_t)n);
+		if (sent > 0 || !s->retry_on_full)
+			s->progress_tsc = now;	/* frames left us (sent, or refused and lost) */
 		if (s->warming) {
 			s->warmup_offered += n;
 		} else {
@@ -205,6 +213,8 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 				s->tx_refused += n - sent;
 			rte_pktmbuf_free_bulk(m + sent, (unsigned int)(n - sent));
 		}
+	} else {
+		s->progress_tsc = now;	/* nothing due yet: not stalled */
 	}
 	if (s->seq < s->phase_planned || s->n_pending)
 		return false;
