@@ -83,7 +83,7 @@ struct tg_stream {
 	uint64_t measure_unpaced_cycles;	/* unpaced only: length of the counted phase */
 	uint64_t give_up_tsc;		/* the phase stops offering frames at this time */
 	uint64_t progress_tsc;		/* last time frames left us or none were due */
-	uint64_t slack_cycles;		/* stall limit, and grace after twice the nominal time */
+	uint64_t slack_cycles;		/* stall limit; grace after 2x nominal time */
 	bool tx_stalled;		/* due frames did not move for slack_cycles */
 	uint64_t phase_planned;		/* frames to offer in the current phase */
 	uint64_t measure_planned;	/* frames to offer in the counted phase */

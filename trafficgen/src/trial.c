@@ -196,7 +196,7 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 		build_burst(s, m, (uint16_t)n, now);
 		sent = rte_eth_tx_burst(s->tx_port, 0, m, (uint16_t)n);
 		if (sent > 0 || !s->retry_on_full)
-			s->progress_tsc = now;	/* frames left us (sent, or refused and lost) */
+			s->progress_tsc = now;	/* frames left (sent, or lost) */
 		if (s->warming) {
 			s->warmup_offered += n;
 		} else {
