@@ -85,7 +85,11 @@ def _default_lcore() -> str:
 
 @dataclass(frozen=True)
 class GeneratorConfig:
-    """How to start one generator process (EAL arguments) and how it runs trials."""
+    """How to start one generator process (EAL arguments) and how it runs trials.
+
+    :raises TrafficGeneratorError: when there is no port, or a field is out of range (the
+        message names the field).
+    """
 
     vdevs: tuple[str, ...] = ()
     """EAL ``--vdev`` values, e.g. ``'net_virtio_user0,path=/run/x/vhu0.sock,server=1'``."""
