@@ -453,3 +453,26 @@ def test_malformed_results_are_rejected() -> None:
     trial = parse_trial_result(spec, {"valid": False, "invalid_reason": "x", "directions": [direction]})
     assert (trial.valid, trial.invalid_reason, trial.loss_ratio) == (False, "x", 0.1)
     assert trial.directions[0].latency_avg_ns is None
+
+
+def test_raw_sigterm_during_a_trial_stops_cleanly(binary: h.Path) -> None:
+    prefix = h.unique_prefix("term")
+    with h.no_leftovers(prefix):
+        proc = raw_process(binary, prefix)
+        assert proc.stdout is not None and proc.stdin is not None
+        try:
+            assert json.loads(proc.stdout.readline())["event"] == "ready"
+            proc.stdin.write(
+                '{"cmd": "trial", "id": 1, "frame_size_bytes": 64, "rate_pps": 10000, "duration_s": 30, '
+                '"loopback": true}\n'
+            )
+            proc.stdin.flush()
+            time.sleep(0.5)
+            started = time.monotonic()
+            os.kill(proc.pid, signal.SIGTERM)
+            reply = json.loads(proc.stdout.readline())
+            assert reply == {"ok": False, "error": "Trial interrupted by a signal.", "id": 1}
+            assert proc.wait(timeout=20) == 0
+            assert time.monotonic() - started < 5
+        finally:
+            h.stop_pid(proc)
