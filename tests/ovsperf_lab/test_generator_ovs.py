@@ -103,3 +103,14 @@ def test_duplicated_frames_are_counted_once(ovs: h.OvsSandbox) -> None:
     assert d.rx_packets == 2_500
     assert d.duplicate_packets == 2_500
     assert trial.valid or "generator-limited" in (trial.invalid_reason or "")
+
+
+def test_frames_tagged_by_the_dut_are_still_counted(ovs: h.OvsSandbox) -> None:
+    ovs.p2p_flows(("priority=20,in_port=1,actions=mod_vlan_vid:10,output:2",))
+    trial = run(
+        ovs, TrialSpec(frame_size_bytes=64, rate_pps=10_000, duration_s=0.5, warmup_s=0.3, drain_s=0.5)
+    )
+    assert [(d.tx_port, d.tx_packets, d.rx_packets) for d in trial.directions] == [
+        (0, 5_000, 5_000),
+        (1, 5_000, 5_000),
+    ]

@@ -232,6 +232,35 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	return true;
 }
 
+/* Return our trailer in frame m, after up to two VLAN tags (a DUT may push them), or NULL when
+ * m is not one of our frames. */
+static inline const struct tg_trailer *
+find_trailer(const struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint16_t et = ((const struct rte_ether_hdr *)d)->ether_type;
+	uint32_t off = RTE_ETHER_HDR_LEN;
+	const struct rte_ipv4_hdr *ip;
+	const struct tg_trailer *t;
+	int tags;
+
+	for (tags = 0; tags < 2 && (et == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||
+				   et == rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ)); tags++) {
+		if (rte_pktmbuf_data_len(m) < off + sizeof(struct rte_vlan_hdr))
+			return NULL;
+		et = ((const struct rte_vlan_hdr *)(d + off))->eth_proto;
+		off += sizeof(struct rte_vlan_hdr);
+	}
+	if (et != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    rte_pktmbuf_data_len(m) < off + TG_MIN_PKT_LEN - RTE_ETHER_HDR_LEN)
+		return NULL;
+	ip = (const struct rte_ipv4_hdr *)(d + off);
+	t = (const struct tg_trailer *)(d + off + TG_HDR_LEN - RTE_ETHER_HDR_LEN);
+	if (ip->next_proto_id != IPPROTO_UDP || t->magic != TG_MAGIC || t->tx_port >= TG_MAX_PORTS)
+		return NULL;
+	return t;
+}
+
 static inline void
 port_rx(struct tg_job *job, unsigned int pi, struct tg_stream **by_tx_port)
 {
@@ -245,17 +274,11 @@ port_rx(struct tg_job *job, unsigned int pi, struct tg_stream **by_tx_port)
 		return;
 	now = rte_rdtsc();
 	for (i = 0; i < nb; i++) {
-		const uint8_t *d = rte_pktmbuf_mtod(m[i], const uint8_t *);
-		const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)d;
-		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
-		const struct tg_trailer *t = (const struct tg_trailer *)(d + TG_HDR_LEN);
+		const struct tg_trailer *t = find_trailer(m[i]);
 		struct tg_stream *s;
 		uint64_t seq, lat, word, bit;
 
-		if (rte_pktmbuf_data_len(m[i]) < TG_MIN_PKT_LEN ||
-		    eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-		    ip->next_proto_id != IPPROTO_UDP || t->magic != TG_MAGIC ||
-		    t->tx_port >= TG_MAX_PORTS) {
+		if (t == NULL) {
 			p->rx_foreign++;
 			continue;
 		}
