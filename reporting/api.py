@@ -46,7 +46,8 @@ class ReportOutcome:
     """What :func:`generate_report` wrote and decided."""
 
     exit_code: ExitCode
-    """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS."""
+    """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS.
+    NO_BASELINE cells (tests only the current side has) do not change it."""
     overall: str
     """'PASS' | 'REGRESSION' | 'INVALID' | 'NO_RESULTS'."""
     index_html: Path
@@ -54,7 +55,8 @@ class ReportOutcome:
     report_json: Path
     """OUT/report.json."""
     counts: Mapping[str, int]
-    """Verdict name → number of (test, frame size) cells."""
+    """Verdict name → number of (test, frame size) cells; every verdict, zeros included (PASS,
+    REGRESSION, IMPROVEMENT, UNSTABLE, INVALID, NO_BASELINE)."""
     warnings: tuple[str, ...]
     """Each names the file and row (or the test and frame size)."""
 

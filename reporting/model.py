@@ -12,11 +12,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Self
 
 from reporting.errors import ThresholdError
 
 
-class Verdict(enum.StrEnum):
+class _SpecEnum(enum.StrEnum):
+    """A string Enum whose ``from_spec`` accepts any case and lists the valid values on rejection."""
+
+    @classmethod
+    def from_spec(cls, spec: str) -> Self:
+        """Return the member whose value is ``spec`` (case-insensitive).
+
+        :raises ValueError: naming the valid values, when ``spec`` is none of them.
+        """
+        wanted = spec.strip().casefold()
+        for member in cls:
+            if member.value.casefold() == wanted:
+                return member
+        valid = ", ".join(v.value for v in cls)
+        raise ValueError(f"Unknown {cls.__name__.lower()} {spec!r}; valid: {valid}.")
+
+
+class Verdict(_SpecEnum):
     """Outcome of one (test, deployment, frame size) cell of a comparison."""
 
     PASS = "PASS"
@@ -28,22 +46,14 @@ class Verdict(enum.StrEnum):
     UNSTABLE = "UNSTABLE"
     """Repeats too noisy to decide: run more repeats."""
     INVALID = "INVALID"
-    """Zero, missing or unparsable throughput on a side; no comparison possible."""
-
-    @classmethod
-    def from_spec(cls, spec: str) -> Verdict:
-        """Return the verdict named ``spec`` (case-insensitive).
-
-        :raises ValueError: naming the valid values, when ``spec`` is none of them.
-        """
-        try:
-            return cls(spec.strip().upper())
-        except ValueError:
-            valid = ", ".join(v.value for v in cls)
-            raise ValueError(f"Unknown verdict {spec!r}; valid: {valid}.") from None
+    """Zero, missing or unparsable throughput on a side, a frame size missing on a side, or a test
+    the baseline has but the current side lacks; no comparison possible."""
+    NO_BASELINE = "NO_BASELINE"
+    """A new test: valid current results, but no baseline side ran the test (and none failed it).
+    Shown, not compared; neither a pass nor a failure, so it does not decide the exit code."""
 
 
-class Method(enum.StrEnum):
+class Method(_SpecEnum):
     """How a cell was compared."""
 
     SINGLE = "single"
@@ -53,19 +63,7 @@ class Method(enum.StrEnum):
     WELCH_T = "welch-t"
     """Repeats on both sides: Welch's unequal-variance t-test (scipy.stats.ttest_ind)."""
     NONE = "none"
-    """No comparison possible (INVALID)."""
-
-    @classmethod
-    def from_spec(cls, spec: str) -> Method:
-        """Return the method named ``spec``.
-
-        :raises ValueError: naming the valid values, when ``spec`` is none of them.
-        """
-        try:
-            return cls(spec.strip().lower())
-        except ValueError:
-            valid = ", ".join(v.value for v in cls)
-            raise ValueError(f"Unknown method {spec!r}; valid: {valid}.") from None
+    """No comparison possible (INVALID, NO_BASELINE)."""
 
 
 @dataclass(frozen=True)
@@ -410,12 +408,18 @@ class Comparison:
 
     @property
     def overall(self) -> str:
-        """'REGRESSION' if any, else 'INVALID' if any, else 'PASS'; 'NO_RESULTS' with no cells."""
+        """Return the page's overall verdict, decided by the compared cells only.
+
+        'NO_RESULTS' with no cells; else 'REGRESSION' if any; else 'INVALID' if any cell is
+        INVALID, or when every cell is NO_BASELINE (nothing was compared, so nothing passed);
+        else 'PASS'. NO_BASELINE cells (new tests) never decide it otherwise.
+        """
         counts = self.counts
         if not any(counts.values()):
             return "NO_RESULTS"
         if counts[Verdict.REGRESSION.value]:
             return "REGRESSION"
-        if counts[Verdict.INVALID.value]:
+        compared = sum(counts.values()) - counts[Verdict.NO_BASELINE.value]
+        if counts[Verdict.INVALID.value] or not compared:
             return "INVALID"
         return "PASS"

@@ -139,3 +139,32 @@ def test_statistics_page_states_method(tmp_path: Path) -> None:
     assert re.fullmatch(r"\[[+-]\d+\.\d{3}, [+-]\d+\.\d{3}\]", row[7])
     assert row[8] == "2 / 2"
     assert " ± " in row[1] and " ± " in row[3]
+
+
+def test_findings_summary_under_the_overall_verdict(tmp_path: Path) -> None:
+    """The cells to look at are listed at the top, most urgent first, linked to their tables."""
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    (item,) = doc.xpath("//ul[@id='findings']/li")
+    text = " ".join(item.text_content().split())
+    assert text == "REGRESSION pvp_tput / pvp: 64 B -6.000 % (5.102 → 4.796 Mpps)"
+    assert item.xpath(".//a/@href") == ["#test-2"] and doc.xpath("//h2[@id='test-2']")
+
+
+def test_findings_group_new_tests_and_name_warnings(tmp_path: Path) -> None:
+    outcome = generate_report([REPEATS], [BASELINE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    items = [" ".join(li.text_content().split()) for li in doc.xpath("//ul[@id='findings']/li")]
+    assert items[0].startswith("UNSTABLE phy2phy_tput / p2p: 64 B +3.059 % (13.782 → 14.204 Mpps)")
+    assert items[1].startswith(
+        "NEW / no baseline pvp_tput / pvp: 64 B; 128 B; 256 B; 512 B; 1024 B; 1280 B; 1518 B. "
+        "Test not present on the baseline side"
+    )
+    assert len(items) == 2
+    assert "1 warning(s)" in doc.xpath("//p[a[@href='#warnings']]")[0].text_content()
+
+
+def test_findings_when_everything_passes(tmp_path: Path) -> None:
+    outcome = generate_report([BASELINE], [BASELINE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    assert doc.xpath("//p[@id='findings']")[0].text_content() == "Every cell is within the thresholds."
