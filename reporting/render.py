@@ -60,20 +60,48 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str) -> list[SourceLink]:
     return links
 
 
-def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
-    """Draw throughput [Mpps] against frame size [B] for baseline, current and line rate.
+GRAPH_SIZE_PX = (768, 576)
+"""Width and height of each test's PNG [px] (the page's ``<img>`` reserves this space)."""
 
-    Means with ±1 standard deviation error bars where a side has repeats; each current result
-    as a faint dot when several were given.
+_VERDICT_COLOURS = {
+    Verdict.PASS: "#5a9e5a",
+    Verdict.REGRESSION: "#c0392b",
+    Verdict.IMPROVEMENT: "#2f6fb5",
+    Verdict.UNSTABLE: "#d99a00",
+}
+
+
+def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
+    """Draw one test's graph: throughput [Mpps] and, below it, the change to baseline [%].
+
+    Top: baseline, current and the theoretical line rate against frame size [B] (RFC 2544 §26.1
+    output format); means with ±1 standard deviation error bars where a side has repeats, each
+    current result as a faint dot when several were given. Bottom: "rel to base" [%] per frame
+    size as bars coloured by verdict, with the confidence interval where there are repeats and
+    the regression/improvement thresholds as dashed lines (the Mpps scale hides a 5 % change at
+    large frames). Cells without a change are marked "INVALID" or "new" at 0.
 
     :raises OSError: when the PNG cannot be written.
     """
     sizes = [c.frame_size_bytes for c in test.cells]
     # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
     pos = {size: float(i) for i, size in enumerate(sizes)}
-    fig = Figure(figsize=(8.0, 4.2), dpi=96)
+    dpi = 96
+    fig = Figure(figsize=(GRAPH_SIZE_PX[0] / dpi, GRAPH_SIZE_PX[1] / dpi), dpi=dpi)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    ax, rel_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    _plot_throughput(ax, test, comparison, pos)
+    _plot_change(rel_ax, test, comparison, pos)
+    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
+    ax.set_title(f"{title}: throughput, both directions summed")
+    rel_ax.set_xlabel("frame size [B] (incl. FCS)")
+    rel_ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
+    rel_ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
     line = [c.line_rate_pps / 1e6 if c.line_rate_pps else math.nan for c in test.cells]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
     ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
@@ -97,17 +125,45 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     invalid = [pos[c.frame_size_bytes] for c in test.cells if c.verdict is Verdict.INVALID]
     if invalid:
         ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="#b00020", label="INVALID")
-    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
-    ax.set_title(f"{title}: throughput, both directions summed")
-    ax.set_xlabel("frame size [B] (incl. FCS)")
     ax.set_ylabel("throughput [Mpps]")
-    ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
-    ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
+
+
+def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
+    th = comparison.thresholds
+    compared = [c for c in test.cells if c.rel_change_percent is not None]
+    xs = [pos[c.frame_size_bytes] for c in compared]
+    ys = [c.rel_change_percent or 0.0 for c in compared]
+    colours = [_VERDICT_COLOURS.get(c.verdict, "#888888") for c in compared]
+    ax.bar(xs, ys, width=0.6, color=colours)
+    with_ci = [c for c in compared if c.ci_low_percent is not None and c.ci_high_percent is not None]
+    if with_ci:
+        ci_x = [pos[c.frame_size_bytes] for c in with_ci]
+        ci_y = [c.rel_change_percent or 0.0 for c in with_ci]
+        # max(0, …): a zero-width interval may come out a rounding error below the mean.
+        low = [max(0.0, y - (c.ci_low_percent or 0.0)) for y, c in zip(ci_y, with_ci, strict=True)]
+        high = [max(0.0, (c.ci_high_percent or 0.0) - y) for y, c in zip(ci_y, with_ci, strict=True)]
+        ax.errorbar(ci_x, ci_y, yerr=[low, high], fmt="none", ecolor="#222222", capsize=3)
+    right = len(pos) - 0.5
+    ax.set_xlim(-0.5, right)
+    ax.axhline(-th.regression_percent, linestyle="--", color="#c0392b", linewidth=1)
+    ax.axhline(th.improvement_percent, linestyle="--", color="#2f6fb5", linewidth=1)
+    for value, label, colour, va in (
+        (-th.regression_percent, f"regression −{th.regression_percent:g} %", "#c0392b", "top"),
+        (th.improvement_percent, f"improvement +{th.improvement_percent:g} %", "#2f6fb5", "bottom"),
+    ):
+        ax.text(right, value, label + " ", ha="right", va=va, fontsize="x-small", color=colour)
+    ax.axhline(0.0, color="#444444", linewidth=0.8)
+    for cell in test.cells:
+        if cell.rel_change_percent is None:
+            label = "new" if cell.verdict is Verdict.NO_BASELINE else "INVALID"
+            ax.text(pos[cell.frame_size_bytes], 0.0, label, ha="center", va="bottom", fontsize="small")
+    extent = max([th.regression_percent, th.improvement_percent, *(abs(y) for y in ys)]) * 1.25
+    ax.set_ylim(-extent, extent)
+    ax.set_ylabel("rel to base [%]")
+    ax.grid(True, alpha=0.3)
 
 
 def write_report(
@@ -141,6 +197,7 @@ def write_report(
         env_rows=_environment_rows(baseline, current),
         verdicts=[v.value for v in Verdict],
         findings=findings(data["tests"]),
+        graph_size_px=GRAPH_SIZE_PX,
     )
     (out / "index.html").write_text(html, encoding="utf-8")
     (out / MARKER_NAME).write_text("generated by ovsperf generate-report\n", encoding="utf-8")

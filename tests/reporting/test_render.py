@@ -168,3 +168,38 @@ def test_findings_when_everything_passes(tmp_path: Path) -> None:
     outcome = generate_report([BASELINE], [BASELINE], tmp_path / "out")
     doc = lxml_html.fromstring(outcome.index_html.read_text())
     assert doc.xpath("//p[@id='findings']")[0].text_content() == "Every cell is within the thresholds."
+
+
+def test_graph_has_a_change_panel_sized_as_the_page_says(tmp_path: Path) -> None:
+    import struct
+
+    from reporting.render import GRAPH_SIZE_PX
+
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    for img in doc.xpath("//img[@class='graph']"):
+        data = (tmp_path / "out" / img.get("src")).read_bytes()
+        assert struct.unpack(">II", data[16:24]) == GRAPH_SIZE_PX  # PNG IHDR width, height
+        assert (int(img.get("width")), int(img.get("height"))) == GRAPH_SIZE_PX
+    assert GRAPH_SIZE_PX[1] > 500  # room for the "rel to base [%]" panel under the Mpps panel
+
+
+def test_regression_bar_is_drawn_red_below_the_threshold(tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    report = json.loads(outcome.report_json.read_text())
+
+    def red_pixels(graph: str) -> int:
+        rgb = (imread(str(tmp_path / "out" / graph))[:, :, :3] * 255).round()
+        return int(
+            (
+                (abs(rgb[:, :, 0] - 0xC0) < 3)
+                & (abs(rgb[:, :, 1] - 0x39) < 3)
+                & (abs(rgb[:, :, 2] - 0x2B) < 3)
+            ).sum()
+        )
+
+    p2p, pvp = (t["graph"] for t in report["tests"])
+    # Both draw the dashed −5 % line in that red; only pvp (64 B: −6 %) adds a whole bar of it.
+    assert red_pixels(pvp) > red_pixels(p2p) + 1500
