@@ -19,8 +19,9 @@ from ovsperf_common.exitcodes import ExitCode
 from reporting.compare import compare
 from reporting.errors import NoResultsError, ReportingError, ReportWriteError
 from reporting.load import find_results_dirs, load_results_dir
-from reporting.model import ResultSet, TesterVerdict, Thresholds
+from reporting.model import TesterVerdict, Thresholds
 from reporting.render import MARKER_NAME, write_report
+from reporting.resultmodel import ResultSet
 
 __all__ = [
     "NoResultsError",

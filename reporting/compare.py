@@ -35,19 +35,8 @@ from dataclasses import dataclass, replace
 from scipy import stats as scipy_stats
 
 from ovsperf_common.units import l1_bps, line_rate_pps
-from reporting.model import (
-    Cell,
-    Comparison,
-    Method,
-    ResultSet,
-    RunValue,
-    SideStats,
-    TestComparison,
-    TestRun,
-    Thresholds,
-    TrialResult,
-    Verdict,
-)
+from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
+from reporting.resultmodel import ResultSet, TestRun, TrialResult
 
 DEFAULT_LINK_BPS = 2 * 10e9
 """Aggregate line speed assumed when the results carry no rate percentage: 2 × 10 GbE [bit/s]

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, TestRun, Verdict
+from reporting.model import Cell, Comparison, TestComparison, TesterVerdict, Verdict
+from reporting.resultmodel import ResultSet, TestRun
 
 SCHEMA_VERSION = 1
 """Version of ``report.json``'s layout; bump on incompatible changes."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reporting import load_text
 from reporting.errors import ResultsLoadError
-from reporting.model import LoadWarning, ResultSet, TestRun, TrialResult
+from reporting.resultmodel import LoadWarning, ResultSet, TestRun, TrialResult
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporting.model import LoadWarning, MoongenCheck, ProcessStats, TestRun
+from reporting.resultmodel import LoadWarning, MoongenCheck, ProcessStats, TestRun
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 """Larger side files are not parsed (a runaway log must not exhaust memory) [B]."""

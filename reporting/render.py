@@ -25,7 +25,8 @@ from matplotlib.figure import Figure
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from reporting.document import SourceLink, findings, graph_name, report_data, safe_name
-from reporting.model import Comparison, ResultSet, TestComparison, TesterVerdict, Verdict
+from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
+from reporting.resultmodel import ResultSet
 
 log = logging.getLogger(__name__)
 

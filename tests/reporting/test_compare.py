@@ -10,7 +10,8 @@ from scipy import stats
 
 from reporting.compare import compare, decide, link_speed
 from reporting.errors import ThresholdError
-from reporting.model import Method, ResultSet, SideStats, TestRun, Thresholds, TrialResult, Verdict
+from reporting.model import Method, SideStats, Thresholds, Verdict
+from reporting.resultmodel import ResultSet, TestRun, TrialResult
 
 TH = Thresholds()
 
