@@ -156,10 +156,14 @@ def _side(trials: list[TrialResult]) -> SideStats | None:
     return SideStats(samples) if samples else None
 
 
-def _invalid_reason(side: str, trials: list[TrialResult], has_runs: bool, size: int) -> str:
-    if not has_runs:
+def _invalid_reason(side: str, trials: list[TrialResult], runs: Sequence[TestRun], size: int) -> str:
+    if not runs:
         return f"Test not present on the {side} side."
     if not trials:
+        damaged = sorted({r.csv_path.name for r in runs if r.rows_skipped})
+        if damaged:
+            shown = ", ".join(f"'{name}'" for name in damaged)
+            return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
         return f"No {size} B row on the {side} side (frame sizes differ)."
     bad = trials[0]
     what = "0" if bad.rx_pps == 0 else "missing or unparsable"
@@ -191,9 +195,9 @@ def _cell(
         )
     elif base is None or cur is None:
         if base is None and not new_test:
-            reason = _invalid_reason("baseline", b_trials, bool(b_runs), size)
+            reason = _invalid_reason("baseline", b_trials, b_runs, size)
         else:
-            reason = _invalid_reason("current", c_trials, bool(c_runs), size)
+            reason = _invalid_reason("current", c_trials, c_runs, size)
         decision = _not_compared(Verdict.INVALID, reason)
     else:
         decision = decide(base, cur, thresholds)

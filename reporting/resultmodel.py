@@ -22,6 +22,9 @@ class LoadWarning:
     path: Path
     line: int | None
     message: str
+    row_skipped: bool = False
+    """True when a CSV row was dropped (malformed, cut short, no frame size): the test then
+    lacks that row's frame size, which must not read as "frame sizes differ"."""
 
     def __str__(self) -> str:
         where = f"'{self.path}'" + (f" line {self.line}" if self.line is not None else "")
@@ -132,6 +135,8 @@ class TestRun:
     """``HH:MM:SS``."""
     processes: tuple[ProcessStats, ...] = ()
     moongen_checks: tuple[MoongenCheck, ...] = ()
+    rows_skipped: int = 0
+    """CSV rows dropped with a warning (malformed, cut short, no frame size) [1]."""
 
 
 @dataclass(frozen=True)

@@ -274,3 +274,19 @@ def test_unreadable_csv_does_not_crash(tmp_path: Path, copy_results: Any) -> Non
     assert all(r["verdict"] == "INVALID" for r in _rows(report, "phy2phy_tput").values())
     assert all(r["verdict"] != "INVALID" for r in _rows(report, "pvp_tput").values())
     shutil.rmtree(src)
+
+
+def test_truncated_csv_is_not_called_a_frame_size_mismatch(tmp_path: Path) -> None:
+    """The rows a truncated CSV lost are blamed on the file, not on differing frame sizes."""
+    outcome, report, html = _run(tmp_path, [BASELINE], [BROKEN / "truncated_csv"])
+    p2p = _rows(report, "phy2phy_tput")
+    for size in (512, 1024, 1280, 1518):
+        assert f"'{P2P_CSV}' lost rows (see Warnings)" in p2p[size]["reason"]
+        assert "frame sizes differ" not in p2p[size]["reason"]
+    assert "frame sizes differ" not in " ".join(outcome.warnings)
+    from lxml import html as lxml_html
+
+    (finding,) = lxml_html.fromstring(html).xpath("//ul[@id='findings']/li")
+    assert " ".join(finding.text_content().split()).startswith(
+        "INVALID phy2phy_tput / p2p: 512 B; 1024 B; 1280 B; 1518 B. No 512 B row on the current side"
+    )
