@@ -43,6 +43,25 @@ The report path (OUT/index.html) is printed on stdout; logs go to stderr.
 """
 
 
+_THRESHOLD_OPTIONS = (
+    (
+        "--threshold-regression",
+        "regression_percent",
+        "PCT",
+        "a drop of at least PCT %% is a REGRESSION; with repeats it must also be significant",
+    ),
+    (
+        "--threshold-improvement",
+        "improvement_percent",
+        "PCT",
+        "a rise of at least PCT %% is an IMPROVEMENT, never a failure",
+    ),
+    ("--threshold-warning", "warning_percent", "PCT", "colour changes of at least PCT %% as a warning"),
+    ("--alpha", "alpha", "P", "significance level of the t-tests with repeats"),
+)
+"""(option, :class:`Thresholds` field, metavar, help) of the threshold options."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="generate-report",
@@ -65,35 +84,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="report directory, created or replaced atomically (a failed write keeps the old one)",
     )
-    parser.add_argument(
-        "--threshold-regression",
-        type=float,
-        default=Thresholds.regression_percent,
-        metavar="PCT",
-        help="a drop of at least PCT %% is a REGRESSION; with repeats it must also be significant "
-        "(default %(default)s)",
-    )
-    parser.add_argument(
-        "--threshold-improvement",
-        type=float,
-        default=Thresholds.improvement_percent,
-        metavar="PCT",
-        help="a rise of at least PCT %% is an IMPROVEMENT (never a failure; default %(default)s)",
-    )
-    parser.add_argument(
-        "--threshold-warning",
-        type=float,
-        default=Thresholds.warning_percent,
-        metavar="PCT",
-        help="colour changes of at least PCT %% as a warning (default %(default)s)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=Thresholds.alpha,
-        metavar="P",
-        help="significance level of the t-tests with repeats (default %(default)s)",
-    )
+    for option, field, metavar, text in _THRESHOLD_OPTIONS:
+        parser.add_argument(
+            option,
+            dest=field,
+            type=float,
+            default=getattr(Thresholds, field),
+            metavar=metavar,
+            help=f"{text} (default %(default)s)",
+        )
     parser.add_argument("--title", metavar="T", help="page title (default: the compared versions)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
@@ -116,12 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
     configure_logging(args.verbose, args.quiet)
     try:
-        thresholds = Thresholds(
-            regression_percent=args.threshold_regression,
-            improvement_percent=args.threshold_improvement,
-            warning_percent=args.threshold_warning,
-            alpha=args.alpha,
-        )
+        thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
         outcome = generate_report(
             args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
         )
