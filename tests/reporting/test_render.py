@@ -203,3 +203,18 @@ def test_regression_bar_is_drawn_red_below_the_threshold(tmp_path: Path) -> None
     p2p, pvp = (t["graph"] for t in report["tests"])
     # Both draw the dashed −5 % line in that red; only pvp (64 B: −6 %) adds a whole bar of it.
     assert red_pixels(pvp) > red_pixels(p2p) + 1500
+
+
+def test_changes_that_round_to_zero_are_not_shown_negative(tmp_path: Path) -> None:
+    outcome = generate_report([BASELINE, CANDIDATE], [REPEATS, CANDIDATE], tmp_path / "out")
+    report = json.loads(outcome.report_json.read_text())
+    tiny = [
+        pr["rel_change_percent"]
+        for r in report["tests"][0]["rows"]
+        for pr in r["per_result"]
+        if pr["rel_change_percent"] is not None and -0.005 < pr["rel_change_percent"] < 0
+    ]
+    assert tiny, "the fixture should hold a small negative change"
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    cells = " ".join(doc.xpath("//table[contains(@class, 'per-result')]")[0].text_content().split())
+    assert "-0.00" not in cells and "+0.00" in cells
