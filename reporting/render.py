@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,11 +37,37 @@ MAX_COPY_BYTES = 50 * 1024 * 1024
 """VSperf files larger than this are linked by path only, not copied [B]."""
 
 
+_SECRET_PATTERNS = (
+    # key = value / key: value, as in VSperf conf dumps and tool logs (quotes kept, value hidden)
+    re.compile(
+        rb"(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key)[A-Za-z0-9_]*\s*[:=]\s*[\"']?)"
+        rb"[^\s\"',;]+"
+    ),
+    re.compile(rb"(sshpass\s+-p\s*)\S+"),  # sshpass -p PASSWORD in host-cmds logs
+    re.compile(rb"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # scheme://user:PASSWORD@host
+)
+REDACTED = b"<redacted>"
+
+
+def redact(data: bytes) -> tuple[bytes, int]:
+    """Hide passwords, tokens and URL credentials in a copied log or report.
+
+    :returns: (the text with each secret value replaced by ``<redacted>``, number replaced).
+    """
+    count = 0
+    for pattern in _SECRET_PATTERNS:
+        data, hits = pattern.subn(rb"\1" + REDACTED, data)
+        count += hits
+    return data, count
+
+
 def copy_sources(rs: ResultSet, out: Path, prefix: str) -> list[SourceLink]:
     """Copy VSperf's final report and logs of ``rs`` into ``out/sources/<prefix>/`` as ``.txt``.
 
     Only regular files (no symlinks) up to :data:`MAX_COPY_BYTES` are copied; names are
-    sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them.
+    sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them. Secrets
+    (``password=…``, ``sshpass -p …``, ``scheme://user:…@``) are replaced by ``<redacted>``: a
+    report may be published. An unreadable source is left out with a warning in the log.
 
     :raises OSError: when writing fails (e.g. a full disk).
     """
@@ -51,12 +77,22 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str) -> list[SourceLink]:
     for src in files:
         if src.is_symlink() or not src.is_file():
             continue
-        if src.stat().st_size > MAX_COPY_BYTES:
-            log.warning("'%s' is larger than %d B; not copied into the report.", src, MAX_COPY_BYTES)
+        try:
+            if src.stat().st_size > MAX_COPY_BYTES:
+                log.warning("'%s' is larger than %d B; not copied into the report.", src, MAX_COPY_BYTES)
+                continue
+            data = src.read_bytes()
+        except OSError as err:
+            log.warning("'%s' cannot be read (%s); not copied into the report.", src, err.strerror)
             continue
+        data, hidden = redact(data)
+        if hidden:
+            log.warning(
+                "'%s': %d secret value(s) replaced by '<redacted>' in the report's copy.", src, hidden
+            )
         target.mkdir(parents=True, exist_ok=True)
         name = safe_name(src.name) + ".txt"
-        shutil.copyfile(src, target / name)
+        (target / name).write_bytes(data)
         links.append(SourceLink(label=src.name, href=f"sources/{prefix}/{name}"))
     return links
 
