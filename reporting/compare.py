@@ -166,7 +166,10 @@ def _invalid_reason(side: str, trials: list[TrialResult], runs: Sequence[TestRun
             return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
         return f"No {size} B row on the {side} side (frame sizes differ)."
     bad = trials[0]
-    what = "0" if bad.rx_pps == 0 else "missing or unparsable"
+    if bad.rx_pps is not None and bad.rx_pps <= 0:
+        what = "0" if bad.rx_pps == 0 else f"negative ({bad.rx_pps:g} fps)"
+    else:
+        what = "missing or unparsable"
     return f"Throughput {what} on the {side} side ('{bad.path.name}' line {bad.line})."
 
 

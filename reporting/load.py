@@ -267,6 +267,10 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
                     "traffic generator's output; marked INVALID.",
                 )
             )
+        elif rx is not None and rx < 0:
+            warnings.append(
+                LoadWarning(file, line, f"Throughput is negative ({rx:g}) at {size} B; marked INVALID.")
+            )
         trials.append(trial)
         for key in (COL_ID, COL_DEPLOYMENT, COL_VSWITCH, COL_TYPE, COL_START, COL_STOP, COL_EXEC_TIME):
             value = row.get(key, "").strip()

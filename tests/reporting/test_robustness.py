@@ -290,3 +290,23 @@ def test_truncated_csv_is_not_called_a_frame_size_mismatch(tmp_path: Path) -> No
     assert " ".join(finding.text_content().split()).startswith(
         "INVALID phy2phy_tput / p2p: 512 B; 1024 B; 1280 B; 1518 B. No 512 B row on the current side"
     )
+
+
+def test_byte_order_mark_and_negative_or_nan_throughput(tmp_path: Path, copy_results: Any) -> None:
+    """A CSV re-saved with a UTF-8 BOM still loads; negative or NaN throughput is INVALID."""
+    src = copy_results(CANDIDATE, "bom")
+    csv = next(src.glob(f"results_*/{P2P_CSV}"))
+    lines = csv.read_bytes().split(b"\r\n")
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    lines[2] = b"-5.0," + lines[2].split(b",", 1)[1]  # 128 B
+    lines[3] = b"nan," + lines[3].split(b",", 1)[1]  # 256 B
+    csv.write_bytes(b"\r\n".join(lines))
+    outcome, report, _ = _run(tmp_path, [BASELINE], [src])
+    p2p = _rows(report, "phy2phy_tput")
+    assert p2p[64]["current_fps"] == pytest.approx(13777605.0) and p2p[64]["verdict"] == "PASS"
+    assert p2p[128]["verdict"] == "INVALID" and p2p[256]["verdict"] == "INVALID"
+    assert [s for s, r in p2p.items() if r["verdict"] == "INVALID"] == [128, 256]
+    assert not any("missing from the header" in w for w in outcome.warnings)
+    assert "Throughput negative (-5 fps) on the current side" in p2p[128]["reason"]
+    _warning(outcome, P2P_CSV, "line 3", "Throughput is negative (-5) at 128 B")
+    _warning(outcome, P2P_CSV, "line 4", "'nan', not a finite number")
