@@ -110,7 +110,7 @@ def test_linked_sources_open_as_text(browser: Browser, tmp_path: Path) -> None:
 
 
 def test_verdict_and_findings_visible_above_the_fold(browser: Browser, tmp_path: Path) -> None:
-    """A tester sees the overall verdict and what to look at without scrolling (a 1400 px wide window, top 900 px)."""
+    """A tester sees the overall verdict and what to look at without scrolling (top 900 px)."""
     out = tmp_path / "out"
     generate_report([REPEATS], [BASELINE], out)  # pvp_tput is new: NO_BASELINE, overall PASS
     report = browser.open((out / "index.html").as_uri())
