@@ -102,11 +102,14 @@ def generate_report(
     log.info("Rendering %d test(s) into '%s'.", len(comparison.tests), output_dir)
     try:
         with atomic_directory(output_dir) as tmp:
-            write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
+            copy_warnings = write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
     except OSError as err:
         raise ReportWriteError(
             f"{err.strerror or err}; the previous report (if any) is unchanged.", path=output_dir
         ) from err
+    for message in copy_warnings:
+        log.warning("%s", message)
+    warnings.extend(copy_warnings)
     overall = comparison.overall
     log.info("Report written: '%s' (overall %s).", output_dir / "index.html", overall)
     return ReportOutcome(

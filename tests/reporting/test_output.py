@@ -6,6 +6,7 @@ The full-disk case mounts a real, tiny tmpfs (the tests run as root here and in 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import uuid
@@ -115,3 +116,9 @@ def test_secrets_in_copied_logs_are_redacted(tmp_path: Path, copy_results: Any) 
     original = overall.read_bytes()
     assert copied.count(b"\n") == original.count(b"\n") and copied.startswith(original[:4000])
     assert outcome.counts["PASS"] == 14
+    report = json.loads(outcome.report_json.read_text())
+    assert report["warnings"] == list(outcome.warnings)
+    hits = sorted(w for w in outcome.warnings if "redacted" in w)
+    assert len(hits) == 2
+    assert any(w.startswith(f"'{overall}': 2 secret value(s)") for w in hits)
+    assert any(w.startswith(f"'{host_cmds}': 1 secret value(s)") for w in hits)
