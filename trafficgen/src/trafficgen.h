@@ -90,6 +90,7 @@ struct tg_stream {
 	uint64_t measure_planned;	/* frames to offer in the counted phase */
 	uint64_t seq;			/* next sequence number in the current phase */
 	uint32_t flow;			/* seq % flows, kept incrementally */
+	uint8_t flow_q;			/* flow % nb_queues, kept incrementally */
 	struct rte_mbuf *pending[TG_BURST];
 	uint8_t pending_q[TG_BURST];	/* TX queue of each pending frame */
 	uint16_t n_pending;

@@ -105,11 +105,15 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, ui
 		struct tg_trailer *t = (struct tg_trailer *)(d + TG_HDR_LEN);
 
 		rte_memcpy(d, s->tmpl, TG_HDR_LEN);
-		q[i] = (uint8_t)(s->flow % s->nb_queues);
+		q[i] = s->flow_q;
 		if (s->flows > 1) {
 			set_flow(s, d);
-			if (++s->flow == s->flows)
+			if (++s->flow == s->flows) {
 				s->flow = 0;
+				s->flow_q = 0;
+			} else if (++s->flow_q == s->nb_queues) {
+				s->flow_q = 0;
+			}
 		}
 		t->magic = TG_MAGIC;
 		t->tx_port = (uint8_t)s->tx_port;
@@ -138,6 +142,7 @@ stream_start_phase(struct tg_stream *s, bool warmup, uint8_t gen, uint64_t origi
 		2 * (uint64_t)((double)planned / s->pkts_per_cycle) : unpaced_cycles);
 	s->seq = 0;
 	s->flow = 0;
+	s->flow_q = 0;
 	if (!warmup)
 		s->tx_start_tsc = origin;
 }
