@@ -222,6 +222,10 @@ class OvsSandbox:
         """Run ``ovs-vsctl`` against this sandbox's database."""
         return self._run("ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=20", *args)
 
+    def appctl(self, *args: str) -> str:
+        """Run ``ovs-appctl`` against this sandbox's ovs-vswitchd."""
+        return self._run("ovs-appctl", f"--target={self.dir / 'ovs-vswitchd.ctl'}", *args)
+
     def ofctl(self, *args: str) -> str:
         """Run ``ovs-ofctl`` against ``br0`` of this sandbox."""
         return self._run("ovs-ofctl", *args)
