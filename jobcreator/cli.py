@@ -27,6 +27,11 @@ EXAMPLE = """example:
       --reserve 100 --autosubmit"""
 
 
+EXIT_CODES = """exit codes: 0 OK (job printed, written or submitted; scenario names listed)
+  2 error (bad option, unknown scenario, unreadable catalog, invalid job, submission failed);
+  jobcreator never returns 1 (regression) or 3 (no results), which belong to the report tools"""
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser that raises :class:`UsageError` instead of printing usage and exiting."""
 
@@ -42,7 +47,7 @@ def _build_parser() -> _Parser:
             "Beaker's beaker-job.rng, then print it, write it or submit it (printing J:<n>).\n"
             "The first --host is the traffic generator (MoonGen), the second the DUT."
         ),
-        epilog=f"{EXAMPLE}\n\n{ExitCode.help_text()}",
+        epilog=f"{EXAMPLE}\n\n{EXIT_CODES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     job = parser.add_argument_group("job")

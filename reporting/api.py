@@ -19,8 +19,9 @@ from ovsperf_common.exitcodes import ExitCode
 from reporting.compare import compare
 from reporting.errors import NoResultsError, ReportingError, ReportWriteError
 from reporting.load import find_results_dirs, load_results_dir
-from reporting.model import ResultSet, TesterVerdict, Thresholds
+from reporting.model import TesterVerdict, Thresholds
 from reporting.render import MARKER_NAME, write_report
+from reporting.resultmodel import ResultSet
 
 __all__ = [
     "NoResultsError",
@@ -46,7 +47,8 @@ class ReportOutcome:
     """What :func:`generate_report` wrote and decided."""
 
     exit_code: ExitCode
-    """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS."""
+    """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS.
+    NO_BASELINE cells (tests only the current side has) do not change it."""
     overall: str
     """'PASS' | 'REGRESSION' | 'INVALID' | 'NO_RESULTS'."""
     index_html: Path
@@ -54,7 +56,8 @@ class ReportOutcome:
     report_json: Path
     """OUT/report.json."""
     counts: Mapping[str, int]
-    """Verdict name → number of (test, frame size) cells."""
+    """Verdict name → number of (test, frame size) cells; every verdict, zeros included (PASS,
+    REGRESSION, IMPROVEMENT, UNSTABLE, INVALID, NO_BASELINE)."""
     warnings: tuple[str, ...]
     """Each names the file and row (or the test and frame size)."""
 
@@ -99,11 +102,14 @@ def generate_report(
     log.info("Rendering %d test(s) into '%s'.", len(comparison.tests), output_dir)
     try:
         with atomic_directory(output_dir) as tmp:
-            write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
+            copy_warnings = write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
     except OSError as err:
         raise ReportWriteError(
             f"{err.strerror or err}; the previous report (if any) is unchanged.", path=output_dir
         ) from err
+    for message in copy_warnings:
+        log.warning("%s", message)
+    warnings.extend(copy_warnings)
     overall = comparison.overall
     log.info("Report written: '%s' (overall %s).", output_dir / "index.html", overall)
     return ReportOutcome(

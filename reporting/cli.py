@@ -21,16 +21,45 @@ result_<i>_<test>_<deployment>.csv, .md, .rst and logs; pre-Fraser result_<test>
 too) or a directory holding one or more. Several directories on a side, or the same test
 repeated in one directory, are pooled as repeats: the report then gives mean, standard
 deviation, a confidence interval and a Welch t-test per frame size; with one run per side it
-gives the % of baseline against the thresholds.
+gives the % of baseline against the thresholds. Throughput is VSperf's Rx rate summed over
+both directions; Mbit/s are L1 (fps x (frame + 20 B) x 8); frame sizes include the FCS.
+
+OUT receives index.html (open it in a browser), report.json (every number on the page),
+graphs/ and text copies of VSperf's report and logs under sources/. An existing OUT is
+replaced only if generate-report wrote it; it must not overlap any input directory.
+
+verdicts per (test, frame size): PASS, REGRESSION, IMPROVEMENT (never a failure), UNSTABLE
+(repeats too noisy to decide), INVALID (0, missing or unparsable throughput, a frame size
+missing on a side, a test the baseline has but the current results lack) and NO_BASELINE (a
+new test only the current results have: shown, not compared, does not change the exit code).
 
 exit codes:
-  0  report written, no regression
+  0  report written, no regression (IMPROVEMENT, UNSTABLE and NO_BASELINE cells allowed)
   1  report written, at least one REGRESSION
-  2  error: bad input or output, or report written with INVALID cells (0 or missing throughput)
+  2  error: bad input or output, or report written with INVALID cells and no regression
   3  no results found (no result CSV on a side)
 
 The report path (OUT/index.html) is printed on stdout; logs go to stderr.
 """
+
+
+_THRESHOLD_OPTIONS = (
+    (
+        "--threshold-regression",
+        "regression_percent",
+        "PCT",
+        "a drop of at least PCT %% is a REGRESSION; with repeats it must also be significant",
+    ),
+    (
+        "--threshold-improvement",
+        "improvement_percent",
+        "PCT",
+        "a rise of at least PCT %% is an IMPROVEMENT, never a failure",
+    ),
+    ("--threshold-warning", "warning_percent", "PCT", "colour changes of at least PCT %% as a warning"),
+    ("--alpha", "alpha", "P", "significance level of the t-tests with repeats"),
+)
+"""(option, :class:`Thresholds` field, metavar, help) of the threshold options."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,41 +78,30 @@ def _parser() -> argparse.ArgumentParser:
         help="baseline results directory; repeat for several baseline runs",
     )
     parser.add_argument(
-        "--output-dir", required=True, type=Path, metavar="OUT", help="report directory (replaced atomically)"
+        "--output-dir",
+        required=True,
+        type=Path,
+        metavar="OUT",
+        help="report directory, created or replaced atomically (a failed write keeps the old one)",
     )
-    parser.add_argument(
-        "--threshold-regression",
-        type=float,
-        default=Thresholds.regression_percent,
-        metavar="PCT",
-        help="a drop of at least PCT %% is a regression (default %(default)s)",
-    )
-    parser.add_argument(
-        "--threshold-improvement",
-        type=float,
-        default=Thresholds.improvement_percent,
-        metavar="PCT",
-        help="a rise of at least PCT %% is an improvement (default %(default)s)",
-    )
-    parser.add_argument(
-        "--threshold-warning",
-        type=float,
-        default=Thresholds.warning_percent,
-        metavar="PCT",
-        help="colour changes of at least PCT %% as a warning (default %(default)s)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=Thresholds.alpha,
-        metavar="P",
-        help="significance level of the t-tests with repeats (default %(default)s)",
-    )
+    for option, field, metavar, text in _THRESHOLD_OPTIONS:
+        parser.add_argument(
+            option,
+            dest=field,
+            type=float,
+            default=getattr(Thresholds, field),
+            metavar=metavar,
+            help=f"{text} (default %(default)s)",
+        )
     parser.add_argument("--title", metavar="T", help="page title (default: the compared versions)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     parser.add_argument(
-        "result_dirs", nargs="+", type=Path, metavar="RESULT_DIR", help="current results directory"
+        "result_dirs",
+        nargs="+",
+        type=Path,
+        metavar="RESULT_DIR",
+        help="current results directory; several are pooled as repeats (each also gets its own column)",
     )
     return parser
 
@@ -97,12 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
     configure_logging(args.verbose, args.quiet)
     try:
-        thresholds = Thresholds(
-            regression_percent=args.threshold_regression,
-            improvement_percent=args.threshold_improvement,
-            warning_percent=args.threshold_warning,
-            alpha=args.alpha,
-        )
+        thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
         outcome = generate_report(
             args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
         )

@@ -16,9 +16,13 @@ Method (stated on the report page):
   when the whole interval lies inside (−regression, +improvement); otherwise UNSTABLE (more
   repeats needed). The relative interval is the difference interval divided by the baseline
   mean (its own uncertainty is neglected).
-* Zero, missing or unparsable throughput, a frame size or test missing on one side: INVALID,
-  never a −100 % regression (VSperf writes zeros when it cannot parse MoonGen's output,
-  reference vsperf §7.1; LNST's NonzeroFlowEvaluator).
+* Zero, missing or unparsable throughput, a frame size missing on one side, a test the
+  baseline has but the current side lacks: INVALID, never a −100 % regression (VSperf writes
+  zeros when it cannot parse MoonGen's output, reference vsperf §7.1; LNST's
+  NonzeroFlowEvaluator). A test measured before and missing now is suspicious.
+* A test only the current side has (a new test, no baseline yet; no baseline log names it as
+  failed) with valid throughput: NO_BASELINE, shown but not compared. It is neither a pass nor
+  a failure and leaves the exit code to the other cells.
 """
 
 from __future__ import annotations
@@ -31,19 +35,8 @@ from dataclasses import dataclass, replace
 from scipy import stats as scipy_stats
 
 from ovsperf_common.units import l1_bps, line_rate_pps
-from reporting.model import (
-    Cell,
-    Comparison,
-    Method,
-    ResultSet,
-    RunValue,
-    SideStats,
-    TestComparison,
-    TestRun,
-    Thresholds,
-    TrialResult,
-    Verdict,
-)
+from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
+from reporting.resultmodel import ResultSet, TestRun, TrialResult
 
 DEFAULT_LINK_BPS = 2 * 10e9
 """Aggregate line speed assumed when the results carry no rate percentage: 2 × 10 GbE [bit/s]
@@ -105,17 +98,23 @@ def compare(
     for test, deployment in keys:
         b_runs = _runs(baseline, test, deployment)
         c_runs = _runs(current, test, deployment)
+        baseline_failed = any(test in rs.failed_tests for rs in baseline)
         for side, runs, sets in (("baseline", b_runs, baseline), ("current", c_runs, current)):
             if not runs:
                 failed = [rs.path for rs in sets if test in rs.failed_tests]
                 why = f" (failed in {', '.join(repr(str(p)) for p in failed)})" if failed else ""
+                outcome = (
+                    "new test: its cells are NO_BASELINE (shown, not compared) until a baseline has it"
+                    if side == "baseline" and not failed
+                    else "its cells are INVALID"
+                )
                 warnings.append(
-                    f"Test '{test}' ({deployment}) has no result on the {side} side{why}; "
-                    "its cells are INVALID."
+                    f"Test '{test}' ({deployment}) has no result on the {side} side{why}; {outcome}."
                 )
         sizes = sorted({t.frame_size_bytes for r in [*b_runs, *c_runs] for t in r.trials})
         cells = tuple(
-            _cell(size, b_runs, c_runs, current, test, deployment, link, thresholds) for size in sizes
+            _cell(size, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
+            for size in sizes
         )
         for cell in cells:
             if (
@@ -157,13 +156,20 @@ def _side(trials: list[TrialResult]) -> SideStats | None:
     return SideStats(samples) if samples else None
 
 
-def _invalid_reason(side: str, trials: list[TrialResult], has_runs: bool, size: int) -> str:
-    if not has_runs:
+def _invalid_reason(side: str, trials: list[TrialResult], runs: Sequence[TestRun], size: int) -> str:
+    if not runs:
         return f"Test not present on the {side} side."
     if not trials:
+        damaged = sorted({r.csv_path.name for r in runs if r.rows_skipped})
+        if damaged:
+            shown = ", ".join(f"'{name}'" for name in damaged)
+            return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
         return f"No {size} B row on the {side} side (frame sizes differ)."
     bad = trials[0]
-    what = "0" if bad.rx_pps == 0 else "missing or unparsable"
+    if bad.rx_pps is not None and bad.rx_pps <= 0:
+        what = "0" if bad.rx_pps == 0 else f"negative ({bad.rx_pps:g} fps)"
+    else:
+        what = "missing or unparsable"
     return f"Throughput {what} on the {side} side ('{bad.path.name}' line {bad.line})."
 
 
@@ -176,31 +182,31 @@ def _cell(
     deployment: str,
     link: LinkSpeed,
     thresholds: Thresholds,
+    baseline_failed: bool,
 ) -> Cell:
     b_trials = _trials(b_runs, size)
     c_trials = _trials(c_runs, size)
     base = _side(b_trials)
     cur = _side(c_trials)
     per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
-    if base is None or cur is None:
-        decision = Decision(
-            rel_change_percent=None,
-            ci_low_percent=None,
-            ci_high_percent=None,
-            p_value=None,
-            method=Method.NONE,
-            verdict=Verdict.INVALID,
-            reason=(
-                _invalid_reason("baseline", b_trials, bool(b_runs), size)
-                if base is None
-                else _invalid_reason("current", c_trials, bool(c_runs), size)
-            ),
+    new_test = not b_runs and not baseline_failed
+    if new_test and cur is not None:
+        decision = _not_compared(
+            Verdict.NO_BASELINE,
+            "Test not present on the baseline side: a new test, no baseline yet; shown, not compared "
+            "(add it to the baseline to compare it).",
         )
+    elif base is None or cur is None:
+        if base is None and not new_test:
+            reason = _invalid_reason("baseline", b_trials, b_runs, size)
+        else:
+            reason = _invalid_reason("current", c_trials, c_runs, size)
+        decision = _not_compared(Verdict.INVALID, reason)
     else:
         decision = decide(base, cur, thresholds)
-        dropped = sum(1 for t in [*b_trials, *c_trials] if not t.valid)
-        if dropped:
-            decision = replace(decision, reason=f"{decision.reason} {dropped} invalid sample(s) left out.")
+    dropped = sum(1 for t in [*b_trials, *c_trials] if not t.valid)
+    if dropped and decision.verdict is not Verdict.INVALID:
+        decision = replace(decision, reason=f"{decision.reason} {dropped} invalid sample(s) left out.")
     rel = decision.rel_change_percent
     return Cell(
         frame_size_bytes=size,
@@ -235,7 +241,7 @@ def _run_value(rs: ResultSet, test: str, deployment: str, size: int, base: SideS
 
 @dataclass(frozen=True)
 class Decision:
-    """Result of :func:`decide` (or an INVALID cell, where the numbers are None)."""
+    """Result of :func:`decide` (or of a cell not compared, INVALID or NO_BASELINE: numbers None)."""
 
     rel_change_percent: float | None
     ci_low_percent: float | None
@@ -244,6 +250,19 @@ class Decision:
     method: Method
     verdict: Verdict
     reason: str
+
+
+def _not_compared(verdict: Verdict, reason: str) -> Decision:
+    """Return a decision without numbers (INVALID or NO_BASELINE)."""
+    return Decision(
+        rel_change_percent=None,
+        ci_low_percent=None,
+        ci_high_percent=None,
+        p_value=None,
+        method=Method.NONE,
+        verdict=verdict,
+        reason=reason,
+    )
 
 
 def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:

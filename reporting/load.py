@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reporting import load_text
 from reporting.errors import ResultsLoadError
-from reporting.model import LoadWarning, ResultSet, TestRun, TrialResult
+from reporting.resultmodel import LoadWarning, ResultSet, TestRun, TrialResult
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,7 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
                     file,
                     line,
                     f"Row {what}: {len(cells)} fields, header has {len(header)}; row skipped.",
+                    row_skipped=True,
                 )
             )
             continue
@@ -215,11 +216,20 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
             size = int(float(size_text))
         except ValueError:
             warnings.append(
-                LoadWarning(file, line, f"Column 'packet_size' holds {size_text!r}, not a size; row skipped.")
+                LoadWarning(
+                    file,
+                    line,
+                    f"Column 'packet_size' holds {size_text!r}, not a size; row skipped.",
+                    row_skipped=True,
+                )
             )
             continue
         if size <= 0:
-            warnings.append(LoadWarning(file, line, f"Frame size {size} B is not positive; row skipped."))
+            warnings.append(
+                LoadWarning(
+                    file, line, f"Frame size {size} B is not positive; row skipped.", row_skipped=True
+                )
+            )
             continue
         if size in seen_sizes:
             warnings.append(
@@ -257,6 +267,10 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
                     "traffic generator's output; marked INVALID.",
                 )
             )
+        elif rx is not None and rx < 0:
+            warnings.append(
+                LoadWarning(file, line, f"Throughput is negative ({rx:g}) at {size} B; marked INVALID.")
+            )
         trials.append(trial)
         for key in (COL_ID, COL_DEPLOYMENT, COL_VSWITCH, COL_TYPE, COL_START, COL_STOP, COL_EXEC_TIME):
             value = row.get(key, "").strip()
@@ -288,6 +302,7 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
         start_time=meta.get(COL_START),
         stop_time=meta.get(COL_STOP),
         execution_time=meta.get(COL_EXEC_TIME),
+        rows_skipped=sum(1 for w in warnings if w.path == file and w.row_skipped),
     )
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporting.model import LoadWarning, MoongenCheck, ProcessStats, TestRun
+from reporting.resultmodel import LoadWarning, MoongenCheck, ProcessStats, TestRun
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 """Larger side files are not parsed (a runaway log must not exhaust memory) [B]."""
@@ -53,12 +53,16 @@ LOSS_TOLERANCE_PERCENT = 0.001
 
 
 def decode(raw: bytes, file: Path, warnings: list[LoadWarning]) -> str:
-    """Decode VSperf output as UTF-8; undecodable bytes become U+FFFD and a warning per line."""
+    """Decode VSperf output as UTF-8; undecodable bytes become U+FFFD and a warning per line.
+
+    A leading byte-order mark (a CSV re-saved by a spreadsheet or Windows editor) is dropped, so
+    the first column name still matches.
+    """
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         pass
-    text = raw.decode("utf-8", errors="replace")
+    text = raw.decode("utf-8-sig", errors="replace")
     bad = [n for n, line in enumerate(text.splitlines(), start=1) if "\ufffd" in line]
     shown = ", ".join(str(n) for n in bad[:5]) + (" …" if len(bad) > 5 else "")
     warnings.append(

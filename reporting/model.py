@@ -1,22 +1,40 @@
-"""Define the records of the reporting package: loaded VSperf results and their comparison.
+"""Define the comparison records of the reporting package: verdicts, thresholds, cells.
 
-Data flows ``load.py`` (VSperf files → :class:`ResultSet`) → ``compare.py`` (→ :class:`Comparison`)
-→ ``render.py`` (HTML, graphs, ``report.json``). Nothing here knows VSperf column names.
+Data flows ``load.py`` (VSperf files → :class:`~reporting.resultmodel.ResultSet`, records in
+``resultmodel.py``) → ``compare.py`` (→ :class:`Comparison`) → ``document.py`` (``report.json``)
+→ ``render.py`` (HTML, graphs). Nothing here knows VSperf column names.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from typing import Self
 
 from reporting.errors import ThresholdError
+from reporting.resultmodel import TestRun
 
 
-class Verdict(enum.StrEnum):
+class _SpecEnum(enum.StrEnum):
+    """A string Enum whose ``from_spec`` accepts any case and lists the valid values on rejection."""
+
+    @classmethod
+    def from_spec(cls, spec: str) -> Self:
+        """Return the member whose value is ``spec`` (case-insensitive).
+
+        :raises ValueError: naming the valid values, when ``spec`` is none of them.
+        """
+        wanted = spec.strip().casefold()
+        for member in cls:
+            if member.value.casefold() == wanted:
+                return member
+        valid = ", ".join(v.value for v in cls)
+        raise ValueError(f"Unknown {cls.__name__.lower()} {spec!r}; valid: {valid}.")
+
+
+class Verdict(_SpecEnum):
     """Outcome of one (test, deployment, frame size) cell of a comparison."""
 
     PASS = "PASS"
@@ -28,22 +46,14 @@ class Verdict(enum.StrEnum):
     UNSTABLE = "UNSTABLE"
     """Repeats too noisy to decide: run more repeats."""
     INVALID = "INVALID"
-    """Zero, missing or unparsable throughput on a side; no comparison possible."""
-
-    @classmethod
-    def from_spec(cls, spec: str) -> Verdict:
-        """Return the verdict named ``spec`` (case-insensitive).
-
-        :raises ValueError: naming the valid values, when ``spec`` is none of them.
-        """
-        try:
-            return cls(spec.strip().upper())
-        except ValueError:
-            valid = ", ".join(v.value for v in cls)
-            raise ValueError(f"Unknown verdict {spec!r}; valid: {valid}.") from None
+    """Zero, missing or unparsable throughput on a side, a frame size missing on a side, or a test
+    the baseline has but the current side lacks; no comparison possible."""
+    NO_BASELINE = "NO_BASELINE"
+    """A new test: valid current results, but no baseline side ran the test (and none failed it).
+    Shown, not compared; neither a pass nor a failure, so it does not decide the exit code."""
 
 
-class Method(enum.StrEnum):
+class Method(_SpecEnum):
     """How a cell was compared."""
 
     SINGLE = "single"
@@ -53,19 +63,7 @@ class Method(enum.StrEnum):
     WELCH_T = "welch-t"
     """Repeats on both sides: Welch's unequal-variance t-test (scipy.stats.ttest_ind)."""
     NONE = "none"
-    """No comparison possible (INVALID)."""
-
-    @classmethod
-    def from_spec(cls, spec: str) -> Method:
-        """Return the method named ``spec``.
-
-        :raises ValueError: naming the valid values, when ``spec`` is none of them.
-        """
-        try:
-            return cls(spec.strip().lower())
-        except ValueError:
-            valid = ", ".join(v.value for v in cls)
-            raise ValueError(f"Unknown method {spec!r}; valid: {valid}.") from None
+    """No comparison possible (INVALID, NO_BASELINE)."""
 
 
 @dataclass(frozen=True)
@@ -104,188 +102,6 @@ class TesterVerdict:
     """Who decided."""
     recorded_at: datetime
     """When, timezone-aware UTC."""
-
-
-@dataclass(frozen=True)
-class LoadWarning:
-    """A degraded input: the report is still written for what is valid.
-
-    ``path`` is the file, ``line`` its 1-based line (CSV: the physical line, header = 1).
-    """
-
-    path: Path
-    line: int | None
-    message: str
-
-    def __str__(self) -> str:
-        where = f"'{self.path}'" + (f" line {self.line}" if self.line is not None else "")
-        return f"{where}: {self.message}"
-
-
-@dataclass(frozen=True)
-class TrialResult:
-    """One RFC 2544 throughput result for one frame size, as VSperf wrote it in one CSV row."""
-
-    frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
-    rx_pps: float | None
-    """Forwarded rate, aggregate over both directions [pps]; None when missing/unparsable."""
-    tx_pps: float | None
-    """Offered rate at the final trial, aggregate [pps]; None when not reported."""
-    rx_line_rate_percent: float | None
-    """VSperf's ``rx / theoretical max`` for the streams used [%]; None when not reported."""
-    latency_min_ns: float | None
-    """Minimum latency [ns]; None when not measured (MoonGen writes 0)."""
-    latency_max_ns: float | None
-    """Maximum latency [ns]; None when not measured."""
-    latency_avg_ns: float | None
-    """Average latency [ns]; None when not measured."""
-    frame_loss_percent: float | None
-    """Frame loss reported by the generator [%]; None when the column is absent."""
-    path: Path
-    """CSV file the row came from."""
-    line: int
-    """1-based physical line of the row in ``path``."""
-
-    @property
-    def valid(self) -> bool:
-        """True when the throughput is a positive finite number (VSperf writes 0 on parse failure)."""
-        return self.rx_pps is not None and math.isfinite(self.rx_pps) and self.rx_pps > 0
-
-
-@dataclass(frozen=True)
-class ProcessStats:
-    """Average CPU and memory use of one process during a test, from VSperf's pidstat log."""
-
-    process: str
-    """Command name, e.g. ``ovs-vswitchd``."""
-    cpu_percent: float | None
-    """Average CPU (100 = one core) [%]."""
-    rss_kib: float | None
-    """Resident set size [KiB]."""
-    vsz_kib: float | None
-    """Virtual size [KiB]."""
-    mem_percent: float | None
-    """Share of the host's memory [%]."""
-
-
-@dataclass(frozen=True)
-class MoongenCheck:
-    """Cross-check of an archived MoonGen raw log against the CSV row for the same frame size.
-
-    The raw log's ``[REPORT]      total:`` line carries Tx/Rx frames, loss and Tx/Rx Mpps
-    (lua-trafficgen ``trafficgen.lua``; regex as in VSperf ``moongen.py``).
-    """
-
-    log_path: Path
-    frame_size_bytes: int
-    tx_frames: int
-    rx_frames: int
-    loss_frames: int
-    log_loss_percent: float
-    """Loss the log prints [%]."""
-    log_rx_pps: float
-    """Rx Mpps × 1e6 from the log [pps]."""
-    log_tx_pps: float | None
-    """Tx Mpps × 1e6 from the log [pps]; None for the old format without ``Tx Mpps:``."""
-    csv_rx_pps: float | None
-    """The CSV's ``throughput_rx_fps`` for that size [pps]."""
-    csv_tx_pps: float | None
-    """The CSV's ``tx_rate_fps`` for that size [pps]."""
-    mismatches: tuple[str, ...]
-    """Human-readable differences; empty when the log and CSV agree."""
-
-    @property
-    def ok(self) -> bool:
-        """True when the log agrees with the CSV."""
-        return not self.mismatches
-
-
-@dataclass(frozen=True)
-class TestRun:
-    """One VSperf test execution: one ``result_[<idx>_]<test>_<deployment>.csv``."""
-
-    __test__ = False  # not a pytest class
-
-    test: str
-    """VSperf test name, from the ``id`` column (e.g. ``phy2phy_tput``)."""
-    deployment: str
-    """VSperf deployment, from the ``deployment`` column (``p2p``, ``pvp``, …)."""
-    index: int | None
-    """Test index in the file name; None for pre-Fraser names."""
-    csv_path: Path
-    trials: tuple[TrialResult, ...]
-    """One per frame size, in file order."""
-    vswitch: str | None
-    traffic_kind: str | None
-    """VSperf ``type``, e.g. ``rfc2544_throughput``."""
-    start_time: str | None
-    """DUT local time, no zone, as VSperf wrote it."""
-    stop_time: str | None
-    execution_time: str | None
-    """``HH:MM:SS``."""
-    processes: tuple[ProcessStats, ...] = ()
-    moongen_checks: tuple[MoongenCheck, ...] = ()
-
-
-@dataclass(frozen=True)
-class ResultSet:
-    """One VSperf ``results_<timestamp>`` directory."""
-
-    path: Path
-    runs: tuple[TestRun, ...]
-    environment: tuple[tuple[str, str], ...]
-    """(field, value) from VSperf's ``.rst``/``.md`` environment block, in file order."""
-    vsperf_report: Path | None
-    """``<vswitch>_test_report.rst`` when present."""
-    logs: tuple[Path, ...]
-    """VSperf log files of the run (inside the directory, or beside it for pre-Hunter layouts)."""
-    failed_tests: tuple[str, ...]
-    """Tests the log names as run but that have no result CSV."""
-    warnings: tuple[LoadWarning, ...]
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        """Environment as a dict (field → value)."""
-        return dict(self.environment)
-
-    def _versioned(self, key: str) -> str | None:
-        value = self.env.get(key)
-        if value is None:
-            return None
-        for part in value.split(","):
-            part = part.strip()
-            if part.startswith("Version:"):
-                version = part.removeprefix("Version:").strip()
-                return None if version in ("", "None") else version
-        first = value.split(",")[0].strip()
-        return first or None
-
-    @property
-    def ovs_version(self) -> str | None:
-        """OVS version from ``* vSwitch: <name>, Version: <v>, GIT tag: …``."""
-        return self._versioned("vSwitch")
-
-    @property
-    def dpdk_version(self) -> str | None:
-        """DPDK version from ``* DPDK Version: <v>, GIT tag: …``."""
-        return self._versioned("DPDK Version")
-
-    @property
-    def qemu_version(self) -> str | None:
-        """QEMU version from ``* VNF: <name>, Version: <v>, …`` (pvp/pvvp only)."""
-        return self._versioned("VNF")
-
-    @property
-    def start_time(self) -> str | None:
-        """Earliest test start time (DUT local time), else the directory timestamp."""
-        starts = sorted(r.start_time for r in self.runs if r.start_time)
-        if starts:
-            return starts[0]
-        stamp = self.path.name.removeprefix("results_")
-        if len(stamp) == 19:
-            return f"{stamp[:10]} {stamp[11:].replace('-', ':')}"
-        return None
 
 
 @dataclass(frozen=True)
@@ -410,12 +226,18 @@ class Comparison:
 
     @property
     def overall(self) -> str:
-        """'REGRESSION' if any, else 'INVALID' if any, else 'PASS'; 'NO_RESULTS' with no cells."""
+        """Return the page's overall verdict, decided by the compared cells only.
+
+        'NO_RESULTS' with no cells; else 'REGRESSION' if any; else 'INVALID' if any cell is
+        INVALID, or when every cell is NO_BASELINE (nothing was compared, so nothing passed);
+        else 'PASS'. NO_BASELINE cells (new tests) never decide it otherwise.
+        """
         counts = self.counts
         if not any(counts.values()):
             return "NO_RESULTS"
         if counts[Verdict.REGRESSION.value]:
             return "REGRESSION"
-        if counts[Verdict.INVALID.value]:
+        compared = sum(counts.values()) - counts[Verdict.NO_BASELINE.value]
+        if counts[Verdict.INVALID.value] or not compared:
             return "INVALID"
         return "PASS"

@@ -2,9 +2,10 @@
 
 Writes ``index.html`` (Jinja2, autoescaped, ``StrictUndefined``), one PNG graph per test
 (matplotlib Agg: throughput against frame size with the theoretical line rate, the output
-format of RFC 2544 §4.1.2 / §26.1), ``report.json`` (every number the page shows) and safe
-plain-text copies of VSperf's own report and logs under ``sources/``. Number formatting happens
-only here. The caller makes the directory appear atomically.
+format of RFC 2544 §4.1.2 / §26.1), ``report.json`` (built by ``document.py``: every number the
+page shows) and safe plain-text copies of VSperf's own report and logs under ``sources/``.
+Text formatting of numbers happens only here and in the page template. The caller makes the
+directory appear atomically.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ import json
 import logging
 import math
 import re
-import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +24,11 @@ from matplotlib.figure import Figure
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
-from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, ResultSet, TestComparison, TesterVerdict, TestRun, Verdict
+from reporting.document import SourceLink, findings, graph_name, report_data, safe_name
+from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
+from reporting.resultmodel import ResultSet
 
 log = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 1
-"""Version of ``report.json``'s layout; bump on incompatible changes."""
 
 MARKER_NAME = ".ovsperf-report"
 """File that marks a directory as a generated report (so it may be replaced)."""
@@ -40,42 +36,39 @@ MARKER_NAME = ".ovsperf-report"
 MAX_COPY_BYTES = 50 * 1024 * 1024
 """VSperf files larger than this are linked by path only, not copied [B]."""
 
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+_SECRET_PATTERNS = (
+    # key = value / key: value, as in VSperf conf dumps and tool logs (quotes kept, value hidden)
+    re.compile(
+        rb"(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key)[A-Za-z0-9_]*\s*[:=]\s*[\"']?)"
+        rb"[^\s\"',;]+"
+    ),
+    re.compile(rb"(sshpass\s+-p\s*)\S+"),  # sshpass -p PASSWORD in host-cmds logs
+    re.compile(rb"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # scheme://user:PASSWORD@host
+)
+REDACTED = b"<redacted>"
 
 
-@dataclass(frozen=True)
-class SourceLink:
-    """A copied VSperf file, linked from the page."""
+def redact(data: bytes) -> tuple[bytes, int]:
+    """Hide passwords, tokens and URL credentials in a copied log or report.
 
-    label: str
-    href: str
-    """Relative URL inside the report directory."""
-
-
-def _safe(name: str) -> str:
-    cleaned = _SAFE_NAME.sub("_", name).strip("._")
-    return cleaned or "file"
+    :returns: (the text with each secret value replaced by ``<redacted>``, number replaced).
+    """
+    count = 0
+    for pattern in _SECRET_PATTERNS:
+        data, hits = pattern.subn(rb"\1" + REDACTED, data)
+        count += hits
+    return data, count
 
 
-def _mpps(pps: float | None) -> float | None:
-    return None if pps is None else pps / 1e6
-
-
-def _mbps(pps: float | None, size: int) -> float | None:
-    return None if pps is None else l1_bps(pps, size) / 1e6
-
-
-def _round(value: float | None, digits: int) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return round(value, digits)
-
-
-def copy_sources(rs: ResultSet, out: Path, prefix: str) -> list[SourceLink]:
+def copy_sources(rs: ResultSet, out: Path, prefix: str, warnings: list[str]) -> list[SourceLink]:
     """Copy VSperf's final report and logs of ``rs`` into ``out/sources/<prefix>/`` as ``.txt``.
 
     Only regular files (no symlinks) up to :data:`MAX_COPY_BYTES` are copied; names are
-    sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them.
+    sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them. Secrets
+    (``password=…``, ``sshpass -p …``, ``scheme://user:…@``) are replaced by ``<redacted>``: a
+    report may be published. A source too large or unreadable is left out; each of those and
+    each redaction adds a warning naming the file to ``warnings``.
 
     :raises OSError: when writing fails (e.g. a full disk).
     """
@@ -85,30 +78,68 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str) -> list[SourceLink]:
     for src in files:
         if src.is_symlink() or not src.is_file():
             continue
-        if src.stat().st_size > MAX_COPY_BYTES:
-            log.warning("'%s' is larger than %d B; not copied into the report.", src, MAX_COPY_BYTES)
+        try:
+            if src.stat().st_size > MAX_COPY_BYTES:
+                warnings.append(f"'{src}': larger than {MAX_COPY_BYTES} B; not copied into the report.")
+                continue
+            data = src.read_bytes()
+        except OSError as err:
+            warnings.append(f"'{src}': cannot be read ({err.strerror}); not copied into the report.")
             continue
+        data, hidden = redact(data)
+        if hidden:
+            warnings.append(
+                f"'{src}': {hidden} secret value(s) replaced by '<redacted>' in the report's copy."
+            )
         target.mkdir(parents=True, exist_ok=True)
-        name = _safe(src.name) + ".txt"
-        shutil.copyfile(src, target / name)
+        name = safe_name(src.name) + ".txt"
+        (target / name).write_bytes(data)
         links.append(SourceLink(label=src.name, href=f"sources/{prefix}/{name}"))
     return links
 
 
-def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
-    """Draw throughput [Mpps] against frame size [B] for baseline, current and line rate.
+GRAPH_SIZE_PX = (768, 576)
+"""Width and height of each test's PNG [px] (the page's ``<img>`` reserves this space)."""
 
-    Means with ±1 standard deviation error bars where a side has repeats; each current result
-    as a faint dot when several were given.
+_VERDICT_COLOURS = {
+    Verdict.PASS: "#5a9e5a",
+    Verdict.REGRESSION: "#c0392b",
+    Verdict.IMPROVEMENT: "#2f6fb5",
+    Verdict.UNSTABLE: "#d99a00",
+}
+
+
+def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
+    """Draw one test's graph: throughput [Mpps] and, below it, the change to baseline [%].
+
+    Top: baseline, current and the theoretical line rate against frame size [B] (RFC 2544 §26.1
+    output format); means with ±1 standard deviation error bars where a side has repeats, each
+    current result as a faint dot when several were given. Bottom: "rel to base" [%] per frame
+    size as bars coloured by verdict, with the confidence interval where there are repeats and
+    the regression/improvement thresholds as dashed lines (the Mpps scale hides a 5 % change at
+    large frames). Cells without a change are marked "INVALID" or "new" at 0.
 
     :raises OSError: when the PNG cannot be written.
     """
     sizes = [c.frame_size_bytes for c in test.cells]
     # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
     pos = {size: float(i) for i, size in enumerate(sizes)}
-    fig = Figure(figsize=(8.0, 4.2), dpi=96)
+    dpi = 96
+    fig = Figure(figsize=(GRAPH_SIZE_PX[0] / dpi, GRAPH_SIZE_PX[1] / dpi), dpi=dpi)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    ax, rel_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    _plot_throughput(ax, test, comparison, pos)
+    _plot_change(rel_ax, test, comparison, pos)
+    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
+    ax.set_title(f"{title}: throughput, both directions summed")
+    rel_ax.set_xlabel("frame size [B] (incl. FCS)")
+    rel_ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
+    rel_ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
     line = [c.line_rate_pps / 1e6 if c.line_rate_pps else math.nan for c in test.cells]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
     ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
@@ -132,198 +163,45 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     invalid = [pos[c.frame_size_bytes] for c in test.cells if c.verdict is Verdict.INVALID]
     if invalid:
         ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="#b00020", label="INVALID")
-    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
-    ax.set_title(f"{title}: throughput, both directions summed")
-    ax.set_xlabel("frame size [B] (incl. FCS)")
     ax.set_ylabel("throughput [Mpps]")
-    ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
-    ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
 
 
-def _side_json(rs: ResultSet, links: Sequence[SourceLink]) -> dict[str, Any]:
-    return {
-        "path": str(rs.path),
-        "name": rs.path.name,
-        "ovs_version": rs.ovs_version,
-        "dpdk_version": rs.dpdk_version,
-        "qemu_version": rs.qemu_version,
-        "start_time": rs.start_time,
-        "tests": [
-            {
-                "test": r.test,
-                "deployment": r.deployment,
-                "index": r.index,
-                "csv": r.csv_path.name,
-                "start_time": r.start_time,
-                "stop_time": r.stop_time,
-                "execution_time": r.execution_time,
-                "vswitch": r.vswitch,
-            }
-            for r in rs.runs
-        ],
-        "failed_tests": list(rs.failed_tests),
-        "environment": dict(rs.environment),
-        "sources": [{"label": s.label, "href": s.href} for s in links],
-    }
-
-
-def _cell_json(cell: Cell) -> dict[str, Any]:
-    size = cell.frame_size_bytes
-    base = cell.baseline
-    cur = cell.current
-    b_fps = base.mean_pps if base else None
-    c_fps = cur.mean_pps if cur else None
-    line = cell.line_rate_pps
-    return {
-        "frame_size_bytes": size,
-        "baseline_fps": b_fps,
-        "current_fps": c_fps,
-        "baseline_mpps": _round(_mpps(b_fps), 6),
-        "current_mpps": _round(_mpps(c_fps), 6),
-        "baseline_l1_mbps": _round(_mbps(b_fps, size), 3),
-        "current_l1_mbps": _round(_mbps(c_fps, size), 3),
-        "baseline_line_rate_percent": _round(100.0 * b_fps / line, 3) if b_fps and line else None,
-        "current_line_rate_percent": _round(100.0 * c_fps / line, 3) if c_fps and line else None,
-        "line_rate_fps": line,
-        "rel_change_percent": _round(cell.rel_change_percent, 6),
-        "ci_low_percent": _round(cell.ci_low_percent, 6),
-        "ci_high_percent": _round(cell.ci_high_percent, 6),
-        "p_value": _round(cell.p_value, 9),
-        "method": cell.method.value,
-        "verdict": cell.verdict.value,
-        "reason": cell.reason,
-        "warn": cell.warn,
-        "baseline_n": base.n if base else 0,
-        "current_n": cur.n if cur else 0,
-        "baseline_stdev_fps": base.stdev_pps if base else None,
-        "current_stdev_fps": cur.stdev_pps if cur else None,
-        "baseline_samples_fps": list(base.samples_pps) if base else [],
-        "current_samples_fps": list(cur.samples_pps) if cur else [],
-        "baseline_latency_avg_ns": cell.baseline_latency_avg_ns,
-        "current_latency_avg_ns": cell.current_latency_avg_ns,
-        "baseline_latency_max_ns": cell.baseline_latency_max_ns,
-        "current_latency_max_ns": cell.current_latency_max_ns,
-        "baseline_frame_loss_percent": cell.baseline_frame_loss_percent,
-        "current_frame_loss_percent": cell.current_frame_loss_percent,
-        "per_result": [
-            {
-                "result": r.label,
-                "fps": r.rx_pps,
-                "mpps": _round(_mpps(r.rx_pps), 6),
-                "l1_mbps": _round(_mbps(r.rx_pps, size), 3),
-                "line_rate_percent": _round(100.0 * r.rx_pps / line, 3) if r.rx_pps and line else None,
-                "rel_change_percent": _round(r.rel_change_percent, 6),
-            }
-            for r in cell.per_result
-        ],
-    }
-
-
-def report_data(
-    comparison: Comparison,
-    baseline: Sequence[ResultSet],
-    current: Sequence[ResultSet],
-    links: Mapping[str, Sequence[SourceLink]],
-    warnings: Sequence[str],
-    tester_verdict: TesterVerdict | None,
-    title: str,
-) -> dict[str, Any]:
-    """Return the ``report.json`` document (schema 1; keys are stable, see docs/reporting.md)."""
+def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
     th = comparison.thresholds
-    return {
-        "schema": SCHEMA_VERSION,
-        "title": title,
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "overall": comparison.overall,
-        "counts": comparison.counts,
-        "thresholds": {
-            "regression_percent": th.regression_percent,
-            "improvement_percent": th.improvement_percent,
-            "warning_percent": th.warning_percent,
-            "alpha": th.alpha,
-        },
-        "throughput_definition": "Rx frames/s summed over both directions (as VSperf reports it); "
-        "Mbit/s are L1: fps × (frame + 20 B) × 8",
-        "link_bps": comparison.link_bps,
-        "link_source": comparison.link_source,
-        "baseline": [_side_json(rs, links.get(f"baseline-{i}", ())) for i, rs in enumerate(baseline)],
-        "current": [_side_json(rs, links.get(f"current-{i}", ())) for i, rs in enumerate(current)],
-        "tests": [
-            {
-                "test": t.test,
-                "deployment": t.deployment,
-                "graph": f"graphs/{_graph_name(t)}",
-                "rows": [_cell_json(c) for c in t.cells],
-                "processes": {
-                    "baseline": _processes_json(t.baseline_runs),
-                    "current": _processes_json(t.current_runs),
-                },
-                "moongen_checks": [
-                    {
-                        "side": side,
-                        "log": str(m.log_path),
-                        "frame_size_bytes": m.frame_size_bytes,
-                        "tx_frames": m.tx_frames,
-                        "rx_frames": m.rx_frames,
-                        "loss_frames": m.loss_frames,
-                        "log_rx_fps": m.log_rx_pps,
-                        "log_tx_fps": m.log_tx_pps,
-                        "csv_rx_fps": m.csv_rx_pps,
-                        "csv_tx_fps": m.csv_tx_pps,
-                        "ok": m.ok,
-                        "mismatches": list(m.mismatches),
-                    }
-                    for side, runs in (("baseline", t.baseline_runs), ("current", t.current_runs))
-                    for r in runs
-                    for m in r.moongen_checks
-                ],
-            }
-            for t in comparison.tests
-        ],
-        "warnings": list(warnings),
-        "tester_verdict": None
-        if tester_verdict is None
-        else {
-            "verdict": tester_verdict.verdict,
-            "bug_id": tester_verdict.bug_id,
-            "comment": tester_verdict.comment,
-            "tester": tester_verdict.tester,
-            "recorded_at": tester_verdict.recorded_at.isoformat(),
-        },
-    }
-
-
-def _processes_json(runs: Sequence[TestRun]) -> list[dict[str, Any]]:
-    """Pidstat rows of ``runs``, once per results directory (repeats share ``pidstat_<test>.log``)."""
-    rows: list[dict[str, Any]] = []
-    seen: set[tuple[str, str, str]] = set()
-    for run in runs:
-        for p in run.processes:
-            key = (str(run.csv_path.parent), run.test, p.process)
-            if key in seen:
-                continue
-            seen.add(key)
-            rows.append(
-                {
-                    "result": run.csv_path.parent.name,
-                    "source": f"pidstat_{run.test}.log",
-                    "process": p.process,
-                    "cpu_percent": p.cpu_percent,
-                    "rss_kib": p.rss_kib,
-                    "vsz_kib": p.vsz_kib,
-                    "mem_percent": p.mem_percent,
-                }
-            )
-    return rows
-
-
-def _graph_name(test: TestComparison) -> str:
-    return f"{_safe(test.test)}_{_safe(test.deployment)}.png"
+    compared = [c for c in test.cells if c.rel_change_percent is not None]
+    xs = [pos[c.frame_size_bytes] for c in compared]
+    ys = [c.rel_change_percent or 0.0 for c in compared]
+    colours = [_VERDICT_COLOURS.get(c.verdict, "#888888") for c in compared]
+    ax.bar(xs, ys, width=0.6, color=colours)
+    with_ci = [c for c in compared if c.ci_low_percent is not None and c.ci_high_percent is not None]
+    if with_ci:
+        ci_x = [pos[c.frame_size_bytes] for c in with_ci]
+        ci_y = [c.rel_change_percent or 0.0 for c in with_ci]
+        # max(0, …): a zero-width interval may come out a rounding error below the mean.
+        low = [max(0.0, y - (c.ci_low_percent or 0.0)) for y, c in zip(ci_y, with_ci, strict=True)]
+        high = [max(0.0, (c.ci_high_percent or 0.0) - y) for y, c in zip(ci_y, with_ci, strict=True)]
+        ax.errorbar(ci_x, ci_y, yerr=[low, high], fmt="none", ecolor="#222222", capsize=3)
+    right = len(pos) - 0.5
+    ax.set_xlim(-0.5, right)
+    ax.axhline(-th.regression_percent, linestyle="--", color="#c0392b", linewidth=1)
+    ax.axhline(th.improvement_percent, linestyle="--", color="#2f6fb5", linewidth=1)
+    for value, label, colour, va in (
+        (-th.regression_percent, f"regression −{th.regression_percent:g} %", "#c0392b", "top"),
+        (th.improvement_percent, f"improvement +{th.improvement_percent:g} %", "#2f6fb5", "bottom"),
+    ):
+        ax.text(right, value, label + " ", ha="right", va=va, fontsize="x-small", color=colour)
+    ax.axhline(0.0, color="#444444", linewidth=0.8)
+    for cell in test.cells:
+        if cell.rel_change_percent is None:
+            label = "new" if cell.verdict is Verdict.NO_BASELINE else "INVALID"
+            ax.text(pos[cell.frame_size_bytes], 0.0, label, ha="center", va="bottom", fontsize="small")
+    extent = max([th.regression_percent, th.improvement_percent, *(abs(y) for y in ys)]) * 1.25
+    ax.set_ylim(-extent, extent)
+    ax.set_ylabel("rel to base [%]")
+    ax.grid(True, alpha=0.3)
 
 
 def write_report(
@@ -334,19 +212,23 @@ def write_report(
     warnings: Sequence[str],
     tester_verdict: TesterVerdict | None,
     title: str,
-) -> None:
+) -> tuple[str, ...]:
     """Fill the (empty, temporary) directory ``out`` with the complete report.
 
+    :returns: warnings found while copying VSperf's files (left out, secrets redacted); the
+        page and ``report.json`` list them after ``warnings``.
     :raises OSError: when any file cannot be written (the caller keeps the previous report).
     """
     links: dict[str, list[SourceLink]] = {}
+    copy_warnings: list[str] = []
     for side, sets in (("baseline", baseline), ("current", current)):
         for i, rs in enumerate(sets):
-            links[f"{side}-{i}"] = copy_sources(rs, out, f"{side}-{i}")
+            links[f"{side}-{i}"] = copy_sources(rs, out, f"{side}-{i}", copy_warnings)
+    warnings = [*warnings, *copy_warnings]
     graphs = out / "graphs"
     graphs.mkdir()
     for test in comparison.tests:
-        plot_test(test, comparison, graphs / _graph_name(test))
+        plot_test(test, comparison, graphs / graph_name(test))
     data = report_data(comparison, baseline, current, links, warnings, tester_verdict, title)
     (out / "report.json").write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     env = environment("report", autoescape=True)
@@ -356,9 +238,12 @@ def write_report(
         comparison=comparison,
         env_rows=_environment_rows(baseline, current),
         verdicts=[v.value for v in Verdict],
+        findings=findings(data["tests"]),
+        graph_size_px=GRAPH_SIZE_PX,
     )
     (out / "index.html").write_text(html, encoding="utf-8")
     (out / MARKER_NAME).write_text("generated by ovsperf generate-report\n", encoding="utf-8")
+    return tuple(copy_warnings)
 
 
 def _environment_rows(baseline: Sequence[ResultSet], current: Sequence[ResultSet]) -> list[dict[str, Any]]:

@@ -66,6 +66,14 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     assert "--kickrepo" in out and "--list-configs" in out
 
 
+def test_help_lists_only_the_exit_codes_jobcreator_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    """jobcreator returns 0 or 2; its help must not promise 1 (regression) or 3 (no results)."""
+    assert main(["--help"]) == ExitCode.OK
+    epilog = capsys.readouterr().out.split("exit codes:", 1)[1]
+    assert "1 regression found" not in epilog and "3 no results found" not in epilog
+    assert "never returns 1" in epilog
+
+
 def test_autosubmit_dry_run_validates_without_contacting_any_hub(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -107,3 +107,25 @@ def test_linked_sources_open_as_text(browser: Browser, tmp_path: Path) -> None:
         "Open vSwitch" in browser.evaluate("document.body.innerText")
         or browser.evaluate("document.contentType") == "text/plain"
     )
+
+
+def test_verdict_and_findings_visible_above_the_fold(browser: Browser, tmp_path: Path) -> None:
+    """A tester sees the overall verdict and what to look at without scrolling (top 900 px)."""
+    out = tmp_path / "out"
+    generate_report([REPEATS], [BASELINE], out)  # pvp_tput is new: NO_BASELINE, overall PASS
+    report = browser.open((out / "index.html").as_uri())
+    assert report.exceptions == [] and report.log_errors == []
+    boxes = browser.evaluate(
+        "['.overall .verdict', '#findings'].map(s => {"
+        "const r = document.querySelector(s).getBoundingClientRect(); return [r.top, r.bottom];})"
+    )
+    assert all(0 <= top < bottom <= 900 for top, bottom in boxes)
+    assert browser.evaluate("document.querySelector('.overall .verdict').innerText.trim()") == "PASS"
+    findings = browser.evaluate("document.querySelector('#findings').innerText")
+    assert "NEW / no baseline" in findings and "pvp_tput / pvp" in findings and "UNSTABLE" in findings
+    # The new test's cells carry the distinct badge, not INVALID.
+    badges = browser.evaluate(
+        "Array.from(document.querySelectorAll('table.results')[1].querySelectorAll('.verdict'))"
+        ".map(b => b.innerText.trim())"
+    )
+    assert badges == ["NEW / no baseline"] * 7

@@ -34,6 +34,23 @@ def test_exit_codes_with_report(
     assert json.loads((out / "report.json").read_text())["schema"] == 1
 
 
+def test_new_test_without_baseline_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pvp_tput only in the current results: NO_BASELINE cells, exit decided by phy2phy_tput."""
+    out = tmp_path / "out"
+    argv = ["--baseline", str(REPEATS), "--output-dir", str(out), str(BASELINE)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [str(out / "index.html")]
+    counts = json.loads((out / "report.json").read_text())["counts"]
+    assert counts["NO_BASELINE"] == 7 and counts["INVALID"] == 0
+
+
+def test_help_documents_verdicts_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for needle in ("NO_BASELINE", "INVALID", "UNSTABLE", "0  report written", "3  no results", "L1"):
+        assert needle in text
+
+
 def test_no_results_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "nothing_here"
     empty.mkdir()

@@ -10,7 +10,8 @@ from scipy import stats
 
 from reporting.compare import compare, decide, link_speed
 from reporting.errors import ThresholdError
-from reporting.model import Method, ResultSet, SideStats, TestRun, Thresholds, TrialResult, Verdict
+from reporting.model import Method, SideStats, Thresholds, Verdict
+from reporting.resultmodel import ResultSet, TestRun, TrialResult
 
 TH = Thresholds()
 
@@ -154,3 +155,59 @@ def test_verdict_from_spec() -> None:
     with pytest.raises(ValueError, match="PASS, REGRESSION, IMPROVEMENT, UNSTABLE, INVALID"):
         Verdict.from_spec("FAILED")
     assert Method.from_spec("welch-t") is Method.WELCH_T
+
+
+def test_test_only_on_current_side_is_no_baseline() -> None:
+    base = _set("b", _run("old", {64: 10e6}))
+    cur = _set("c", _run("old", {64: 10.1e6}), _run("new", {64: 5e6, 128: 0.0}))
+    result = compare([base], [cur], TH)
+    old, new = result.tests
+    assert [c.verdict for c in old.cells] == [Verdict.PASS]
+    cells = {c.frame_size_bytes: c for c in new.cells}
+    assert cells[64].verdict is Verdict.NO_BASELINE and cells[64].method is Method.NONE
+    assert cells[64].rel_change_percent is None and cells[64].baseline is None
+    assert cells[64].current is not None and cells[64].current.mean_pps == 5e6
+    # A zero row of the new test is still an invalid measurement, named as the current side's.
+    assert cells[128].verdict is Verdict.INVALID
+    assert "Throughput 0 on the current side" in cells[128].reason
+    assert result.counts["NO_BASELINE"] == 1 and result.counts["INVALID"] == 1
+    assert any("'new'" in w and "NO_BASELINE" in w for w in result.warnings)
+
+
+def test_no_baseline_leaves_the_overall_verdict_to_the_other_cells() -> None:
+    base = _set("b", _run("old", {64: 10e6, 128: 8e6}))
+    passing = _set("c", _run("old", {64: 10e6, 128: 8e6}), _run("new", {64: 5e6}))
+    result = compare([base], [passing], TH)
+    assert result.counts["PASS"] == 2 and result.counts["NO_BASELINE"] == 1
+    assert result.overall == "PASS"
+    regressing = _set("c", _run("old", {64: 9e6, 128: 8e6}), _run("new", {64: 5e6}))
+    assert compare([base], [regressing], TH).overall == "REGRESSION"
+
+
+def test_test_missing_on_current_side_stays_invalid() -> None:
+    base = _set("b", _run("old", {64: 10e6}), _run("gone", {64: 5e6}))
+    cur = _set("c", _run("old", {64: 10e6}))
+    result = compare([base], [cur], TH)
+    (cell,) = result.tests[1].cells
+    assert cell.verdict is Verdict.INVALID and "Test not present on the current side" in cell.reason
+    assert result.overall == "INVALID"
+
+
+def test_test_the_baseline_failed_is_invalid_not_new() -> None:
+    """A baseline whose log names the test as failed is broken, not missing the test by design."""
+    base = ResultSet(Path("/r/b"), (_run("old", {64: 10e6}),), (), None, (), ("new",), ())
+    cur = _set("c", _run("old", {64: 10e6}), _run("new", {64: 5e6}))
+    result = compare([base], [cur], TH)
+    (cell,) = result.tests[1].cells
+    assert cell.verdict is Verdict.INVALID and "Test not present on the baseline side" in cell.reason
+    assert any("failed in '/r/b'" in w and "INVALID" in w for w in result.warnings)
+
+
+def test_only_new_tests_compare_nothing_so_nothing_passes() -> None:
+    from reporting.model import Cell, Comparison, TestComparison
+
+    cell = Cell(
+        64, None, _side(5.0), 29.76e6, None, None, None, None, Method.NONE, Verdict.NO_BASELINE, "", False
+    )
+    comparison = Comparison((TestComparison("new", "p2p", (cell,), (), ()),), TH)
+    assert comparison.overall == "INVALID"

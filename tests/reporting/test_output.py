@@ -6,11 +6,13 @@ The full-disk case mounts a real, tiny tmpfs (the tests run as root here and in 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,32 @@ def test_full_disk_keeps_previous_report(tiny_tmpfs: Path) -> None:
     filler.unlink()
     generate_report([BASELINE], [CANDIDATE], out, title="new")
     assert "<title>new</title>" in (out / "index.html").read_text()
+
+
+def test_secrets_in_copied_logs_are_redacted(tmp_path: Path, copy_results: Any) -> None:
+    """A report may be published: passwords in VSperf's logs never reach it."""
+    src = copy_results(BASELINE, "with_secrets")
+    run_dir = next(src.glob("results_*"))
+    overall = next(run_dir.glob("vsperf-overall_*.log"))
+    host_cmds = next(run_dir.glob("host-cmds_*.log"))
+    overall.write_bytes(
+        overall.read_bytes() + b"2018-03-05 22:26:04 : TRAFFICGEN_STC_PASSWORD = 'hunter2'\r\n"
+        b"2018-03-05 22:26:04 : fetched https://qe:pa55word@repo.example.com/x\r\n"
+    )
+    host_cmds.write_bytes(host_cmds.read_bytes() + b"cmd : sshpass -p s3cr3t-pw ssh root@10.19.17.42\n")
+    outcome = generate_report([BASELINE], [src], tmp_path / "out")
+    everything = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    for secret in (b"hunter2", b"pa55word", b"s3cr3t-pw"):
+        assert secret not in everything
+    copied = (tmp_path / "out" / "sources" / "current-0" / (overall.name + ".txt")).read_bytes()
+    assert b"TRAFFICGEN_STC_PASSWORD = '<redacted>'" in copied and b"https://qe:<redacted>@repo" in copied
+    # Everything else is copied unchanged (the fixture logs hold no secret).
+    original = overall.read_bytes()
+    assert copied.count(b"\n") == original.count(b"\n") and copied.startswith(original[:4000])
+    assert outcome.counts["PASS"] == 14
+    report = json.loads(outcome.report_json.read_text())
+    assert report["warnings"] == list(outcome.warnings)
+    hits = sorted(w for w in outcome.warnings if "redacted" in w)
+    assert len(hits) == 2
+    assert any(w.startswith(f"'{overall}': 2 secret value(s)") for w in hits)
+    assert any(w.startswith(f"'{host_cmds}': 1 secret value(s)") for w in hits)

@@ -139,3 +139,82 @@ def test_statistics_page_states_method(tmp_path: Path) -> None:
     assert re.fullmatch(r"\[[+-]\d+\.\d{3}, [+-]\d+\.\d{3}\]", row[7])
     assert row[8] == "2 / 2"
     assert " ± " in row[1] and " ± " in row[3]
+
+
+def test_findings_summary_under_the_overall_verdict(tmp_path: Path) -> None:
+    """The cells to look at are listed at the top, most urgent first, linked to their tables."""
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    (item,) = doc.xpath("//ul[@id='findings']/li")
+    text = " ".join(item.text_content().split())
+    assert text == "REGRESSION pvp_tput / pvp: 64 B -6.000 % (5.102 → 4.796 Mpps)"
+    assert item.xpath(".//a/@href") == ["#test-2"] and doc.xpath("//h2[@id='test-2']")
+
+
+def test_findings_group_new_tests_and_name_warnings(tmp_path: Path) -> None:
+    outcome = generate_report([REPEATS], [BASELINE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    items = [" ".join(li.text_content().split()) for li in doc.xpath("//ul[@id='findings']/li")]
+    assert items[0].startswith("UNSTABLE phy2phy_tput / p2p: 64 B +3.059 % (13.782 → 14.204 Mpps)")
+    assert items[1].startswith(
+        "NEW / no baseline pvp_tput / pvp: 64 B; 128 B; 256 B; 512 B; 1024 B; 1280 B; 1518 B. "
+        "Test not present on the baseline side"
+    )
+    assert len(items) == 2
+    assert "1 warning(s)" in doc.xpath("//p[a[@href='#warnings']]")[0].text_content()
+
+
+def test_findings_when_everything_passes(tmp_path: Path) -> None:
+    outcome = generate_report([BASELINE], [BASELINE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    assert doc.xpath("//p[@id='findings']")[0].text_content() == "Every cell is within the thresholds."
+
+
+def test_graph_has_a_change_panel_sized_as_the_page_says(tmp_path: Path) -> None:
+    import struct
+
+    from reporting.render import GRAPH_SIZE_PX
+
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    for img in doc.xpath("//img[@class='graph']"):
+        data = (tmp_path / "out" / img.get("src")).read_bytes()
+        assert struct.unpack(">II", data[16:24]) == GRAPH_SIZE_PX  # PNG IHDR width, height
+        assert (int(img.get("width")), int(img.get("height"))) == GRAPH_SIZE_PX
+    assert GRAPH_SIZE_PX[1] > 500  # room for the "rel to base [%]" panel under the Mpps panel
+
+
+def test_regression_bar_is_drawn_red_below_the_threshold(tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "out")
+    report = json.loads(outcome.report_json.read_text())
+
+    def red_pixels(graph: str) -> int:
+        rgb = (imread(str(tmp_path / "out" / graph))[:, :, :3] * 255).round()
+        return int(
+            (
+                (abs(rgb[:, :, 0] - 0xC0) < 3)
+                & (abs(rgb[:, :, 1] - 0x39) < 3)
+                & (abs(rgb[:, :, 2] - 0x2B) < 3)
+            ).sum()
+        )
+
+    p2p, pvp = (t["graph"] for t in report["tests"])
+    # Both draw the dashed −5 % line in that red; only pvp (64 B: −6 %) adds a whole bar of it.
+    assert red_pixels(pvp) > red_pixels(p2p) + 1500
+
+
+def test_changes_that_round_to_zero_are_not_shown_negative(tmp_path: Path) -> None:
+    outcome = generate_report([BASELINE, CANDIDATE], [REPEATS, CANDIDATE], tmp_path / "out")
+    report = json.loads(outcome.report_json.read_text())
+    tiny = [
+        pr["rel_change_percent"]
+        for r in report["tests"][0]["rows"]
+        for pr in r["per_result"]
+        if pr["rel_change_percent"] is not None and -0.005 < pr["rel_change_percent"] < 0
+    ]
+    assert tiny, "the fixture should hold a small negative change"
+    doc = lxml_html.fromstring(outcome.index_html.read_text())
+    cells = " ".join(doc.xpath("//table[contains(@class, 'per-result')]")[0].text_content().split())
+    assert "-0.00" not in cells and "+0.00" in cells

@@ -92,7 +92,14 @@ def test_zero_throughput_is_invalid_not_minus_100(tmp_path: Path) -> None:
     assert row["current_fps"] is None and row["current_n"] == 0
     assert f"'{P2P_CSV}' line 2" in row["reason"]
     _warning(outcome, P2P_CSV, "line 2", "Throughput is 0")
-    assert outcome.counts == {"PASS": 13, "REGRESSION": 0, "IMPROVEMENT": 0, "UNSTABLE": 0, "INVALID": 1}
+    assert outcome.counts == {
+        "PASS": 13,
+        "REGRESSION": 0,
+        "IMPROVEMENT": 0,
+        "UNSTABLE": 0,
+        "INVALID": 1,
+        "NO_BASELINE": 0,  # added with the NO_BASELINE verdict: every verdict is counted
+    }
     assert outcome.exit_code is ExitCode.ERROR and outcome.overall == "INVALID"
     assert "-100" not in html
     # Zero in the baseline is just as INVALID.
@@ -157,11 +164,46 @@ def test_mismatched_frame_sizes(tmp_path: Path, copy_results: Any) -> None:
 
 
 def test_test_on_one_side_only(tmp_path: Path) -> None:
-    outcome, report, _ = _run(tmp_path, [REPEATS], [BASELINE])
+    # A test only the current side has is new: NO_BASELINE (was INVALID before review1).
+    outcome, report, html = _run(tmp_path, [REPEATS], [BASELINE])
     pvp = _rows(report, "pvp_tput")
-    assert all(r["verdict"] == "INVALID" and r["baseline_fps"] is None for r in pvp.values())
+    assert all(r["verdict"] == "NO_BASELINE" and r["baseline_fps"] is None for r in pvp.values())
     assert all("Test not present on the baseline side" in r["reason"] for r in pvp.values())
-    _warning(outcome, "'pvp_tput'", "no result on the baseline side")
+    assert pvp[64]["current_fps"] == pytest.approx(5102387.0) and pvp[64]["rel_change_percent"] is None
+    assert pvp[64]["current_line_rate_percent"] == pytest.approx(17.144, abs=5e-4)
+    _warning(outcome, "'pvp_tput'", "no result on the baseline side", "NO_BASELINE")
+    assert outcome.counts["NO_BASELINE"] == 7 and report["counts"]["NO_BASELINE"] == 7
+    assert outcome.counts["INVALID"] == 0 and outcome.counts["UNSTABLE"] == 1  # p2p 64 B, n = 2 vs 1
+    assert outcome.exit_code is ExitCode.OK and outcome.overall == report["overall"] == "PASS"
+    assert "NEW / no baseline" in html
+    # The other way round a test measured before and missing now is suspicious: INVALID, exit 2.
+    outcome2, report2, _ = _run(tmp_path / "reverse", [BASELINE], [REPEATS])
+    pvp2 = _rows(report2, "pvp_tput")
+    assert all(r["verdict"] == "INVALID" for r in pvp2.values())
+    assert all("Test not present on the current side" in r["reason"] for r in pvp2.values())
+    assert outcome2.exit_code is ExitCode.ERROR and outcome2.counts["NO_BASELINE"] == 0
+
+
+def test_test_the_baseline_failed_is_invalid(tmp_path: Path) -> None:
+    outcome, report, _ = _run(tmp_path, [BROKEN / "missing_csv"], [CANDIDATE])
+    pvp = _rows(report, "pvp_tput")
+    assert all(r["verdict"] == "INVALID" and r["current_fps"] is not None for r in pvp.values())
+    _warning(outcome, "'pvp_tput'", "no result on the baseline side", "failed in", "INVALID")
+    assert outcome.exit_code is ExitCode.ERROR
+    assert outcome.counts["NO_BASELINE"] == 0 and outcome.counts["INVALID"] == 7
+
+
+def test_new_test_with_a_zero_row(tmp_path: Path, copy_results: Any) -> None:
+    src = copy_results(BASELINE, "new_pvp_zero")
+    csv = src / TS / "result_1_pvp_tput_pvp.csv"
+    lines = csv.read_bytes().split(b"\r\n")
+    lines[1] = b"0.000000," + lines[1].split(b",", 1)[1]  # 64 B row, throughput_rx_fps = 0
+    csv.write_bytes(b"\r\n".join(lines))
+    outcome, report, _ = _run(tmp_path, [REPEATS], [src])
+    pvp = _rows(report, "pvp_tput")
+    assert pvp[64]["verdict"] == "INVALID" and "Throughput 0 on the current side" in pvp[64]["reason"]
+    assert [r["verdict"] for s, r in pvp.items() if s != 64] == ["NO_BASELINE"] * 6
+    assert outcome.exit_code is ExitCode.ERROR
 
 
 def test_duplicate_result_directories(tmp_path: Path, copy_results: Any) -> None:
@@ -232,3 +274,39 @@ def test_unreadable_csv_does_not_crash(tmp_path: Path, copy_results: Any) -> Non
     assert all(r["verdict"] == "INVALID" for r in _rows(report, "phy2phy_tput").values())
     assert all(r["verdict"] != "INVALID" for r in _rows(report, "pvp_tput").values())
     shutil.rmtree(src)
+
+
+def test_truncated_csv_is_not_called_a_frame_size_mismatch(tmp_path: Path) -> None:
+    """The rows a truncated CSV lost are blamed on the file, not on differing frame sizes."""
+    outcome, report, html = _run(tmp_path, [BASELINE], [BROKEN / "truncated_csv"])
+    p2p = _rows(report, "phy2phy_tput")
+    for size in (512, 1024, 1280, 1518):
+        assert f"'{P2P_CSV}' lost rows (see Warnings)" in p2p[size]["reason"]
+        assert "frame sizes differ" not in p2p[size]["reason"]
+    assert "frame sizes differ" not in " ".join(outcome.warnings)
+    from lxml import html as lxml_html
+
+    (finding,) = lxml_html.fromstring(html).xpath("//ul[@id='findings']/li")
+    assert " ".join(finding.text_content().split()).startswith(
+        "INVALID phy2phy_tput / p2p: 512 B; 1024 B; 1280 B; 1518 B. No 512 B row on the current side"
+    )
+
+
+def test_byte_order_mark_and_negative_or_nan_throughput(tmp_path: Path, copy_results: Any) -> None:
+    """A CSV re-saved with a UTF-8 BOM still loads; negative or NaN throughput is INVALID."""
+    src = copy_results(CANDIDATE, "bom")
+    csv = next(src.glob(f"results_*/{P2P_CSV}"))
+    lines = csv.read_bytes().split(b"\r\n")
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    lines[2] = b"-5.0," + lines[2].split(b",", 1)[1]  # 128 B
+    lines[3] = b"nan," + lines[3].split(b",", 1)[1]  # 256 B
+    csv.write_bytes(b"\r\n".join(lines))
+    outcome, report, _ = _run(tmp_path, [BASELINE], [src])
+    p2p = _rows(report, "phy2phy_tput")
+    assert p2p[64]["current_fps"] == pytest.approx(13777605.0) and p2p[64]["verdict"] == "PASS"
+    assert p2p[128]["verdict"] == "INVALID" and p2p[256]["verdict"] == "INVALID"
+    assert [s for s, r in p2p.items() if r["verdict"] == "INVALID"] == [128, 256]
+    assert not any("missing from the header" in w for w in outcome.warnings)
+    assert "Throughput negative (-5 fps) on the current side" in p2p[128]["reason"]
+    _warning(outcome, P2P_CSV, "line 3", "Throughput is negative (-5) at 128 B")
+    _warning(outcome, P2P_CSV, "line 4", "'nan', not a finite number")

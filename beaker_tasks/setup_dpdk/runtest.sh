@@ -1,0 +1,151 @@
+#!/bin/bash
+# setup_dpdk: prepare the traffic generator host for MoonGen.
+#
+# Boot 0 (persistent part): tuned cpu-partitioning with the isolated CPUs, IRQs banned from them,
+# vfio-pci loaded at boot, optional kernel arguments; then reboot through the harness.
+# Boot 1+ (checks): vfio-pci loaded, test NICs bound to it by PCI address, hugepages reserved,
+# IOMMU on, CPU isolation active. A missing NIC, no hugepages or no IOMMU is a lab problem:
+# WARN and abort the recipe.
+#
+# Parameters (environment): INVENTORY (host inventory YAML, see vsperf_configs/inventory.example.yaml)
+# or TEST_NICS (PCI addresses) and ISOLATED_CPUS (cpulist); optional SETUP_DPDK_HOST (inventory
+# key, default `hostname -f`), KERNEL_ARGS (added with grubby, e.g. hugepages when the job's
+# kernel_options_post does not set them), SETUP_DPDK_REBOOT (1: reboot between the parts).
+set -o nounset -o pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/task.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
+
+: "${INVENTORY:=}"
+: "${TEST_NICS:=}"
+: "${ISOLATED_CPUS:=}"
+: "${KERNEL_ARGS:=}"
+: "${SETUP_DPDK_REBOOT:=1}"
+: "${SETUP_DPDK_DRIVER:=vfio-pci}"
+
+setup_dpdk_params() {
+    task_find_inventory
+    if [[ -n "${INVENTORY}" ]]; then
+        : "${SETUP_DPDK_HOST:=$(hostname -f)}"
+        task_load_inventory "${SETUP_DPDK_HOST}" ||
+            task_abort "Cannot read the inventory entry of '${SETUP_DPDK_HOST}' from '${INVENTORY}'."
+        : "${TEST_NICS:=${INV_TEST_NICS}}"
+        : "${ISOLATED_CPUS:=${INV_ISOLATED_CPUS}}"
+    fi
+    task_require_params TEST_NICS ISOLATED_CPUS
+    local pci
+    for pci in ${TEST_NICS}; do
+        [[ "${pci}" =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ ]] ||
+            task_abort "TEST_NICS entry '${pci}' is not a PCI address like 0000:03:00.0."
+    done
+    [[ "${ISOLATED_CPUS}" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+        task_abort "ISOLATED_CPUS '${ISOLATED_CPUS}' is not a cpulist like 2-11."
+}
+
+setup_dpdk_write_tuned_variables() {
+    mkdir -p "${TASK_ETC}/tuned" &&
+        printf '# Written by the ovsperf setup_dpdk task.\nisolated_cores=%s\n' "${ISOLATED_CPUS}" \
+            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
+}
+
+setup_dpdk_ban_irqs() {
+    local file="${TASK_ETC}/sysconfig/irqbalance"
+    mkdir -p "${TASK_ETC}/sysconfig" || return 1
+    touch "${file}" || return 1
+    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
+    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "${ISOLATED_CPUS}" >>"${file}.ovsperf" &&
+        mv "${file}.ovsperf" "${file}"
+}
+
+setup_dpdk_load_at_boot() {
+    mkdir -p "${TASK_ETC}/modules-load.d" &&
+        printf '%s\n' "${SETUP_DPDK_DRIVER}" >"${TASK_ETC}/modules-load.d/ovsperf-${SETUP_DPDK_DRIVER}.conf"
+}
+
+setup_dpdk_persistent() {
+    task_phase_start Setup environment
+    local pci
+    for pci in ${TEST_NICS}; do
+        task_pci_present "${pci}" || task_abort "Test NIC ${pci} is missing on $(hostname -f)."
+    done
+    local -a nics
+    read -r -a nics <<<"${TEST_NICS}"
+    task_log_versions "${nics[@]}"
+    task_phase_end
+
+    task_phase_start Setup persistent
+    task_run "Write tuned cpu-partitioning isolated_cores=${ISOLATED_CPUS}" setup_dpdk_write_tuned_variables ||
+        task_abort "Cannot write the tuned variables."
+    task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
+        task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
+    task_run "Ban IRQs from CPUs ${ISOLATED_CPUS}" setup_dpdk_ban_irqs
+    task_run "Restart irqbalance" systemctl restart irqbalance
+    task_run "Load ${SETUP_DPDK_DRIVER} at boot" setup_dpdk_load_at_boot
+    if [[ -n "${KERNEL_ARGS}" ]]; then
+        # shellcheck disable=SC2086 # KERNEL_ARGS is a list of kernel arguments
+        task_run "Add kernel arguments ${KERNEL_ARGS}" grubby --update-kernel=ALL --args="${KERNEL_ARGS}" ||
+            task_abort "grubby cannot add the kernel arguments '${KERNEL_ARGS}'."
+    fi
+    task_mark persistent
+    task_phase_end
+}
+
+setup_dpdk_bind() {
+    task_phase_start Setup bind
+    task_run "Load ${SETUP_DPDK_DRIVER}" modprobe "${SETUP_DPDK_DRIVER}" ||
+        task_abort "Cannot load ${SETUP_DPDK_DRIVER}."
+    local pci netdev
+    local -a unbound=()
+    for pci in ${TEST_NICS}; do
+        task_pci_present "${pci}" || task_abort "Test NIC ${pci} is missing on $(hostname -f)."
+        [[ "$(task_pci_driver "${pci}")" == "${SETUP_DPDK_DRIVER}" ]] && continue
+        netdev="$(task_pci_netdev "${pci}")"
+        if [[ -n "${netdev}" ]]; then
+            task_run "Take ${netdev} (${pci}) down" ip link set dev "${netdev}" down
+        fi
+        unbound+=("${pci}")
+    done
+    if ((${#unbound[@]})); then
+        task_run "Bind ${unbound[*]} to ${SETUP_DPDK_DRIVER}" dpdk-devbind.py -b "${SETUP_DPDK_DRIVER}" "${unbound[@]}" ||
+            task_abort "dpdk-devbind.py cannot bind ${unbound[*]} to ${SETUP_DPDK_DRIVER} (IOMMU off?)."
+    fi
+    task_run "Show device bindings" dpdk-devbind.py --status-dev net
+    task_phase_end
+}
+
+setup_dpdk_verify() {
+    task_phase_start Setup verify
+    local pci driver hugepages
+    for pci in ${TEST_NICS}; do
+        driver="$(task_pci_driver "${pci}")"
+        [[ "${driver}" == "${SETUP_DPDK_DRIVER}" ]] ||
+            task_abort "Test NIC ${pci} is bound to '${driver:-no driver}', not ${SETUP_DPDK_DRIVER}."
+    done
+    hugepages="$(task_hugepages_total)"
+    ((hugepages > 0)) || task_abort "No hugepages are reserved (kernel command line: $(cat "${TASK_PROC}/cmdline"))."
+    task_log "  ${hugepages} hugepages reserved"
+    if ! compgen -G "${TASK_SYSFS}/kernel/iommu_groups/*" >/dev/null; then
+        task_abort "The IOMMU is off (no IOMMU groups); add intel_iommu=on iommu=pt to the kernel command line."
+    fi
+    task_run "tuned profile is cpu-partitioning" setup_dpdk_tuned_active
+    grep -qE '(^| )(isolcpus|nohz_full)=' "${TASK_PROC}/cmdline" ||
+        task_warn "CPU isolation is not on the kernel command line yet; tuned applies it at the next boot."
+    task_phase_end
+}
+
+setup_dpdk_tuned_active() {
+    tuned-adm active | grep -q 'cpu-partitioning'
+}
+
+task_init setup_dpdk
+setup_dpdk_params
+if ((TASK_REBOOTCOUNT == 0)); then
+    setup_dpdk_persistent
+    if [[ "${SETUP_DPDK_REBOOT}" == "1" ]]; then
+        task_reboot
+    fi
+elif ! task_done persistent; then
+    task_abort "Rebooted (count ${TASK_REBOOTCOUNT}) before the persistent setup finished; see the previous boot's logs."
+fi
+setup_dpdk_bind
+setup_dpdk_verify
+task_finish

@@ -1,0 +1,398 @@
+#!/bin/bash
+# vsperf_test: prepare the DUT (or its guest) for VSperf, or run one scenario and ship the results.
+#
+# VSPERF_ACTION=setup (DUT, boot 0): tuned cpu-partitioning with the DUT's isolated CPUs, IRQs kept
+#   off them, NetworkManager off the test NICs, VSperf checked out at a pinned commit with its Python
+#   dependencies in a venv, an SSH key pair for reaching the MoonGen host; reboot; (boot 1+) checks.
+# VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode.
+# VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
+#   run VSperf, take the results directory from its log ("Creating result directory: ..."), check
+#   that a CSV exists for every requested test (VSperf exits 0 when tests fail), copy MoonGen's raw
+#   logs (VSperf leaves them in /tmp/moongen and overwrites them), write ovsperf-metadata.json LAST,
+#   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
+#
+# Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
+# DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
+# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR; see README.md.
+set -o nounset -o pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/task.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
+
+: "${VSPERF_ACTION:=}"
+: "${SCENARIO:=}"
+: "${GUEST:=0}"
+: "${COLLECTOR:=}"
+: "${INVENTORY:=}"
+: "${CATALOG:=}"
+# opnfv/vswitchperf master after the Jerma release (2020-12-01), the version reference/vsperf.md describes.
+: "${VSPERF_COMMIT:=90ef48d4342a983c7733b8c21bb902d1dab2685a}"
+: "${VSPERF_REPO:=https://github.com/opnfv/vswitchperf}"
+: "${VSPERF_DIR:=/root/vswitchperf}"
+: "${VSPERF_VENV:=/root/vsperf-venv}"
+: "${VSPERF_BASE_PYTHON:=python3}"
+: "${VSPERF_TIMEOUT_S:=43200}"
+: "${VSPERF_SETUP_REBOOT:=1}"
+: "${MOONGEN_LOG_DIR:=/tmp/moongen}"
+: "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
+: "${COLLECTOR_RETRIES:=3}"
+: "${COLLECTOR_RETRY_DELAY_S:=30}"
+VSPERF_TEST_METADATA="ovsperf-metadata.json"
+
+vsperf_test_inventory() {
+    task_find_inventory
+    task_require_params INVENTORY
+    : "${DUT_HOSTNAME:=$(hostname -f)}"
+    task_load_inventory "${DUT_HOSTNAME}" ||
+        task_abort "Cannot read the inventory entry of '${DUT_HOSTNAME}' from '${INVENTORY}'."
+    [[ "${INV_ROLE}" == "dut" ]] || task_abort "'${DUT_HOSTNAME}' is not a DUT in '${INVENTORY}'."
+    read -r -a VSPERF_TEST_NICS <<<"${INV_TEST_NICS}"
+}
+
+vsperf_test_check_nics() {
+    local pci
+    for pci in "${VSPERF_TEST_NICS[@]}"; do
+        task_pci_present "${pci}" || task_abort "Test NIC ${pci} is missing on ${DUT_HOSTNAME}."
+    done
+}
+
+# --- setup ---------------------------------------------------------------------------------
+
+vsperf_test_write_tuned_variables() {
+    mkdir -p "${TASK_ETC}/tuned" &&
+        printf '# Written by the ovsperf vsperf_test task.\nisolated_cores=%s\n' "${INV_ISOLATED_CPUS}" \
+            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
+}
+
+vsperf_test_ban_irqs() {
+    local file="${TASK_ETC}/sysconfig/irqbalance"
+    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
+    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
+    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "${INV_ISOLATED_CPUS}" >>"${file}.ovsperf" &&
+        mv "${file}.ovsperf" "${file}"
+}
+
+# Keep NetworkManager off the test NICs, now and after reboots.
+vsperf_test_unmanage_nics() {
+    local pci netdev names=""
+    for pci in "${VSPERF_TEST_NICS[@]}"; do
+        netdev="$(task_pci_netdev "${pci}")"
+        [[ -n "${netdev}" ]] || continue
+        names+="${names:+;}interface-name:${netdev}"
+        if task_have nmcli; then
+            nmcli device set "${netdev}" managed no || return 1
+        fi
+    done
+    [[ -n "${names}" ]] || return 0
+    mkdir -p "${TASK_ETC}/NetworkManager/conf.d" &&
+        printf '# Written by the ovsperf vsperf_test task.\n[keyfile]\nunmanaged-devices=%s\n' "${names}" \
+            >"${TASK_ETC}/NetworkManager/conf.d/99-ovsperf-unmanaged.conf"
+}
+
+vsperf_test_checkout() {
+    if [[ -d "${VSPERF_DIR}/.git" ]]; then
+        task_run "Fetch VSperf" timeout "${TASK_NET_TIMEOUT_S}" git -C "${VSPERF_DIR}" fetch origin || task_abort "Cannot fetch '${VSPERF_REPO}' (repository down?)."
+    else
+        task_run "Clone VSperf" timeout "${TASK_NET_TIMEOUT_S}" git clone "${VSPERF_REPO}" "${VSPERF_DIR}" ||
+            task_abort "Cannot clone '${VSPERF_REPO}' (repository down?)."
+    fi
+    task_run "Check out VSperf ${VSPERF_COMMIT}" git -C "${VSPERF_DIR}" checkout --detach "${VSPERF_COMMIT}" ||
+        task_abort "Commit ${VSPERF_COMMIT} does not exist in '${VSPERF_REPO}'."
+    local head
+    head="$(git -C "${VSPERF_DIR}" rev-parse HEAD)"
+    [[ "${head}" == "${VSPERF_COMMIT}"* ]] || task_abort "VSperf is at ${head}, not at the pinned ${VSPERF_COMMIT}."
+}
+
+vsperf_test_python_deps() {
+    if [[ ! -x "${VSPERF_VENV}/bin/python" ]]; then
+        "${VSPERF_BASE_PYTHON}" -m venv "${VSPERF_VENV}" || return 1
+    fi
+    timeout "${TASK_NET_TIMEOUT_S}" "${VSPERF_VENV}/bin/pip" install -q -r "${VSPERF_DIR}/requirements.txt"
+}
+
+vsperf_test_ssh_key() {
+    [[ -f "${HOME}/.ssh/id_ed25519" ]] && return 0
+    mkdir -p "${HOME}/.ssh" && chmod 700 "${HOME}/.ssh" &&
+        ssh-keygen -q -t ed25519 -N '' -C "ovsperf-vsperf@${DUT_HOSTNAME}" -f "${HOME}/.ssh/id_ed25519"
+}
+
+vsperf_test_setup_host() {
+    vsperf_test_inventory
+    if ((TASK_REBOOTCOUNT == 0)); then
+        task_phase_start Setup environment
+        vsperf_test_check_nics
+        task_log_versions "${VSPERF_TEST_NICS[@]}"
+        task_phase_end
+
+        task_phase_start Setup persistent
+        task_run "Write tuned isolated_cores=${INV_ISOLATED_CPUS}" vsperf_test_write_tuned_variables ||
+            task_abort "Cannot write the tuned variables."
+        task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
+            task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
+        task_run "Ban IRQs from CPUs ${INV_ISOLATED_CPUS}" vsperf_test_ban_irqs
+        task_run "Restart irqbalance" systemctl restart irqbalance
+        task_run "Keep NetworkManager off the test NICs" vsperf_test_unmanage_nics
+        vsperf_test_checkout
+        task_run "Install VSperf's Python dependencies into ${VSPERF_VENV}" vsperf_test_python_deps ||
+            task_abort "Cannot install VSperf's Python dependencies (package index down?)."
+        task_run "Create the SSH key pair for the MoonGen host" vsperf_test_ssh_key ||
+            task_abort "Cannot create an SSH key pair."
+        task_mark persistent
+        task_phase_end
+        [[ "${VSPERF_SETUP_REBOOT}" != "1" ]] || task_reboot
+    elif ! task_done persistent; then
+        task_abort "Rebooted (count ${TASK_REBOOTCOUNT}) before the persistent setup finished; see the previous boot's logs."
+    fi
+
+    task_phase_start Setup verify
+    vsperf_test_check_nics
+    local hugepages
+    hugepages="$(task_hugepages_total)"
+    ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}; set them on the kernel command line."
+    task_run "tuned profile is cpu-partitioning" vsperf_test_tuned_active ||
+        task_warn "tuned's active profile is not cpu-partitioning."
+    [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
+        task_abort "VSperf is not installed in '${VSPERF_DIR}' with '${VSPERF_VENV}'."
+    task_phase_end
+}
+
+vsperf_test_tuned_active() {
+    tuned-adm active | grep -q 'cpu-partitioning'
+}
+
+vsperf_test_guest_noiommu() {
+    mkdir -p "${TASK_ETC}/modprobe.d" "${TASK_ETC}/modules-load.d" &&
+        printf 'options vfio enable_unsafe_noiommu_mode=1\n' >"${TASK_ETC}/modprobe.d/ovsperf-vfio-noiommu.conf" &&
+        printf 'vfio-pci\n' >"${TASK_ETC}/modules-load.d/ovsperf-vfio-pci.conf"
+}
+
+vsperf_test_setup_guest() {
+    task_phase_start Setup guest
+    task_have dpdk-testpmd || task_have testpmd || task_abort "DPDK (dpdk-testpmd) is not installed in the guest."
+    task_run "Make vfio no-IOMMU mode persistent" vsperf_test_guest_noiommu
+    task_run "Load vfio in no-IOMMU mode" modprobe vfio enable_unsafe_noiommu_mode=1 ||
+        task_abort "Cannot load vfio in the guest."
+    task_run "Load vfio-pci" modprobe vfio-pci || task_abort "Cannot load vfio-pci in the guest."
+    local mode
+    mode="$(cat "${TASK_SYSFS}/module/vfio/parameters/enable_unsafe_noiommu_mode" 2>/dev/null)"
+    [[ "${mode}" == "Y" || "${mode}" == "1" ]] ||
+        task_abort "vfio is not in no-IOMMU mode (enable_unsafe_noiommu_mode='${mode}'); unload vfio and retry."
+    task_phase_end
+}
+
+# --- run -----------------------------------------------------------------------------------
+
+vsperf_test_config() {
+    task_phase_start Setup config
+    VSPERF_TEST_WORK="${TASK_STATE_DIR}/run-$(date +%Y%m%d-%H%M%S)"
+    mkdir -p "${VSPERF_TEST_WORK}" || task_abort "Cannot create '${VSPERF_TEST_WORK}'."
+    VSPERF_TEST_CONF="${VSPERF_TEST_WORK}/vsperf-${SCENARIO}.conf"
+    local listing
+    local -a args=(-q --scenario "${SCENARIO}" --host "${DUT_HOSTNAME}" --inventory "$(task_repo_path "${INVENTORY}")")
+    [[ -z "${CATALOG}" ]] || args+=(--catalog "$(task_repo_path "${CATALOG}")")
+    task_run "Generate the VSperf configuration for ${SCENARIO} on ${DUT_HOSTNAME}" \
+        task_vsperf_config "${args[@]}" --output "${VSPERF_TEST_CONF}" ||
+        task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
+    listing="$(task_vsperf_config "${args[@]}" --list-tests)" ||
+        task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
+    mapfile -t VSPERF_TEST_TESTS <<<"${listing}"
+    [[ -n "${VSPERF_TEST_TESTS[0]:-}" ]] || task_abort "Scenario ${SCENARIO} has no tests."
+    task_upload "${VSPERF_TEST_CONF}"
+    task_phase_end
+}
+
+vsperf_test_moongen_reachable() {
+    # shellcheck disable=SC2086 # COLLECTOR_SSH is a command with options
+    timeout 120 ${COLLECTOR_SSH} "${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}" \
+        test -f "${INV_MOONGEN_BASE_DIR}/trafficgen.lua" -a -x "${INV_MOONGEN_BASE_DIR}/MoonGen/build/MoonGen"
+}
+
+vsperf_test_preflight() {
+    task_phase_start Setup preflight
+    local hugepages
+    hugepages="$(task_hugepages_total)"
+    ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}."
+    [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
+        task_abort "VSperf is not installed in '${VSPERF_DIR}' (run VSPERF_ACTION=setup first)."
+    vsperf_test_check_nics
+    task_run "MoonGen host ${INV_MOONGEN_ADDRESS} reachable over SSH with a built MoonGen" vsperf_test_moongen_reachable ||
+        task_abort "Cannot reach MoonGen at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}:${INV_MOONGEN_BASE_DIR} over SSH."
+    if [[ -e "${MOONGEN_LOG_DIR}" ]]; then
+        # VSperf's scratch copy of the previous run (already archived by that run's collect phase).
+        rm -rf "${MOONGEN_LOG_DIR}.previous"
+        mv "${MOONGEN_LOG_DIR}" "${MOONGEN_LOG_DIR}.previous" ||
+            task_abort "Cannot move the old MoonGen logs '${MOONGEN_LOG_DIR}' aside."
+    fi
+    task_log_versions "${VSPERF_TEST_NICS[@]}"
+    task_phase_end
+}
+
+vsperf_test_vsperf() {
+    local -a names=()
+    local entry
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        names+=("$(cut -d' ' -f2 <<<"${entry}")")
+    done
+    # VSperf's output goes to its log and, live, to the console (fd 3): a run takes hours.
+    (cd "${VSPERF_DIR}" && timeout --kill-after=60 "${VSPERF_TIMEOUT_S}" "${VSPERF_VENV}/bin/python" ./vsperf \
+        --conf-file "${VSPERF_TEST_CONF}" --xunit --xunit-dir "${VSPERF_TEST_WORK}/xunit" "${names[@]}") 2>&1 |
+        tee "${VSPERF_TEST_WORK}/vsperf-stdout.log" >&3
+}
+
+vsperf_test_run_vsperf() {
+    task_phase_start Test vsperf
+    VSPERF_TEST_STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    task_run "Run VSperf for ${SCENARIO} (at most ${VSPERF_TIMEOUT_S} s)" vsperf_test_vsperf
+    VSPERF_TEST_FINISHED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    cat "${VSPERF_TEST_WORK}/vsperf-stdout.log" >>"${TASK_PHASE_LOG}"
+    VSPERF_TEST_RESULTS="$(sed -n 's/.*Creating result directory: *//p' "${VSPERF_TEST_WORK}/vsperf-stdout.log" | tail -n 1)"
+    VSPERF_TEST_MISSING=()
+    if [[ -z "${VSPERF_TEST_RESULTS}" || ! -d "${VSPERF_TEST_RESULTS}" ]]; then
+        task_fail "VSperf reported no results directory ('Creating result directory' missing or '${VSPERF_TEST_RESULTS}' absent)."
+        VSPERF_TEST_RESULTS=""
+        task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log"
+        task_phase_end
+        return 1
+    fi
+    local entry index name deployment csv rows
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        read -r index name deployment <<<"${entry}"
+        csv="${VSPERF_TEST_RESULTS}/result_${index}_${name}_${deployment}.csv"
+        rows=0
+        [[ -f "${csv}" ]] && rows=$(($(wc -l <"${csv}") - 1))
+        if ((rows < 1)); then
+            VSPERF_TEST_MISSING+=("${name}")
+            task_fail "VSperf wrote no results for test ${name} (expected ${csv}); see vsperf-overall_*.log."
+        else
+            task_log "  ${name}: ${rows} result row(s) in $(basename "${csv}")"
+        fi
+    done
+    if grep -q 'Failed to run test' "${VSPERF_TEST_WORK}/vsperf-stdout.log"; then
+        task_fail "VSperf logged: $(grep 'Failed to run test' "${VSPERF_TEST_WORK}/vsperf-stdout.log" | head -n 1)"
+    fi
+    task_phase_end
+    return 0 # a failed test still has results to collect
+}
+
+vsperf_test_write_metadata() {
+    local file="$1" status="$2" packages
+    packages="$(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}.%{ARCH}\n' 'openvswitch*' 'dpdk*' 'qemu-kvm*' 'kernel' 2>/dev/null)"
+    local -a tests=()
+    local entry
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do tests+=("${entry}"); done
+    OVSPERF_PACKAGES="${packages}" OVSPERF_TESTS="$(printf '%s\n' "${tests[@]}")" \
+        OVSPERF_MISSING="$(printf '%s\n' ${VSPERF_TEST_MISSING[@]+"${VSPERF_TEST_MISSING[@]}"})" \
+        "${OVSPERF_PYTHON:-python3}" - "${file}" "${SCENARIO}" "${status}" "${DUT_HOSTNAME}" "${INV_MOONGEN_HOST}" \
+        "${INV_MOONGEN_ADDRESS}" "${RSTRNT_JOBID:-${JOBID:-}}" "${RSTRNT_RECIPEID:-${RECIPEID:-}}" "$(uname -r)" \
+        "$(git -C "${VSPERF_DIR}" rev-parse HEAD 2>/dev/null)" "${VSPERF_TEST_STARTED}" "${VSPERF_TEST_FINISHED}" \
+        "$(basename "${VSPERF_TEST_RESULTS}")" <<'PY'
+"""Write ovsperf-metadata.json (atomically) from the arguments; standard library only."""
+import json
+import os
+import sys
+
+(path, scenario, status, dut, tg_host, tg_address, job, recipe, kernel, vsperf_commit, started, finished,
+ results_dir) = sys.argv[1:14]
+packages = {}
+for line in os.environ.get("OVSPERF_PACKAGES", "").splitlines():
+    if line.strip():
+        name, _, version = line.partition(" ")
+        packages[name] = version
+tests = []
+for line in os.environ.get("OVSPERF_TESTS", "").splitlines():
+    if line.strip():
+        index, name, deployment = line.split()
+        tests.append({"index": int(index), "test": name, "deployment": deployment})
+record = {
+    "schema": 1,
+    "scenario": scenario,
+    "status": status,
+    "tests": tests,
+    "missing_tests": [t for t in os.environ.get("OVSPERF_MISSING", "").splitlines() if t.strip()],
+    "results_dir": results_dir,
+    "beaker_job_id": ("J:" + job) if job and not job.startswith("J:") else (job or None),
+    "beaker_recipe_id": recipe or None,
+    "hosts": {"dut": dut, "trafficgen": tg_host or None, "trafficgen_address": tg_address or None},
+    "kernel": kernel,
+    "packages": packages,
+    "vsperf_commit": vsperf_commit or None,
+    "started_at": started,
+    "finished_at": finished,
+}
+tmp = path + ".tmp"
+with open(tmp, "w", encoding="utf-8") as handle:
+    json.dump(record, handle, indent=2, sort_keys=True)
+    handle.write("\n")
+os.replace(tmp, path)
+PY
+}
+
+# rsync the results to the collector: everything first, the metadata file last (its presence
+# tells process-ci-results that the directory is complete). Bounded retries.
+vsperf_test_ship() {
+    local attempt
+    local -a rsync_ssh=(-e "${COLLECTOR_SSH}" --timeout=600) # I/O timeout [s]: a stalled collector cannot hang us
+    for ((attempt = 1; attempt <= COLLECTOR_RETRIES; attempt++)); do
+        if rsync -a "${rsync_ssh[@]}" --exclude="${VSPERF_TEST_METADATA}" "${VSPERF_TEST_RESULTS}" "${COLLECTOR}/" &&
+            rsync -a "${rsync_ssh[@]}" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
+                "${COLLECTOR}/$(basename "${VSPERF_TEST_RESULTS}")/"; then
+            return 0
+        fi
+        ((attempt < COLLECTOR_RETRIES)) && sleep "${COLLECTOR_RETRY_DELAY_S}"
+    done
+    return 1
+}
+
+vsperf_test_collect() {
+    task_phase_start Cleanup collect
+    local status="PASS"
+    ((${#VSPERF_TEST_MISSING[@]} == 0)) || status="FAIL"
+    if [[ -d "${MOONGEN_LOG_DIR}" ]]; then
+        task_run "Copy MoonGen's raw logs" cp -a "${MOONGEN_LOG_DIR}/." "${VSPERF_TEST_RESULTS}/moongen/"
+    else
+        task_warn "No MoonGen raw logs in ${MOONGEN_LOG_DIR}."
+    fi
+    if [[ -d "${VSPERF_TEST_WORK}/xunit" ]]; then
+        task_run "Keep VSperf's xUnit report" cp -a "${VSPERF_TEST_WORK}/xunit" "${VSPERF_TEST_RESULTS}/xunit"
+    fi
+    task_run "Keep the VSperf configuration" cp "${VSPERF_TEST_CONF}" "${VSPERF_TEST_RESULTS}/ovsperf-vsperf.conf"
+    task_run "Keep VSperf's console output" cp "${VSPERF_TEST_WORK}/vsperf-stdout.log" \
+        "${VSPERF_TEST_RESULTS}/ovsperf-vsperf-stdout.log"
+    task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata \
+        "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" "${status}"
+    task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
+        "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
+    task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
+        "${VSPERF_TEST_RESULTS}"/result_*.csv "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
+    if [[ -z "${COLLECTOR}" ]]; then
+        task_log "  No COLLECTOR given: the results stay in ${VSPERF_TEST_RESULTS} and in the Beaker logs."
+    elif ! task_run "Send ${VSPERF_TEST_RESULTS} to ${COLLECTOR}" vsperf_test_ship; then
+        task_warn "The collector ${COLLECTOR} did not take the results; they stay in ${VSPERF_TEST_RESULTS} on ${DUT_HOSTNAME}."
+    fi
+    task_phase_end
+}
+
+vsperf_test_run() {
+    task_require_params SCENARIO
+    if [[ -n "${COLLECTOR}" && ! "${COLLECTOR}" =~ ^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/ ]]; then
+        task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path."
+    fi
+    vsperf_test_inventory
+    vsperf_test_config
+    vsperf_test_preflight
+    vsperf_test_run_vsperf || task_finish
+    vsperf_test_collect
+}
+
+task_init vsperf_test
+case "${VSPERF_ACTION}" in
+    setup)
+        if [[ "${GUEST}" == "1" ]]; then
+            vsperf_test_setup_guest
+        else
+            vsperf_test_setup_host
+        fi
+        ;;
+    run) vsperf_test_run ;;
+    *) task_abort "VSPERF_ACTION '${VSPERF_ACTION}' is not 'setup' or 'run'." ;;
+esac
+task_finish

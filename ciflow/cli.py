@@ -1,0 +1,105 @@
+"""Command line entry point ``process-ci-results``: one pass over ``ci_in`` (run it from cron or Jenkins)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from ciflow.config import load_config
+from ciflow.errors import CiflowError
+from ciflow.model import EntryState, OutcomeKind, failed_reason_file
+from ciflow.process import preview, run_pass
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+
+EPILOG = """\
+output: one tab-separated line per result handled, on stdout:
+  processed <name> <overall PASS|REGRESSION|INVALID> <report index.html>
+  failed    <name> <reason file in ci_failed>
+  error     <name> <reason>              (left in ci_in, retried next pass)
+the overview of all comparisons is <reports>/index.html.
+--dry-run prints "ready|busy|rejected <name> [<reason>]" per entry of ci_in; exit 0 if a pass
+  would act on something, 3 if not.
+exit codes: 0 all results processed, no regression; 1 at least one regression;
+  2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
+  3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
+SIGTERM/SIGINT: the result in hand is finished, the rest stays in ci_in (exit 2).
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="process-ci-results",
+        description=(
+            "Process new results in ci_in once: generate each report against its scenario's baseline, "
+            "record it in the results store, move the result to ci_processed (or ci_failed with the reason)."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help="YAML configuration (see docs/ciflow.md)"
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what a pass would do with each entry of ci_in (ready, busy, rejected); change nothing",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    return parser
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[Callable[[], bool]]:
+    """Turn SIGTERM and SIGINT into a request to stop after the result in hand; yield the probe.
+
+    The previous handlers are restored on exit.
+    """
+    received: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield lambda: bool(received)
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one pass; return the exit code documented in ``--help``."""
+    args = _parser().parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        config = load_config(Path(args.config))
+        if args.dry_run:
+            entries = preview(config)
+        else:
+            with _stop_on_signals() as stop_requested:
+                summary = run_pass(config, stop_requested=stop_requested)
+    except CiflowError as err:
+        print(f"process-ci-results: error: {err}", file=sys.stderr)
+        return int(ExitCode.ERROR)
+    if args.dry_run:
+        for entry in entries:
+            print(f"{entry.state.value}\t{entry.name}\t{entry.reason or ''}".rstrip("\t"))
+        todo = [e for e in entries if e.state is not EntryState.BUSY]
+        return int(ExitCode.OK if todo else ExitCode.NO_RESULTS)
+    for problem in summary.problems:
+        print(f"process-ci-results: error: {problem}", file=sys.stderr)
+    for outcome in summary.outcomes:
+        if outcome.kind is OutcomeKind.PROCESSED:
+            print(f"processed\t{outcome.name}\t{outcome.overall}\t{outcome.report_index}")
+        elif outcome.kind is OutcomeKind.FAILED:
+            print(f"failed\t{outcome.name}\t{failed_reason_file(outcome.location)}")
+        elif outcome.kind is OutcomeKind.ERROR:
+            print(f"error\t{outcome.name}\t{outcome.reason}")
+    return int(summary.exit_code)

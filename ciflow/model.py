@@ -1,0 +1,186 @@
+"""Describe the nightly flow's configuration, the entries found in ``ci_in`` and what a pass did."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ovsperf_common.exitcodes import ExitCode
+from reporting.api import Thresholds
+from resultstore.model import SpecEnum
+
+MARKER_NAME = "ovsperf-metadata.json"
+"""File the Beaker task (and the local lab) writes as the LAST step of a result; its presence
+(together with a quiet period and no copy temporaries) means the result is complete."""
+
+LOCK_NAME = ".process-ci-results.lock"
+"""Lock file in ``ci_in`` held (``fcntl.flock``) by the pass that is running."""
+
+
+def failed_reason_file(destination: Path, suffix: str = ".txt") -> Path:
+    """Return the reason file written beside a result moved to ``ci_failed`` at ``destination``.
+
+    ``suffix`` is ``.txt`` (for people) or ``.json`` (for tools).
+    """
+    return destination.parent / f"{destination.name}.FAILED{suffix}"
+
+
+class BaselineSource(SpecEnum):
+    """Where a scenario's baseline comes from."""
+
+    DIRS = "dirs"
+    """Fixed VSperf result directories named in the configuration."""
+    LATEST_PASS = "latest-pass"
+    """The newest result of the same scenario whose comparison a tester marked PASS."""
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """How results of one scenario are compared."""
+
+    name: str
+    """Scenario name as written in ``ovsperf-metadata.json`` (and the jobcreator catalog)."""
+    source: BaselineSource
+    """Fixed directories or the newest tester-passed result."""
+    baseline_dirs: tuple[Path, ...]
+    """The baseline directories (``DIRS``), or the fallback until a passed result exists
+    (``LATEST_PASS``; may be empty)."""
+    thresholds: Thresholds
+    """Verdict thresholds for this scenario."""
+
+
+@dataclass(frozen=True)
+class CiConfig:
+    """A validated ``process-ci-results`` configuration (all paths absolute)."""
+
+    path: Path
+    """The configuration file."""
+    ci_in: Path
+    """Where new results arrive, one directory per result."""
+    ci_processed: Path
+    """Where compared results are moved."""
+    ci_failed: Path
+    """Where results that could not be compared are moved, each with ``<name>.FAILED.txt/.json``."""
+    reports_dir: Path
+    """Where report pages are written, one directory per result (``<reports>/<name>/index.html``)."""
+    database_url: str
+    """SQLAlchemy URL of the results store."""
+    scenarios: Mapping[str, ScenarioConfig]
+    """Scenario name → how to compare it."""
+    quiet_period_s: float
+    """A result whose files changed less than this long ago is left for the next pass [s]."""
+    marker_timeout_s: float
+    """A result without the marker file and unchanged for this long is rejected [s]."""
+
+    @property
+    def lock_path(self) -> Path:
+        """Return the pass lock file (in ``ci_in``, hidden so it is never taken for a result)."""
+        return self.ci_in / LOCK_NAME
+
+
+class EntryState(enum.Enum):
+    """What a pass does with one entry of ``ci_in``."""
+
+    READY = "ready"
+    """Complete: compare it."""
+    BUSY = "busy"
+    """Still being copied or written: leave it for the next pass."""
+    REJECTED = "rejected"
+    """Never comparable (symlink, unsafe name, not a directory, ...): move it to ``ci_failed``."""
+
+
+@dataclass(frozen=True)
+class InboxEntry:
+    """One entry of ``ci_in`` and what to do with it."""
+
+    name: str
+    """Entry name (one path component)."""
+    path: Path
+    """``ci_in / name``."""
+    state: EntryState
+    """Ready, busy or rejected."""
+    reason: str | None = None
+    """Why it is busy or rejected; None when ready."""
+
+
+@dataclass(frozen=True)
+class ResultMetadata:
+    """The contents of a result's ``ovsperf-metadata.json``."""
+
+    scenario: str
+    """Scenario name (required)."""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """Every key of the file as parsed (versions, job id, hosts, ...), kept in the store."""
+    incomplete_reason: str | None = None
+    """Why the producer marked the run incomplete (``"complete": false`` from ``ovsperf-lab``,
+    ``"status": "FAIL"`` with ``missing_tests`` from the Beaker task); None when complete."""
+
+
+class OutcomeKind(enum.Enum):
+    """What happened to one entry in a pass."""
+
+    PROCESSED = "processed"
+    """Report written, comparison recorded, moved to ``ci_processed``."""
+    FAILED = "failed"
+    """Moved to ``ci_failed`` with the reason."""
+    DEFERRED = "deferred"
+    """Left in ``ci_in`` for the next pass (still being copied)."""
+    ERROR = "error"
+    """Left in ``ci_in`` because of an infrastructure problem (disk full, move failed)."""
+
+
+@dataclass(frozen=True)
+class ResultOutcome:
+    """What one pass did with one entry of ``ci_in``."""
+
+    name: str
+    """Entry name."""
+    kind: OutcomeKind
+    """Processed, failed, deferred or error."""
+    location: Path
+    """Where the entry is now."""
+    reason: str | None = None
+    """Why it failed, was deferred or errored; None when processed."""
+    overall: str | None = None
+    """Report's overall verdict (PASS, REGRESSION, INVALID) when processed."""
+    report_index: Path | None = None
+    """The report page when processed."""
+    comparison_id: int | None = None
+    """Results store id of the comparison when processed."""
+
+
+@dataclass(frozen=True)
+class PassSummary:
+    """Everything one ``process-ci-results`` pass did."""
+
+    outcomes: tuple[ResultOutcome, ...] = ()
+    """One per entry of ``ci_in`` looked at, in name order."""
+    lock_busy: bool = False
+    """True when another pass held the lock, so this one did nothing."""
+    problems: tuple[str, ...] = ()
+    """Failures of the pass itself, not of one result (e.g. the overview page could not be written)."""
+
+    def of_kind(self, kind: OutcomeKind) -> tuple[ResultOutcome, ...]:
+        """Return the outcomes of ``kind``, in name order."""
+        return tuple(o for o in self.outcomes if o.kind is kind)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return the pass's exit code.
+
+        ERROR (2) when the pass had a problem, or any result failed, errored or has an INVALID
+        report; else REGRESSION (1)
+        when any report shows a regression; else OK (0) when at least one result was processed;
+        else NO_RESULTS (3): nothing new, everything still being copied, or another pass running.
+        """
+        processed = self.of_kind(OutcomeKind.PROCESSED)
+        if self.problems or self.of_kind(OutcomeKind.FAILED) or self.of_kind(OutcomeKind.ERROR):
+            return ExitCode.ERROR
+        if any(o.overall not in ("PASS", "REGRESSION") for o in processed):
+            return ExitCode.ERROR
+        if any(o.overall == "REGRESSION" for o in processed):
+            return ExitCode.REGRESSION
+        return ExitCode.OK if processed else ExitCode.NO_RESULTS

@@ -1,0 +1,385 @@
+"""Run one ``process-ci-results`` pass: report, record and move every complete result in ``ci_in``.
+
+For each complete result (see :mod:`ciflow.inbox`), in name order:
+
+1. read its ``ovsperf-metadata.json`` and find the scenario's baseline (fixed directories, or the
+   newest result of that scenario a tester marked PASS);
+2. generate the report into ``<reports>/<name>/`` (written atomically by the report generator);
+3. record the result and the comparison in the results store (paths as they will be after 4);
+4. move the result to ``ci_processed/<name>`` (one atomic rename);
+
+and at the end rewrite the overview page ``<reports>/index.html`` from the store.
+
+A result that cannot be compared goes to ``ci_failed/<name>`` with ``<name>.FAILED.txt`` and
+``<name>.FAILED.json`` beside it saying why. Infrastructure trouble (disk full, database down)
+leaves the result in ``ci_in`` for the next pass. A crash between steps is safe: the result is
+still in ``ci_in``, and the next pass overwrites the report and updates (never duplicates) the
+store records.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ciflow.errors import CiflowError, MoveError, ResultRejectedError, StoreUnavailableError
+from ciflow.inbox import pass_lock, scan
+from ciflow.model import (
+    BaselineSource,
+    CiConfig,
+    EntryState,
+    InboxEntry,
+    OutcomeKind,
+    PassSummary,
+    ResultMetadata,
+    ResultOutcome,
+    ScenarioConfig,
+    failed_reason_file,
+)
+from ciflow.moves import free_destination, move_result, sweep_temporaries
+from ciflow.resultdir import fingerprint, read_metadata, relocate, vsperf_result_dirs
+from ovsperf_common.atomicio import atomic_write_text
+from reporting.api import TesterVerdict, generate_report
+from reporting.errors import ReportingError
+from resultstore.errors import InvalidRecordError, ResultStoreError
+from resultstore.model import ResultStatus
+from resultstore.overview import write_overview
+from resultstore.store import ResultStore
+from resultstore.verdicts import tester_verdict, thresholds_to_record
+
+log = logging.getLogger(__name__)
+
+INFRASTRUCTURE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+"""``OSError`` numbers that mean "our disk is in trouble", not "the result is bad"."""
+
+
+def run_pass(
+    config: CiConfig, *, now: float | None = None, stop_requested: Callable[[], bool] | None = None
+) -> PassSummary:
+    """Process every complete result in ``config.ci_in`` once; return what happened to each.
+
+    Returns at once with ``lock_busy=True`` when another pass is running. ``now`` is the time the
+    quiet period is judged against (default: now) [s since epoch]. ``stop_requested`` is asked
+    before each result (e.g. after SIGTERM from a Jenkins abort): the result in hand is finished,
+    the rest stays in ``ci_in``, and ``problems`` says so.
+
+    A results store that cannot be opened, or fails mid-pass, stops the pass: what was handled
+    is in the summary, the rest stays in ``ci_in``, and ``problems`` says why.
+
+    :raises CiflowError: when a directory cannot be created or listed, or the lock file opened.
+    :raises StoreUnavailableError: when the results store cannot be opened (nothing was touched).
+    """
+    for directory in (config.ci_processed, config.ci_failed, config.reports_dir):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CiflowError(f"Cannot create '{directory}': {err.strerror}.") from err
+    with pass_lock(config.lock_path) as locked:
+        if not locked:
+            return PassSummary(lock_busy=True)
+        for directory in (config.ci_in, config.ci_processed, config.ci_failed):
+            sweep_temporaries(directory)
+        entries = scan(
+            config.ci_in,
+            quiet_period_s=config.quiet_period_s,
+            marker_timeout_s=config.marker_timeout_s,
+            now=now,
+        )
+        busy = [e for e in entries if e.state is EntryState.BUSY]
+        todo = [e for e in entries if e.state is not EntryState.BUSY]
+        outcomes = [ResultOutcome(e.name, OutcomeKind.DEFERRED, e.path, reason=e.reason) for e in busy]
+        for entry in busy:
+            log.info("Leaving '%s' for the next pass: %s.", entry.name, entry.reason)
+        if not todo:
+            log.info("Nothing to process in '%s' (%d still arriving).", config.ci_in, len(busy))
+            return PassSummary(outcomes=tuple(outcomes))
+        try:
+            store = ResultStore.open(config.database_url)
+        except ResultStoreError as err:
+            raise StoreUnavailableError(f"Results store unavailable, nothing processed: {err}") from err
+        problems: list[str] = []
+        with store:
+            for position, entry in enumerate(todo, start=1):
+                if stop_requested is not None and stop_requested():
+                    left = len(todo) - position + 1
+                    problems.append(f"Stopped on request; {left} result(s) left in ci_in for the next pass.")
+                    log.error("%s", problems[-1])
+                    break
+                log.info("Processing '%s' (%d/%d).", entry.name, position, len(todo))
+                try:
+                    outcomes.append(_handle(config, store, entry))
+                except StoreUnavailableError as err:
+                    left = len(todo) - position + 1
+                    problems.append(f"{err} Stopped; {left} result(s) left in ci_in for the next pass.")
+                    log.error("%s", problems[-1])
+                    break
+            if any(o.kind is OutcomeKind.PROCESSED for o in outcomes):
+                try:
+                    write_overview(store, config.reports_dir)
+                except ResultStoreError as err:  # OverviewError or the database
+                    problems.append(str(err))
+                    log.error("%s", err)
+    outcomes.sort(key=lambda o: o.name)
+    return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
+
+
+def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
+    """Return what a pass would do with each entry of ``ci_in``, changing nothing (``--dry-run``).
+
+    :raises CiflowError: when ``ci_in`` cannot be listed.
+    """
+    return scan(
+        config.ci_in, quiet_period_s=config.quiet_period_s, marker_timeout_s=config.marker_timeout_s, now=now
+    )
+
+
+def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
+    if entry.state is EntryState.REJECTED:
+        return _fail(config, store, entry, entry.reason or "rejected", None)
+    metadata: ResultMetadata | None = None
+    try:
+        metadata = read_metadata(entry.path)
+        return _compare_record_move(config, store, entry, metadata)
+    except ResultRejectedError as err:
+        return _fail(config, store, entry, err.reason, metadata)
+
+
+def _compare_record_move(
+    config: CiConfig, store: ResultStore, entry: InboxEntry, metadata: ResultMetadata
+) -> ResultOutcome:
+    destination = config.ci_processed / entry.name
+    try:
+        delivered = fingerprint(entry.path)
+    except OSError as err:
+        raise ResultRejectedError(f"cannot read the delivery: {err}.", name=entry.name) from err
+    _refuse_duplicate(store, entry.name, destination, delivered)
+    scenario = config.scenarios.get(metadata.scenario)
+    if scenario is None:
+        raise ResultRejectedError(
+            f"scenario '{metadata.scenario}' has no baseline in '{config.path}'; add it under 'scenarios:'.",
+            name=entry.name,
+        )
+    if metadata.incomplete_reason is not None:
+        log.warning(
+            "'%s' is incomplete: %s; the report covers what it holds.", entry.name, metadata.incomplete_reason
+        )
+    baseline_dirs, baseline_name = _baseline(store, scenario, entry.name)
+    current_dirs = vsperf_result_dirs(entry.path)
+    if not current_dirs:
+        raise ResultRejectedError(
+            f"no VSperf result CSV (result_*.csv) in '{entry.path}' or its subdirectories.", name=entry.name
+        )
+    report_dir = config.reports_dir / entry.name
+    baseline_label = baseline_name or ", ".join(p.name for p in scenario.baseline_dirs)
+    title = f"{scenario.name}: {entry.name} vs {baseline_label}"
+    try:
+        report = generate_report(
+            list(baseline_dirs),
+            list(current_dirs),
+            report_dir,
+            thresholds=scenario.thresholds,
+            tester_verdict=_previous_verdict(store, entry.name, report_dir),
+            title=title,
+        )
+    except (ReportingError, OSError) as err:
+        if _is_infrastructure(err):
+            log.error("Report for '%s' failed for lack of disk (left in ci_in): %s", entry.name, err)
+            return ResultOutcome(
+                entry.name, OutcomeKind.ERROR, entry.path, reason=f"report could not be written: {err}"
+            )
+        raise ResultRejectedError(f"report generation failed: {err}", name=entry.name) from err
+
+    final_dirs = relocate(current_dirs, entry.path, destination)
+    try:
+        store.record_result(
+            name=entry.name,
+            scenario=scenario.name,
+            location=destination,
+            vsperf_dirs=final_dirs,
+            status=ResultStatus.PROCESSED,
+            metadata=metadata.raw,
+            fingerprint=delivered,
+        )
+        comparison = store.record_comparison(
+            result_name=entry.name,
+            baseline_result_name=baseline_name,
+            baseline_dirs=baseline_dirs,
+            current_dirs=final_dirs,
+            report_dir=report_dir,
+            title=title,
+            overall=report.overall,
+            counts=report.counts,
+            warnings=report.warnings,
+            thresholds=thresholds_to_record(scenario.thresholds),
+        )
+    except ResultStoreError as err:
+        raise StoreUnavailableError(
+            f"Results store failed while recording '{entry.name}' (left in ci_in): {err}"
+        ) from err
+    try:
+        move_result(entry.path, destination)
+    except MoveError as err:
+        log.error("%s", err)
+        return ResultOutcome(entry.name, OutcomeKind.ERROR, entry.path, reason=str(err))
+    log.info(
+        "Processed '%s': %s, %d warning(s), report '%s', comparison %d.",
+        entry.name,
+        report.overall,
+        len(report.warnings),
+        report.index_html,
+        comparison.id,
+    )
+    return ResultOutcome(
+        entry.name,
+        OutcomeKind.PROCESSED,
+        destination,
+        overall=report.overall,
+        report_index=report.index_html,
+        comparison_id=comparison.id,
+    )
+
+
+def _refuse_duplicate(store: ResultStore, name: str, destination: Path, delivered: str) -> None:
+    """Reject a delivery whose name was processed before (never overwrite a result or its verdicts).
+
+    A stored, processed result with the same ``delivered`` fingerprint whose directory is not in
+    ``ci_processed`` is this very delivery after a pass crashed before its move: it is processed
+    again (the store records are updated, its verdicts kept).
+
+    :raises ResultRejectedError: when ``name`` is a duplicate delivery.
+    :raises StoreUnavailableError: when the store fails.
+    """
+    if os.path.lexists(destination):
+        raise ResultRejectedError(
+            f"a result named '{name}' was already processed ('{destination}'); this is a duplicate delivery.",
+            name=name,
+        )
+    try:
+        existing = store.result(name)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(f"Results store failed while checking '{name}': {err}") from err
+    if (
+        existing is not None
+        and existing.status is ResultStatus.PROCESSED
+        and existing.fingerprint != delivered
+    ):
+        raise ResultRejectedError(
+            f"a different result named '{name}' was already processed (recorded at "
+            f"{existing.location}, {existing.received_at:%Y-%m-%d %H:%M} UTC); this is a duplicate delivery.",
+            name=name,
+        )
+
+
+def _previous_verdict(store: ResultStore, name: str, report_dir: Path) -> TesterVerdict | None:
+    """Return the verdict already recorded on this result's comparison (a repeated pass keeps it shown)."""
+    try:
+        for comparison in store.comparisons(result_name=name):
+            if comparison.report_dir == report_dir and comparison.verdict is not None:
+                return tester_verdict(comparison.verdict)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(f"Results store failed while reading '{name}': {err}") from err
+    return None
+
+
+def _baseline(store: ResultStore, scenario: ScenarioConfig, name: str) -> tuple[tuple[Path, ...], str | None]:
+    """Return (baseline VSperf directories, stored result name or None) for a result of ``scenario``."""
+    if scenario.source is BaselineSource.LATEST_PASS:
+        try:
+            passed = store.latest_passed_result(scenario.name, exclude_name=name)
+        except ResultStoreError as err:
+            raise StoreUnavailableError(f"Results store failed looking up a baseline: {err}") from err
+        if passed is not None:
+            log.info("Baseline of '%s': result '%s' (tester PASS).", name, passed.name)
+            return passed.vsperf_dirs, passed.name
+        if not scenario.baseline_dirs:
+            raise ResultRejectedError(
+                f"scenario '{scenario.name}' takes the newest tester-passed result as baseline, but none "
+                "exists yet and no 'fallback' is configured; mark a comparison PASS with "
+                "'ovsperf-results verdict <id> --pass' or configure a fallback, "
+                "then move this back to ci_in.",
+                name=name,
+            )
+    dirs: list[Path] = []
+    for directory in scenario.baseline_dirs:
+        dirs.extend(vsperf_result_dirs(directory) or (directory,))
+    return tuple(dirs), None
+
+
+def _fail(
+    config: CiConfig, store: ResultStore, entry: InboxEntry, reason: str, metadata: ResultMetadata | None
+) -> ResultOutcome:
+    """Move ``entry`` to ``ci_failed`` and write why beside it; record it in the store when possible."""
+    try:
+        destination = free_destination(config.ci_failed, entry.name)
+        move_result(entry.path, destination)
+    except MoveError as err:
+        log.error("Cannot move failed result '%s' (left in ci_in): %s", entry.name, err)
+        return ResultOutcome(entry.name, OutcomeKind.ERROR, entry.path, reason=f"{reason}; {err}")
+    log.error("Result '%s' failed, moved to '%s': %s", entry.name, destination, reason)
+    failed_at = datetime.now(UTC)
+    details = {
+        "name": entry.name,
+        "moved_to": str(destination),
+        "reason": reason,
+        "scenario": None if metadata is None else metadata.scenario,
+        "failed_at": failed_at.isoformat(),
+        "retry": f"fix the cause, then move '{destination}' back to '{config.ci_in}/'.",
+    }
+    reason_file = failed_reason_file(destination)
+    try:
+        atomic_write_text(
+            reason_file,
+            f"{entry.name} could not be processed at {failed_at.isoformat()}:\n{reason}\n\n"
+            f"To retry: {details['retry']}\n",
+        )
+        atomic_write_text(failed_reason_file(destination, ".json"), json.dumps(details, indent=2) + "\n")
+    except OSError as err:
+        log.error("Cannot write the reason file '%s': %s.", reason_file, err.strerror)
+    _record_failure(store, entry, destination, reason, metadata)
+    return ResultOutcome(entry.name, OutcomeKind.FAILED, destination, reason=reason)
+
+
+def _record_failure(
+    store: ResultStore, entry: InboxEntry, destination: Path, reason: str, metadata: ResultMetadata | None
+) -> None:
+    """Record a failed result, unless its name is unsafe or a processed result already has it."""
+    try:
+        existing = store.result(entry.name)
+        if existing is not None and existing.status is ResultStatus.PROCESSED:
+            log.info(
+                "Not recording failed '%s': the store already holds a processed result of that name.",
+                entry.name,
+            )
+            return
+        store.record_result(
+            name=entry.name,
+            scenario=None if metadata is None else metadata.scenario,
+            location=destination,
+            vsperf_dirs=(),
+            status=ResultStatus.FAILED,
+            failure_reason=reason,
+            metadata={} if metadata is None else metadata.raw,
+        )
+    except InvalidRecordError as err:
+        log.debug("Not recording '%s' in the store: %s", entry.name, err)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(
+            f"Results store failed while recording failed '{entry.name}': {err}"
+        ) from err
+
+
+def _is_infrastructure(err: BaseException) -> bool:
+    """Return whether ``err`` or its causes is an ``OSError`` saying our disk is full or broken."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in INFRASTRUCTURE_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,254 @@
+"""Build a yum repository from Koji RPMs and publish it atomically into an HTTP-served directory.
+
+Flow: resolve the builds (or scratch task) to test and check them (COMPLETE, watched package,
+owner, tag) → download their x86_64/noarch RPMs (:mod:`kojiwatch.koji_client`) into a hidden
+temporary directory next to the target → ``createrepo_c --no-database`` → write a ``.repo``
+file → rename the directory into place. Readers (lab hosts installing from the URL) see either
+the previous complete repo or the new complete one, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from kojiwatch.errors import BuildRejectedError, NotTaggedError, RepoError
+from kojiwatch.koji_client import KojiClient, verify_rpms
+from kojiwatch.model import (
+    DEFAULT_ARCHES,
+    BuildSelection,
+    BuildState,
+    KojiBuild,
+    PreparedRepo,
+    RpmFile,
+    SelectionKind,
+)
+from ovsperf_common.atomicio import atomic_directory, atomic_write_text
+from ovsperf_common.deadline import Deadline, DeadlineExceededError
+
+log = logging.getLogger(__name__)
+
+CREATEREPO_TIMEOUT_S = 900.0
+"""Longest createrepo_c run we wait for [s]."""
+REPO_FILE_NAME = "ovsperf-under-test.repo"
+"""Name of the yum ``.repo`` file written into every published repo."""
+
+
+def check_build(
+    client: KojiClient, build: KojiBuild, selection: BuildSelection, tag_wait_s: float = 0.0
+) -> None:
+    """Check that ``build`` is one we test: COMPLETE, a watched package, the right owner and tag.
+
+    When ``selection.tag`` is set and the build is not yet in it, poll for up to ``tag_wait_s``
+    (Koji tags a build a few seconds after its COMPLETE message) [s].
+
+    :raises BuildRejectedError: naming the build and the field that does not match.
+    :raises NotTaggedError: when the build is not in ``selection.tag`` (after waiting).
+    :raises KojiHubError: when the hub cannot be reached.
+    """
+    if build.state is not BuildState.COMPLETE:
+        raise BuildRejectedError(
+            f"Koji build '{build.nvr}' is {build.state.value}, not COMPLETE; we test finished builds only.",
+            nvr=build.nvr,
+            field="state",
+        )
+    if selection.packages and build.name not in selection.packages:
+        raise BuildRejectedError(
+            f"Koji build '{build.nvr}' is of package '{build.name}', not of the watched "
+            f"package(s) {', '.join(selection.packages)}.",
+            nvr=build.nvr,
+            field="package",
+        )
+    if selection.owner is not None and build.owner != selection.owner:
+        raise BuildRejectedError(
+            f"Koji build '{build.nvr}' is owned by '{build.owner}', not by '{selection.owner}'.",
+            nvr=build.nvr,
+            field="owner",
+        )
+    tag = selection.tag
+    if tag is None:
+        return
+    if tag in client.build_tags(build):
+        return
+    if tag_wait_s > 0:
+        log.info("Build '%s' is not in tag '%s' yet; waiting up to %.0f s.", build.nvr, tag, tag_wait_s)
+        deadline = Deadline.in_seconds(tag_wait_s, f"Koji build '{build.nvr}' to be tagged into '{tag}'")
+        try:
+            deadline.poll(
+                lambda: True if tag in client.build_tags(build) else None,
+                interval_s=min(30.0, max(1.0, tag_wait_s / 20)),
+                log=log,
+            )
+            return
+        except DeadlineExceededError:
+            pass
+    raise NotTaggedError(
+        f"Koji build '{build.nvr}' is not tagged into '{tag}'; it is not a build we test.",
+        nvr=build.nvr,
+        field="tag",
+    )
+
+
+def resolve(
+    client: KojiClient, selection: BuildSelection, arches: tuple[str, ...], tag_wait_s: float = 0.0
+) -> tuple[str, tuple[KojiBuild, ...], tuple[RpmFile, ...]]:
+    """Return the repo name, the builds and the RPMs ``selection`` stands for, after checking the builds.
+
+    The repo name is the builds' NVRs joined by ``+`` (sorted), or ``task-<id>`` for a scratch
+    build, so the same builds always publish to the same place.
+
+    :raises BuildNotFoundError: when a build, task or tagged build does not exist.
+    :raises BuildRejectedError: when a build must not be tested (see :func:`check_build`).
+    :raises NoRpmsError: when there are no RPMs for ``arches``.
+    :raises KojiHubError: when the hub cannot be reached.
+    """
+    if selection.kind is SelectionKind.LATEST_TAGGED:
+        builds = [client.latest_tagged(selection.ref, package) for package in selection.packages]
+        # Already in the tag by construction: check only state, package and owner.
+        unchecked_tag = BuildSelection(
+            kind=SelectionKind.BUILD, ref=selection.ref, packages=selection.packages, owner=selection.owner
+        )
+        for build in builds:
+            check_build(client, build, unchecked_tag)
+    elif selection.kind is SelectionKind.BUILD:
+        builds = [client.get_build(selection.ref)]
+        check_build(client, builds[0], selection, tag_wait_s)
+    else:
+        task_id = int(selection.ref)
+        task_build = client.build_of_task(task_id)
+        if task_build is None:
+            log.info("Task %d has no build entry (scratch build); using the task output.", task_id)
+            if selection.tag is not None:
+                log.info("Scratch builds are never tagged; not checking tag '%s'.", selection.tag)
+            output = client.task_rpms(task_id, arches)
+            if selection.packages and output.source_package not in selection.packages:
+                raise BuildRejectedError(
+                    f"Koji task {task_id} built '{output.source_package or 'an unknown package'}', not the "
+                    f"watched package(s) {', '.join(selection.packages)}.",
+                    nvr=f"task-{task_id}",
+                    field="package",
+                )
+            return f"task-{task_id}", (), output.rpms
+        builds = [task_build]
+        check_build(client, task_build, selection, tag_wait_s)
+    builds.sort(key=lambda build: build.nvr)
+    rpms = [rpm for build in builds for rpm in client.build_rpms(build, arches)]
+    return (
+        "+".join(build.nvr for build in builds),
+        tuple(builds),
+        tuple(sorted(rpms, key=lambda r: r.filename)),
+    )
+
+
+def createrepo(directory: Path, createrepo_c: str = "createrepo_c") -> None:
+    """Run ``createrepo_c --no-database`` over ``directory`` (writes ``directory/repodata/``).
+
+    :raises RepoError: when createrepo_c is missing, fails, times out or writes no ``repomd.xml``.
+    """
+    exe = shutil.which(createrepo_c)
+    if exe is None:
+        raise RepoError(
+            f"'{createrepo_c}' not found on PATH; install createrepo_c (Debian: createrepo-c).",
+            path=directory,
+        )
+    try:
+        proc = subprocess.run(
+            [exe, "--no-database", "--quiet", str(directory)],
+            capture_output=True,
+            text=True,
+            timeout=CREATEREPO_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise RepoError(
+            f"createrepo_c over '{directory}' did not finish in {CREATEREPO_TIMEOUT_S:.0f} s.", path=directory
+        ) from err
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise RepoError(
+            f"createrepo_c over '{directory}' failed (exit {proc.returncode}): "
+            f"{detail[-1] if detail else 'no output'}",
+            path=directory,
+        )
+    if not (directory / "repodata" / "repomd.xml").is_file():
+        raise RepoError(f"createrepo_c wrote no repodata/repomd.xml in '{directory}'.", path=directory)
+
+
+def repo_file_text(name: str, url: str) -> str:
+    """Return a yum/dnf ``.repo`` file for the repo at ``url`` (unsigned test builds: gpgcheck off)."""
+    section = "ovsperf-under-test"
+    return (
+        f"[{section}]\n"
+        f"name=ovsperf builds under test: {name}\n"
+        f"baseurl={url}\n"
+        "enabled=1\n"
+        "gpgcheck=0\n"
+        "priority=1\n"
+    )
+
+
+def prepare_repo(
+    client: KojiClient,
+    selection: BuildSelection,
+    publish_dir: Path,
+    base_url: str,
+    *,
+    arches: tuple[str, ...] = DEFAULT_ARCHES,
+    tag_wait_s: float = 0.0,
+) -> PreparedRepo:
+    """Build and publish the repo for ``selection``; return where it is.
+
+    The repo lands in ``publish_dir/<name>/`` (name from :func:`resolve`), served at
+    ``base_url/<name>/``. An existing repo of the same name is replaced atomically; on any
+    failure nothing in ``publish_dir`` changes.
+
+    :raises RepoError: when ``publish_dir`` is missing or not writable, or createrepo_c fails.
+    :raises DownloadError: when an RPM cannot be downloaded intact.
+    :raises BuildNotFoundError, BuildRejectedError, NoRpmsError, KojiHubError: see :func:`resolve`.
+    """
+    if not publish_dir.is_dir():
+        raise RepoError(
+            f"Publish directory '{publish_dir}' does not exist; give the directory a web server serves.",
+            path=publish_dir,
+        )
+    if not os.access(publish_dir, os.W_OK | os.X_OK):
+        raise RepoError(f"Publish directory '{publish_dir}' is not writable.", path=publish_dir)
+    if not base_url.startswith(("http://", "https://")):
+        raise RepoError(f"Base URL {base_url!r} of '{publish_dir}' is not an http(s) URL.", path=publish_dir)
+    name, builds, rpms = resolve(client, selection, arches, tag_wait_s)
+    url = f"{base_url.rstrip('/')}/{name}/"
+    target = publish_dir / name
+    total_bytes = 0
+    with atomic_directory(target) as tmp:
+        downloaded = []
+        for index, rpm in enumerate(rpms, start=1):
+            path = client.download(rpm, tmp)
+            downloaded.append((rpm, path))
+            total_bytes += path.stat().st_size
+            log.info("Downloaded %d/%d %s (%d B).", index, len(rpms), rpm.filename, path.stat().st_size)
+        verify_rpms(downloaded)
+        createrepo(tmp)
+        atomic_write_text(tmp / REPO_FILE_NAME, repo_file_text(name, url))
+    log.info("Published repo '%s' with %d RPMs (%d B) at %s", target, len(rpms), total_bytes, url)
+    return PreparedRepo(path=target, url=url, builds=builds, rpms=rpms)
+
+
+def write_repo_record(path: Path, repo: PreparedRepo) -> None:
+    """Write ``{"url", "path", "builds": [nvr], "rpms": [file name]}`` for ``repo`` as JSON, atomically.
+
+    :raises RepoError: when the file cannot be written.
+    """
+    record = {
+        "url": repo.url,
+        "path": str(repo.path),
+        "builds": [build.nvr for build in repo.builds],
+        "rpms": [rpm.filename for rpm in repo.rpms],
+    }
+    try:
+        atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    except OSError as err:
+        raise RepoError(f"Cannot write repo record '{path}': {err.strerror}.", path=path) from err

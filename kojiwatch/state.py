@@ -1,0 +1,138 @@
+"""Keep the watcher's memory in a small JSON file so no build is tested twice or missed across restarts.
+
+File shape (``version`` 1)::
+
+    {"version": 1, "tag": "fdp-el9-candidate",
+     "packages": {"openvswitch": {"initialized": true}},
+     "builds": {"1234": {"nvr": "openvswitch-3.1.0-1.el9fdp", "package": "openvswitch",
+                         "status": "submitted", "repo": "http://.../", "jobs": {"OVS_DPDK1q": "J:77"},
+                         "baseline": "openvswitch-3.0.0-1.el9fdp",
+                         "attempts": 1, "reason": null, "updated": "2026-01-01T02:00:00+00:00"}}}
+
+``status`` is one of ``pending`` (work started; scenarios in ``jobs`` are done), ``submitted``
+(all scenarios submitted), ``skipped`` (not ours or older than the watch start; ``reason`` says
+why) and ``failed`` (gave up after repeated errors; ``reason``). Every change is written with an
+atomic rename, and a lock file keeps a second watcher off the same state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kojiwatch.errors import StateFileError
+from ovsperf_common.atomicio import atomic_write_text
+
+STATE_VERSION = 1
+STATUSES = ("pending", "submitted", "skipped", "failed")
+
+
+@dataclass
+class WatchState:
+    """The mutable content of the state file (see the module docstring for the JSON shape)."""
+
+    path: Path
+    """The JSON file."""
+    tag: str
+    """Watched tag; a state file of another tag is refused."""
+    packages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Package name → ``{"initialized": bool}``."""
+    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Build id (as a string) → record."""
+
+    def record(self, build_id: int) -> dict[str, Any] | None:
+        """Return the record of ``build_id``, ``None`` when never seen."""
+        return self.builds.get(str(build_id))
+
+    def update(self, build_id: int, **fields: Any) -> dict[str, Any]:
+        """Create or update the record of ``build_id`` and save the file; return the record.
+
+        :raises StateFileError: when the file cannot be written.
+        """
+        rec = self.builds.setdefault(
+            str(build_id), {"status": "pending", "jobs": {}, "attempts": 0, "reason": None, "repo": None}
+        )
+        rec.update(fields)
+        rec["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        if rec["status"] not in STATUSES:
+            raise StateFileError(f"Bug: unknown build status {rec['status']!r}.", path=self.path)
+        self.save()
+        return rec
+
+    def save(self) -> None:
+        """Write the state atomically.
+
+        :raises StateFileError: when the file cannot be written.
+        """
+        data = {"version": STATE_VERSION, "tag": self.tag, "packages": self.packages, "builds": self.builds}
+        try:
+            atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        except OSError as err:
+            raise StateFileError(
+                f"Cannot write watch state '{self.path}': {err.strerror}.", path=self.path
+            ) from err
+
+
+def load_state(path: Path, tag: str) -> WatchState:
+    """Read the state file, or start an empty state when it does not exist yet.
+
+    :raises StateFileError: naming the file when it is unreadable, not our JSON shape, or of another tag.
+    """
+    if not path.exists():
+        return WatchState(path=path, tag=tag)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise StateFileError(f"Cannot read watch state '{path}': {err.strerror}.", path=path) from err
+    except json.JSONDecodeError as err:
+        raise StateFileError(
+            f"Watch state '{path}' is not valid JSON ({err}); fix or move it aside (a new one starts empty).",
+            path=path,
+        ) from err
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        raise StateFileError(
+            f"Watch state '{path}' is not a version {STATE_VERSION} kojiwatch state.", path=path
+        )
+    if data.get("tag") != tag:
+        raise StateFileError(
+            f"Watch state '{path}' belongs to tag '{data.get('tag')}', not '{tag}'; use one file per tag.",
+            path=path,
+        )
+    packages, builds = data.get("packages"), data.get("builds")
+    if not isinstance(packages, dict) or not isinstance(builds, dict):
+        raise StateFileError(f"Watch state '{path}': 'packages' and 'builds' must be objects.", path=path)
+    for key, rec in builds.items():
+        if not key.isdigit() or not isinstance(rec, dict) or rec.get("status") not in STATUSES:
+            raise StateFileError(f"Watch state '{path}': build entry '{key}' is malformed.", path=path)
+    return WatchState(path=path, tag=tag, packages=packages, builds=builds)
+
+
+@contextlib.contextmanager
+def state_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock (``<state>.lock``, ``flock``) while watching.
+
+    :raises StateFileError: when another watcher holds it or the lock file cannot be created.
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise StateFileError(f"Cannot create lock '{lock_path}': {err.strerror}.", path=path) from err
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as err:
+            raise StateFileError(
+                f"Another 'ovsperf-koji watch' holds '{lock_path}'; two watchers cannot share a state file.",
+                path=path,
+            ) from err
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,199 @@
+"""Define the records of loaded VSperf results: one results directory, its test runs and rows.
+
+``load.py`` and ``load_text.py`` build these from VSperf's files; ``compare.py`` reads them. The
+comparison records are in ``model.py``. Nothing here knows VSperf column names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LoadWarning:
+    """A degraded input: the report is still written for what is valid.
+
+    ``path`` is the file, ``line`` its 1-based line (CSV: the physical line, header = 1).
+    """
+
+    path: Path
+    line: int | None
+    message: str
+    row_skipped: bool = False
+    """True when a CSV row was dropped (malformed, cut short, no frame size): the test then
+    lacks that row's frame size, which must not read as "frame sizes differ"."""
+
+    def __str__(self) -> str:
+        where = f"'{self.path}'" + (f" line {self.line}" if self.line is not None else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One RFC 2544 throughput result for one frame size, as VSperf wrote it in one CSV row."""
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    rx_pps: float | None
+    """Forwarded rate, aggregate over both directions [pps]; None when missing/unparsable."""
+    tx_pps: float | None
+    """Offered rate at the final trial, aggregate [pps]; None when not reported."""
+    rx_line_rate_percent: float | None
+    """VSperf's ``rx / theoretical max`` for the streams used [%]; None when not reported."""
+    latency_min_ns: float | None
+    """Minimum latency [ns]; None when not measured (MoonGen writes 0)."""
+    latency_max_ns: float | None
+    """Maximum latency [ns]; None when not measured."""
+    latency_avg_ns: float | None
+    """Average latency [ns]; None when not measured."""
+    frame_loss_percent: float | None
+    """Frame loss reported by the generator [%]; None when the column is absent."""
+    path: Path
+    """CSV file the row came from."""
+    line: int
+    """1-based physical line of the row in ``path``."""
+
+    @property
+    def valid(self) -> bool:
+        """True when the throughput is a positive finite number (VSperf writes 0 on parse failure)."""
+        return self.rx_pps is not None and math.isfinite(self.rx_pps) and self.rx_pps > 0
+
+
+@dataclass(frozen=True)
+class ProcessStats:
+    """Average CPU and memory use of one process during a test, from VSperf's pidstat log."""
+
+    process: str
+    """Command name, e.g. ``ovs-vswitchd``."""
+    cpu_percent: float | None
+    """Average CPU (100 = one core) [%]."""
+    rss_kib: float | None
+    """Resident set size [KiB]."""
+    vsz_kib: float | None
+    """Virtual size [KiB]."""
+    mem_percent: float | None
+    """Share of the host's memory [%]."""
+
+
+@dataclass(frozen=True)
+class MoongenCheck:
+    """Cross-check of an archived MoonGen raw log against the CSV row for the same frame size.
+
+    The raw log's ``[REPORT]      total:`` line carries Tx/Rx frames, loss and Tx/Rx Mpps
+    (lua-trafficgen ``trafficgen.lua``; regex as in VSperf ``moongen.py``).
+    """
+
+    log_path: Path
+    frame_size_bytes: int
+    tx_frames: int
+    rx_frames: int
+    loss_frames: int
+    log_loss_percent: float
+    """Loss the log prints [%]."""
+    log_rx_pps: float
+    """Rx Mpps × 1e6 from the log [pps]."""
+    log_tx_pps: float | None
+    """Tx Mpps × 1e6 from the log [pps]; None for the old format without ``Tx Mpps:``."""
+    csv_rx_pps: float | None
+    """The CSV's ``throughput_rx_fps`` for that size [pps]."""
+    csv_tx_pps: float | None
+    """The CSV's ``tx_rate_fps`` for that size [pps]."""
+    mismatches: tuple[str, ...]
+    """Human-readable differences; empty when the log and CSV agree."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the log agrees with the CSV."""
+        return not self.mismatches
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One VSperf test execution: one ``result_[<idx>_]<test>_<deployment>.csv``."""
+
+    __test__ = False  # not a pytest class
+
+    test: str
+    """VSperf test name, from the ``id`` column (e.g. ``phy2phy_tput``)."""
+    deployment: str
+    """VSperf deployment, from the ``deployment`` column (``p2p``, ``pvp``, …)."""
+    index: int | None
+    """Test index in the file name; None for pre-Fraser names."""
+    csv_path: Path
+    trials: tuple[TrialResult, ...]
+    """One per frame size, in file order."""
+    vswitch: str | None
+    traffic_kind: str | None
+    """VSperf ``type``, e.g. ``rfc2544_throughput``."""
+    start_time: str | None
+    """DUT local time, no zone, as VSperf wrote it."""
+    stop_time: str | None
+    execution_time: str | None
+    """``HH:MM:SS``."""
+    processes: tuple[ProcessStats, ...] = ()
+    moongen_checks: tuple[MoongenCheck, ...] = ()
+    rows_skipped: int = 0
+    """CSV rows dropped with a warning (malformed, cut short, no frame size) [1]."""
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """One VSperf ``results_<timestamp>`` directory."""
+
+    path: Path
+    runs: tuple[TestRun, ...]
+    environment: tuple[tuple[str, str], ...]
+    """(field, value) from VSperf's ``.rst``/``.md`` environment block, in file order."""
+    vsperf_report: Path | None
+    """``<vswitch>_test_report.rst`` when present."""
+    logs: tuple[Path, ...]
+    """VSperf log files of the run (inside the directory, or beside it for pre-Hunter layouts)."""
+    failed_tests: tuple[str, ...]
+    """Tests the log names as run but that have no result CSV."""
+    warnings: tuple[LoadWarning, ...]
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """Environment as a dict (field → value)."""
+        return dict(self.environment)
+
+    def _versioned(self, key: str) -> str | None:
+        value = self.env.get(key)
+        if value is None:
+            return None
+        for part in value.split(","):
+            part = part.strip()
+            if part.startswith("Version:"):
+                version = part.removeprefix("Version:").strip()
+                return None if version in ("", "None") else version
+        first = value.split(",")[0].strip()
+        return first or None
+
+    @property
+    def ovs_version(self) -> str | None:
+        """OVS version from ``* vSwitch: <name>, Version: <v>, GIT tag: …``."""
+        return self._versioned("vSwitch")
+
+    @property
+    def dpdk_version(self) -> str | None:
+        """DPDK version from ``* DPDK Version: <v>, GIT tag: …``."""
+        return self._versioned("DPDK Version")
+
+    @property
+    def qemu_version(self) -> str | None:
+        """QEMU version from ``* VNF: <name>, Version: <v>, …`` (pvp/pvvp only)."""
+        return self._versioned("VNF")
+
+    @property
+    def start_time(self) -> str | None:
+        """Earliest test start time (DUT local time), else the directory timestamp."""
+        starts = sorted(r.start_time for r in self.runs if r.start_time)
+        if starts:
+            return starts[0]
+        stamp = self.path.name.removeprefix("results_")
+        if len(stamp) == 19:
+            return f"{stamp[:10]} {stamp[11:].replace('-', ':')}"
+        return None

@@ -1,0 +1,92 @@
+"""Connect to the results store's database: URLs, the default SQLite file, engines with safe settings.
+
+``--db`` values and ``$OVSPERF_RESULTS_DB`` become SQLAlchemy URLs here; an SQLite engine gets
+foreign keys, WAL and a busy timeout on every connection. Passwords never leave this module
+unmasked in messages (:func:`masked_url`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from resultstore.errors import StoreDatabaseError
+
+DB_ENV_VAR = "OVSPERF_RESULTS_DB"
+"""Environment variable naming the database (URL or SQLite file path) when ``--db`` is not given."""
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+"""How long an SQLite writer waits for another one to finish [s]."""
+
+_URL_HINT = "give e.g. 'sqlite:////path/results.sqlite' or 'postgresql+psycopg://user@host/db'."
+
+
+def default_database_path() -> Path:
+    """Return the default SQLite file: ``$XDG_DATA_HOME/ovsperf/results.sqlite``.
+
+    ``$XDG_DATA_HOME`` defaults to ``~/.local/share`` (XDG Base Directory specification).
+    """
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "ovsperf" / "results.sqlite"
+
+
+def database_url(spec: str | Path | None) -> str:
+    """Turn a ``--db`` value into an SQLAlchemy URL.
+
+    ``None`` → ``$OVSPERF_RESULTS_DB`` or the default SQLite file; a value containing ``://`` is a
+    URL and used as it is; anything else is an SQLite file path (made absolute).
+    """
+    if spec is None or str(spec) == "":
+        spec = os.environ.get(DB_ENV_VAR) or default_database_path()
+    text = str(spec)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text).expanduser().absolute()}"
+
+
+def masked_url(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***`` (safe for logs and messages)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparsable database URL>"
+
+
+def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Enable foreign keys, WAL and a busy timeout on every new SQLite connection."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()
+
+
+def open_engine(url: str) -> Engine:
+    """Return an engine for ``url``; an SQLite file's parent directory is created when missing.
+
+    :raises StoreDatabaseError: when the URL is invalid, names an unknown database type, or the
+        SQLite directory cannot be created.
+    """
+    shown = masked_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError as err:
+        raise StoreDatabaseError(f"not a database URL; {_URL_HINT}", url=shown) from err
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database not in (None, "", ":memory:"):
+        try:
+            Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreDatabaseError(f"cannot create its directory: {err.strerror}.", url=shown) from err
+    try:
+        engine = create_engine(url, pool_pre_ping=not is_sqlite)
+    except (ArgumentError, ImportError, SQLAlchemyError) as err:
+        raise StoreDatabaseError(f"cannot use this URL ({err}); {_URL_HINT}", url=shown) from err
+    if is_sqlite:
+        event.listen(engine, "connect", _set_sqlite_pragmas)
+    return engine

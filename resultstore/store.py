@@ -1,0 +1,435 @@
+"""Read and write the results store: results, comparisons and tester verdicts in one database.
+
+The default is an SQLite file (:func:`resultstore.connect.default_database_path`); a team sharing
+one store gives a PostgreSQL URL (``postgresql+psycopg://user@host/db``, psycopg 3). The same code
+runs on both through SQLAlchemy 2.0. Every public method runs in its own transaction and returns
+frozen records (:mod:`resultstore.model`); database failures become :class:`StoreDatabaseError`
+naming the URL with its password masked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from resultstore.connect import masked_url, open_engine
+from resultstore.errors import (
+    InvalidRecordError,
+    SchemaVersionError,
+    StoreDatabaseError,
+    UnknownComparisonError,
+)
+from resultstore.model import (
+    ComparisonRecord,
+    Decision,
+    ResultRecord,
+    ResultStatus,
+    VerdictRecord,
+    check_name,
+)
+from resultstore.records import comparison_records, result_record, verdict_record
+from resultstore.schema import (
+    SCHEMA_VERSION,
+    Base,
+    ComparisonRow,
+    ResultRow,
+    SchemaInfoRow,
+    VerdictRow,
+)
+
+log = logging.getLogger(__name__)
+
+_MAX_SHORT_TEXT = 255
+_MAX_COMMENT = 10_000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
+    """Strip ``value``; None/empty → None; reject over-long or (single-line) control characters."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if len(text) > limit:
+        raise InvalidRecordError(
+            f"{field} is {len(text)} characters long; at most {limit} are allowed.", field=field, value=value
+        )
+    if single_line and _CONTROL.search(text):
+        raise InvalidRecordError(
+            f"{field} {text!r} contains control characters (e.g. a newline); give one line.",
+            field=field,
+            value=value,
+        )
+    return text
+
+
+class ResultStore:
+    """The results store behind one database URL; open with :meth:`open`, close with :meth:`close`."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        """Wrap an engine whose schema is already created (use :meth:`open`)."""
+        self._engine = engine
+        self.url = masked_url(url)
+        """The database URL with the password masked."""
+
+    @classmethod
+    def open(cls, url: str) -> ResultStore:
+        """Connect to ``url``, create missing tables and check the schema version.
+
+        An SQLite file's parent directory is created when missing.
+
+        :raises StoreDatabaseError: when the URL is invalid or the database cannot be reached.
+        :raises SchemaVersionError: when the database was written by a newer schema.
+        """
+        engine = open_engine(url)
+        store = cls(engine, url)
+        try:
+            store._create_schema()
+        except BaseException:
+            engine.dispose()
+            raise
+        log.debug("Opened results store %s.", store.url)
+        return store
+
+    def close(self) -> None:
+        """Release all connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> ResultStore:
+        """Return self (use in ``with``; closes on exit)."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        self.close()
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[Session]:
+        """Yield a session in a transaction; commit on success; map DB errors to our own."""
+        try:
+            with Session(self._engine, expire_on_commit=False) as session, session.begin():
+                yield session
+        except SQLAlchemyError as err:
+            detail = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+            raise StoreDatabaseError(f"{type(err).__name__}: {detail}", url=self.url) from err
+
+    def _create_schema(self) -> None:
+        for attempt in (1, 2):
+            try:
+                with self._session() as session:
+                    Base.metadata.create_all(session.connection())
+                    row = session.scalar(select(SchemaInfoRow).order_by(SchemaInfoRow.id))
+                    if row is None:
+                        session.add(SchemaInfoRow(id=1, version=SCHEMA_VERSION))
+                    elif row.version > SCHEMA_VERSION:
+                        raise SchemaVersionError(
+                            f"schema version {row.version} is newer than this ovsperf's "
+                            f"({SCHEMA_VERSION}); upgrade ovsperf.",
+                            url=self.url,
+                        )
+                return
+            except StoreDatabaseError as err:
+                # Two processes creating the tables of a new database at once: one loses the race
+                # on CREATE TABLE or on the version row; the second attempt sees the winner's work.
+                if attempt == 2 or isinstance(err, SchemaVersionError):
+                    raise
+                log.debug("Retrying schema creation after: %s", err)
+
+    # ---- results -------------------------------------------------------------------------
+
+    def record_result(
+        self,
+        *,
+        name: str,
+        scenario: str | None,
+        location: Path,
+        vsperf_dirs: Sequence[Path],
+        status: ResultStatus,
+        failure_reason: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        received_at: datetime | None = None,
+        fingerprint: str | None = None,
+    ) -> ResultRecord:
+        """Insert the result called ``name``, or update it when it is already stored.
+
+        Updating (not duplicating) makes a pass that crashed after recording safe to repeat.
+
+        :raises InvalidRecordError: when ``name`` or ``scenario`` is not a safe name.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        check_name(name, "Result name")
+        if scenario is not None:
+            check_name(scenario, "Scenario")
+        values: dict[str, Any] = {
+            "scenario": scenario,
+            "location": str(location),
+            "vsperf_dirs": [str(p) for p in vsperf_dirs],
+            "status": status.value,
+            "failure_reason": failure_reason,
+            "metadata_json": dict(metadata or {}),
+            "received_at": received_at or _utcnow(),
+            "fingerprint": fingerprint,
+        }
+        for attempt in (1, 2):
+            try:
+                with self._session() as session:
+                    row = session.scalar(select(ResultRow).where(ResultRow.name == name))
+                    if row is None:
+                        row = ResultRow(name=name, **values)
+                        session.add(row)
+                    else:
+                        for key, value in values.items():
+                            setattr(row, key, value)
+                    session.flush()
+                    return result_record(row)
+            except StoreDatabaseError as err:
+                if attempt == 2 or not isinstance(err.__cause__, IntegrityError):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def result(self, name: str) -> ResultRecord | None:
+        """Return the stored result called ``name``, or None.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            row = session.scalar(select(ResultRow).where(ResultRow.name == name))
+            return None if row is None else result_record(row)
+
+    def latest_passed_result(self, scenario: str, *, exclude_name: str | None = None) -> ResultRecord | None:
+        """Return the newest processed result of ``scenario`` whose comparison a tester passed.
+
+        "Passed" means the newest verdict of one of its comparisons is PASS. Newest = latest
+        ``received_at``. ``exclude_name`` (the result being processed) is never returned.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        latest = (
+            select(VerdictRow.comparison_id, func.max(VerdictRow.id).label("verdict_id"))
+            .group_by(VerdictRow.comparison_id)
+            .subquery()
+        )
+        query = (
+            select(ResultRow)
+            .join(ComparisonRow, ComparisonRow.result_id == ResultRow.id)
+            .join(latest, latest.c.comparison_id == ComparisonRow.id)
+            .join(VerdictRow, VerdictRow.id == latest.c.verdict_id)
+            .where(
+                VerdictRow.decision == Decision.PASS.value,
+                ResultRow.scenario == scenario,
+                ResultRow.status == ResultStatus.PROCESSED.value,
+            )
+            .order_by(ResultRow.received_at.desc(), ResultRow.id.desc())
+        )
+        if exclude_name is not None:
+            query = query.where(ResultRow.name != exclude_name)
+        with self._session() as session:
+            row = session.scalars(query.limit(1)).first()
+            return None if row is None else result_record(row)
+
+    # ---- comparisons ---------------------------------------------------------------------
+
+    def record_comparison(
+        self,
+        *,
+        result_name: str,
+        baseline_result_name: str | None,
+        baseline_dirs: Sequence[Path],
+        current_dirs: Sequence[Path],
+        report_dir: Path,
+        title: str | None,
+        overall: str,
+        counts: Mapping[str, int],
+        warnings: Sequence[str],
+        thresholds: Mapping[str, float],
+    ) -> ComparisonRecord:
+        """Record the report comparing result ``result_name`` with a baseline; return it.
+
+        A comparison is identified by (current result, report directory): recording the same pair
+        again updates it (keeping its id and verdicts) instead of adding a duplicate.
+
+        :raises InvalidRecordError: when ``result_name`` or ``baseline_result_name`` is not stored.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        now = _utcnow()
+        values: dict[str, Any] = {
+            "baseline_dirs": [str(p) for p in baseline_dirs],
+            "current_dirs": [str(p) for p in current_dirs],
+            "title": title,
+            "overall": overall,
+            "counts": {str(k): int(v) for k, v in counts.items()},
+            "warnings": [str(w) for w in warnings],
+            "thresholds": {str(k): float(v) for k, v in thresholds.items()},
+            "updated_at": now,
+        }
+        with self._session() as session:
+            result = self._result_row(session, result_name, "result_name")
+            baseline_id = None
+            if baseline_result_name is not None:
+                baseline_id = self._result_row(session, baseline_result_name, "baseline_result_name").id
+            row = session.scalar(
+                select(ComparisonRow).where(
+                    ComparisonRow.result_id == result.id, ComparisonRow.report_dir == str(report_dir)
+                )
+            )
+            if row is None:
+                row = ComparisonRow(result_id=result.id, report_dir=str(report_dir), created_at=now, **values)
+                session.add(row)
+            else:
+                for key, value in values.items():
+                    setattr(row, key, value)
+            row.baseline_result_id = baseline_id
+            session.flush()
+            return self._comparison_record(session, row)
+
+    def update_outcome(
+        self, comparison_id: int, *, overall: str, counts: Mapping[str, int], warnings: Sequence[str]
+    ) -> ComparisonRecord:
+        """Store the outcome of re-rendering comparison ``comparison_id``.
+
+        :raises UnknownComparisonError: when there is no such comparison.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            row = session.get(ComparisonRow, comparison_id)
+            if row is None:
+                raise UnknownComparisonError(str(comparison_id))
+            row.overall = overall
+            row.counts = {str(k): int(v) for k, v in counts.items()}
+            row.warnings = [str(w) for w in warnings]
+            row.updated_at = _utcnow()
+            session.flush()
+            return self._comparison_record(session, row)
+
+    def comparison(self, ref: str | int) -> ComparisonRecord:
+        """Return the comparison with id ``ref``, or the newest one of the result named ``ref``.
+
+        :raises UnknownComparisonError: when nothing matches.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        text = str(ref).strip()
+        with self._session() as session:
+            row: ComparisonRow | None
+            if text.isdigit():
+                row = session.get(ComparisonRow, int(text))
+            else:
+                row = session.scalars(
+                    select(ComparisonRow)
+                    .join(ResultRow, ComparisonRow.result_id == ResultRow.id)
+                    .where(ResultRow.name == text)
+                    .order_by(ComparisonRow.id.desc())
+                ).first()
+            if row is None:
+                raise UnknownComparisonError(text)
+            return self._comparison_record(session, row)
+
+    def comparisons(
+        self,
+        *,
+        scenario: str | None = None,
+        result_name: str | None = None,
+        report_prefix: Path | None = None,
+        undecided_only: bool = False,
+        limit: int | None = None,
+    ) -> list[ComparisonRecord]:
+        """Return comparisons, newest first.
+
+        ``scenario`` keeps that scenario's only; ``result_name`` those of that current result;
+        ``report_prefix`` those whose report directory lies under that directory;
+        ``undecided_only`` those without a verdict; ``limit`` caps the number returned.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        query = select(ComparisonRow).join(ResultRow, ComparisonRow.result_id == ResultRow.id)
+        if scenario is not None:
+            query = query.where(ResultRow.scenario == scenario)
+        if result_name is not None:
+            query = query.where(ResultRow.name == result_name)
+        if report_prefix is not None:
+            query = query.where(ComparisonRow.report_dir.startswith(f"{report_prefix}/", autoescape=True))
+        if undecided_only:
+            query = query.where(~ComparisonRow.id.in_(select(VerdictRow.comparison_id)))
+        query = query.order_by(ComparisonRow.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self._session() as session:
+            rows = list(session.scalars(query))
+            return comparison_records(session, rows)
+
+    # ---- verdicts ------------------------------------------------------------------------
+
+    def add_verdict(
+        self,
+        comparison_id: int,
+        *,
+        decision: Decision,
+        bug_id: str | None = None,
+        comment: str | None = None,
+        tester: str | None = None,
+        recorded_at: datetime | None = None,
+    ) -> VerdictRecord:
+        """Record a tester's decision on comparison ``comparison_id``; earlier ones stay as history.
+
+        :raises UnknownComparisonError: when there is no such comparison.
+        :raises InvalidRecordError: when bug id or tester is longer than 255 characters or not one
+            line, or the comment is longer than 10000 characters.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        row = VerdictRow(
+            comparison_id=comparison_id,
+            decision=decision.value,
+            bug_id=_clean_text(bug_id, "Bug id", _MAX_SHORT_TEXT, single_line=True),
+            comment=_clean_text(comment, "Comment", _MAX_COMMENT, single_line=False),
+            tester=_clean_text(tester, "Tester", _MAX_SHORT_TEXT, single_line=True),
+            recorded_at=recorded_at or _utcnow(),
+        )
+        with self._session() as session:
+            if session.get(ComparisonRow, comparison_id) is None:
+                raise UnknownComparisonError(str(comparison_id))
+            session.add(row)
+            session.flush()
+            return verdict_record(row)
+
+    def verdict_history(self, comparison_id: int) -> list[VerdictRecord]:
+        """Return every verdict on comparison ``comparison_id``, oldest first.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            rows = session.scalars(
+                select(VerdictRow).where(VerdictRow.comparison_id == comparison_id).order_by(VerdictRow.id)
+            )
+            return [verdict_record(row) for row in rows]
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _result_row(session: Session, name: str, field: str) -> ResultRow:
+        row = session.scalar(select(ResultRow).where(ResultRow.name == name))
+        if row is None:
+            raise InvalidRecordError(f"No result '{name}' in the results store.", field=field, value=name)
+        return row
+
+    @staticmethod
+    def _comparison_record(session: Session, row: ComparisonRow) -> ComparisonRecord:
+        return comparison_records(session, [row])[0]

@@ -1,0 +1,86 @@
+"""A stand-in for VSperf's ``./vsperf`` that behaves as VSperf does toward the vsperf_test task.
+
+It loads ``--conf-file`` the way VSperf does (over VSperf's dict defaults, UPPER_CASE names only)
+and refuses a config VSperf would choke on, logs ``Creating result directory: <dir>`` in VSperf's
+format, writes ``result_<index>_<test>_<deployment>.csv`` per test (one row per frame size, MoonGen
+columns), leaves MoonGen's raw log in ``$MOONGEN_LOG_DIR/1/moongen-run.log`` and exits 0 even when a
+test fails (``FAKE_VSPERF_FAIL`` names tests to fail; ``FAKE_VSPERF_NO_RESULTS=1`` omits the directory).
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.environ["FAKE_VSPERF_LOADER_DIR"])
+from vsperf_loader import load_like_vsperf
+
+DEPLOYMENT = {"phy2phy_tput": "p2p", "pvp_tput": "pvp", "pvvp_tput": "pvvp"}
+HEADER = (
+    "throughput_rx_fps,throughput_rx_mbps,throughput_rx_percent,tx_rate_fps,tx_rate_mbps,tx_rate_percent,"
+    "min_latency_ns,max_latency_ns,avg_latency_ns,type,packet_size,id,deployment,vswitch,traffic_type,"
+    "test_execution_time,start_time,stop_time,stream_count,match_type,pre-installed_flows"
+)
+
+
+def log(level: str, message: str) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"[{level:<5}]  {stamp},000 : (root) - {message}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    conf, xunit, tests, i = None, None, [], 0
+    while i < len(argv):
+        if argv[i] in ("--conf-file", "--xunit-dir"):
+            if argv[i] == "--conf-file":
+                conf = argv[i + 1]
+            else:
+                xunit = Path(argv[i + 1])
+            i += 2
+            continue
+        if not argv[i].startswith("-"):
+            tests.append(argv[i])
+        i += 1
+    with open(os.environ["SHIM_LOG"], "a", encoding="utf-8") as calls:
+        calls.write("vsperf " + " ".join(argv) + "\n")
+    settings = load_like_vsperf(Path(conf))
+    if settings["TRAFFICGEN"] != "Moongen" or settings["TRAFFIC"]["multistream"] < 1:
+        log("ERROR", "bad traffic generator configuration")
+        return 1
+    if os.environ.get("FAKE_VSPERF_NO_RESULTS"):
+        log("ERROR", "Failed to initialise the vswitch")
+        return 0
+    results = Path(os.environ["FAKE_VSPERF_LOG_DIR"]) / time.strftime("results_%Y-%m-%d_%H-%M-%S")
+    log("INFO", f"Creating result directory: {results}")
+    results.mkdir(parents=True)
+    failing = os.environ.get("FAKE_VSPERF_FAIL", "").split()
+    for index, test in enumerate(tests):
+        if test in failing:
+            log("ERROR", f"Failed to run test: {test}")
+            log("INFO", "Continuing with next test...")
+            continue
+        rows = [
+            f"2803982.000000,1884.276,9.421,29644006.000000,19920.772,99.604,0.000,0.000,0.000,rfc2544_throughput,"
+            f"{size},{test},{DEPLOYMENT[test]},{settings['VSWITCH']},udp,00:05:12,2026-11-22 01:00:00,"
+            f"2026-11-22 01:05:12,{settings['TRAFFIC']['multistream']},L4,No"
+            for size in settings["TRAFFICGEN_PKT_SIZES"]
+        ]
+        csv = results / f"result_{index}_{test}_{DEPLOYMENT[test]}.csv"
+        csv.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+        log("INFO", f"Write results to file: {csv}")
+    moongen = Path(os.environ["MOONGEN_LOG_DIR"]) / "1"
+    moongen.mkdir(parents=True, exist_ok=True)
+    (moongen / "moongen-run.log").write_text(
+        "[REPORT]      total: Tx frames: 889281855 Rx Frames: 84115751 frame loss: 805166104, 90.541160% "
+        "Tx Mpps: 29.644006 Rx Mpps: 2.803982\n"
+    )
+    (results / "vsperf-overall_x.log").write_text("overall\n")
+    if xunit is not None:
+        xunit.mkdir(parents=True, exist_ok=True)
+        (xunit / "TEST-vsperf.xml").write_text(f'<testsuite name="vsperf" tests="{len(tests)}"/>\n')
+    log("INFO", f'Overall test report written to "{results}/OvsDpdkVhost_test_report.rst"')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from .shims import REPO, Lab
+
+NICS = "0000:03:00.0 0000:03:00.1"
+PARAMS = {"TEST_NICS": NICS, "ISOLATED_CPUS": "2-11"}
+
+
+def test_boot0_persistent_part_then_reboot(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("setup_dpdk/environment", "PASS"), ("setup_dpdk/persistent", "PASS")]
+    assert run.called("tuned-adm") == [["profile", "cpu-partitioning"]]
+    assert run.called("systemctl") == [["restart", "irqbalance"]]
+    assert run.calls[-1] == ["rstrnt-reboot"]
+    assert run.index("tuned-adm", "profile") < run.index("rstrnt-reboot")
+    assert not run.called("dpdk-devbind.py") and not run.called("grubby")
+    assert "isolated_cores=2-11" in (lab.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()
+    assert "IRQBALANCE_BANNED_CPULIST=2-11\n" in (lab.etc / "sysconfig" / "irqbalance").read_text()
+    assert (lab.etc / "modules-load.d" / "ovsperf-vfio-pci.conf").read_text() == "vfio-pci\n"
+    assert (lab.state / "persistent.done").exists()
+    assert lab.driver("0000:03:00.0") == "ixgbe"
+    # Versions were logged and uploaded.
+    assert ["-i", "ens1f0"] in run.called("ethtool")
+    assert any(c[-1].endswith("versions.log") for c in run.called("rstrnt-report-log"))
+
+
+def test_boot1_binds_nics_and_verifies(lab: Lab) -> None:
+    assert lab.run("setup_dpdk", reboot=0, **PARAMS).returncode == 0
+    run = lab.run("setup_dpdk", reboot=1, **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("setup_dpdk/bind", "PASS"), ("setup_dpdk/verify", "PASS")]
+    assert run.called("modprobe") == [["vfio-pci"]]
+    assert ["-b", "vfio-pci", "0000:03:00.0", "0000:03:00.1"] in run.called("dpdk-devbind.py")
+    assert run.index("ip", "link", "set", "dev", "ens1f0", "down") < run.index("dpdk-devbind.py", "-b")
+    assert lab.driver("0000:03:00.0") == lab.driver("0000:03:00.1") == "vfio-pci"
+    assert not run.called("rstrnt-reboot")
+    assert ["profile", "cpu-partitioning"] not in run.called("tuned-adm")
+    assert "16 hugepages reserved" in run.stdout
+
+
+def test_no_hugepages_after_reboot_is_warn_and_abort(lab: Lab) -> None:
+    assert lab.run("setup_dpdk", reboot=0, **PARAMS).returncode == 0
+    lab.set_hugepages(0)
+    run = lab.run("setup_dpdk", reboot=1, **PARAMS)
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("setup_dpdk/verify", "WARN")
+    assert run.called("rstrnt-abort") == [["-t", "recipe"]]
+    assert "No hugepages are reserved" in run.stderr
+    assert ("setup_dpdk/verify", "PASS") not in run.reported()
+
+
+def test_unexpected_reboot_before_persistent_part_aborts(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=1, **PARAMS)
+    assert run.returncode == 2
+    assert run.reported() == [("setup_dpdk/abort", "WARN")]
+    assert "before the persistent setup finished" in run.stderr
+    assert run.called("rstrnt-abort")
+
+
+def test_missing_nic_is_warn_and_abort(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, TEST_NICS="0000:03:00.0 0000:05:00.0", ISOLATED_CPUS="2-11")
+    assert run.returncode == 2
+    assert run.reported() == [("setup_dpdk/environment", "WARN")]
+    assert "Test NIC 0000:05:00.0 is missing" in run.stderr
+    assert not run.called("tuned-adm")
+
+
+def test_bind_failure_is_warn_and_abort(lab: Lab) -> None:
+    assert lab.run("setup_dpdk", reboot=0, **PARAMS).returncode == 0
+    run = lab.run("setup_dpdk", reboot=1, SHIM_DEVBIND_RC="1", **PARAMS)
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("setup_dpdk/bind", "WARN")
+    assert "cannot bind 0000:03:00.0 0000:03:00.1 to vfio-pci" in run.stderr
+
+
+def test_parameters_from_inventory(lab: Lab) -> None:
+    lab.add_nic("0000:81:00.0", "ens8f0")
+    lab.add_nic("0000:81:00.1", "ens8f1")
+    inventory = REPO / "vsperf_configs" / "inventory.example.yaml"
+    run = lab.run("setup_dpdk", reboot=0, INVENTORY=str(inventory), SETUP_DPDK_HOST="moongen01.example.com")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "isolated_cores=12-23" in (lab.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()
+
+
+def test_relative_inventory_resolves_against_repository(lab: Lab) -> None:
+    run = lab.run(
+        "setup_dpdk", reboot=0, INVENTORY="vsperf_configs/inventory.example.yaml", SETUP_DPDK_HOST="nohost"
+    )
+    assert run.returncode == 2
+    assert "Cannot read the inventory entry of 'nohost'" in run.stderr
+
+
+def test_missing_parameters_abort(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, TEST_NICS=NICS)
+    assert run.returncode == 2
+    assert "Parameter ISOLATED_CPUS is required" in run.stderr
+    assert run.reported() == [("setup_dpdk/abort", "WARN")]
+
+
+def test_bad_pci_address_aborts(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, TEST_NICS="eth0", ISOLATED_CPUS="2-11")
+    assert run.returncode == 2 and "'eth0' is not a PCI address" in run.stderr
+
+
+def test_standalone_without_harness_prints_results(tmp_path: Path) -> None:
+    lab = Lab(tmp_path / "lab", harness=False)
+    run = lab.run("setup_dpdk", reboot=None, **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "RESULT setup_dpdk/persistent: PASS" in run.stdout
+    assert "Standalone run: reboot the machine, then run again with REBOOTCOUNT=1" in run.stdout
+    run = lab.run("setup_dpdk", reboot=None, REBOOTCOUNT="1", **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "RESULT setup_dpdk/verify: PASS" in run.stdout
+    assert (lab.state / "results.txt").read_text().splitlines()[-1] == "PASS setup_dpdk/verify "
+
+
+def test_legacy_rhts_commands(tmp_path: Path) -> None:
+    lab = Lab(tmp_path / "lab", harness=False)
+    generic = Path(__file__).with_name("shims") / "generic.sh"
+    for name in ("rhts-report-result", "rhts-submit-log", "rhts-reboot"):
+        (lab.bin / name).symlink_to(generic)
+    run = lab.run("setup_dpdk", reboot=None, REBOOTCOUNT="0", JOBID="42", **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    reports = run.called("rhts-report-result")
+    assert [r[:2] for r in reports] == [["setup_dpdk/environment", "PASS"], ["setup_dpdk/persistent", "PASS"]]
+    assert reports[1][2].endswith("02-persistent.log") and reports[1][3] == "0"
+    assert run.calls[-1] == ["rhts-reboot"]
+
+
+def test_make_run_works_without_rhts_include(tmp_path: Path) -> None:
+    # Beaker's harness runs `make run` in the task directory (compat mode); /usr/share/rhts is absent here.
+    assert not Path("/usr/share/rhts/lib/rhts-make.include").exists()
+    copy = tmp_path / "repo"
+    shutil.copytree(
+        REPO / "beaker_tasks", copy / "beaker_tasks", ignore=shutil.ignore_patterns("testinfo.desc")
+    )
+    shutil.copytree(REPO / "vsperf_configs", copy / "vsperf_configs")
+    lab = Lab(tmp_path / "lab")
+
+    env = lab.env(RSTRNT_REBOOTCOUNT="0", **PARAMS)
+    proc = subprocess.run(
+        ["make", "run"],
+        cwd=copy / "beaker_tasks" / "setup_dpdk",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "RESULT setup_dpdk/persistent: PASS" in proc.stdout
+    desc = (copy / "beaker_tasks" / "setup_dpdk" / "testinfo.desc").read_text()
+    assert "Name:            /ovsperf/setup_dpdk" in desc
+    assert "Path:            /mnt/tests/ovsperf/setup_dpdk" in desc
+
+
+def test_inventory_found_without_the_parameter(lab: Lab) -> None:
+    lab.add_nic("0000:81:00.0", "ens8f0")
+    lab.add_nic("0000:81:00.1", "ens8f1")
+    inventory = REPO / "vsperf_configs" / "inventory.example.yaml"
+    run = lab.run(
+        "setup_dpdk", reboot=0, OVSPERF_INVENTORY=str(inventory), SETUP_DPDK_HOST="moongen01.example.com"
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Using the host inventory {inventory}" in run.stdout
+    assert "isolated_cores=12-23" in (lab.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()

@@ -1,0 +1,263 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .shims import PUBKEY, REPO, Lab, Result
+
+INVENTORY = str(REPO / "vsperf_configs" / "inventory.example.yaml")
+DUT = "dut01.example.com"
+COMMIT = "90ef48d4342a983c7733b8c21bb902d1dab2685a"
+
+
+@pytest.fixture
+def dut(lab: Lab) -> Lab:
+    return lab
+
+
+def _params(lab: Lab, **extra: str) -> dict[str, str]:
+    params = {
+        "INVENTORY": INVENTORY,
+        "DUT_HOSTNAME": DUT,
+        "VSPERF_DIR": str(lab.root / "vswitchperf"),
+        "VSPERF_VENV": str(lab.root / "venv"),
+        "VSPERF_BASE_PYTHON": "vsperf-base-python",
+        "MOONGEN_LOG_DIR": str(lab.root / "moongen"),
+        "FAKE_VSPERF_LOG_DIR": str(lab.root / "vsperf-out"),
+        "FAKE_VSPERF_LOADER_DIR": str(REPO / "tests" / "vsperf_configs"),
+        "COLLECTOR_RETRY_DELAY_S": "0",
+    }
+    params.update(extra)
+    return params
+
+
+def _setup(lab: Lab) -> None:
+    assert lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", **_params(lab)).returncode == 0
+    assert lab.run("vsperf_test", reboot=1, VSPERF_ACTION="setup", **_params(lab)).returncode == 0
+
+
+def test_setup_boot0_persistent_then_reboot(dut: Lab) -> None:
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", **_params(dut))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("vsperf_test/environment", "PASS"), ("vsperf_test/persistent", "PASS")]
+    order = [
+        run.index("tuned-adm", "profile", "cpu-partitioning"),
+        run.index("systemctl", "restart", "irqbalance"),
+        run.index("nmcli", "device", "set", "ens1f0", "managed", "no"),
+        run.index("git", "clone", "https://github.com/opnfv/vswitchperf"),
+        run.index("git", "-C", _params(dut)["VSPERF_DIR"], "checkout", "--detach", COMMIT),
+        run.index("vsperf-base-python", "-m", "venv"),
+        run.index("pip", "install", "-q", "-r"),
+        run.index("ssh-keygen"),
+        run.index("rstrnt-reboot"),
+    ]
+    assert order == sorted(order)
+    assert run.calls[-1] == ["rstrnt-reboot"]
+    tuned = (dut.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()
+    assert "isolated_cores=2,4,6,8,10,12,14,16,18" in tuned
+    nm = (dut.etc / "NetworkManager" / "conf.d" / "99-ovsperf-unmanaged.conf").read_text()
+    assert "unmanaged-devices=interface-name:ens1f0;interface-name:ens1f1" in nm
+    assert (dut.home / ".ssh" / "id_ed25519.pub").read_text().startswith(PUBKEY)
+
+
+def test_setup_boot1_verifies(dut: Lab) -> None:
+    assert dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", **_params(dut)).returncode == 0
+    run = dut.run("vsperf_test", reboot=1, VSPERF_ACTION="setup", **_params(dut))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("vsperf_test/verify", "PASS")]
+    assert not run.called("git") and not run.called("rstrnt-reboot")
+
+
+def test_setup_boot1_without_hugepages_warns_and_aborts(dut: Lab) -> None:
+    assert dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", **_params(dut)).returncode == 0
+    dut.set_hugepages(0)
+    run = dut.run("vsperf_test", reboot=1, VSPERF_ACTION="setup", **_params(dut))
+    assert run.returncode == 2
+    assert run.reported() == [("vsperf_test/verify", "WARN")]
+    assert run.called("rstrnt-abort") == [["-t", "recipe"]]
+    assert "No hugepages are reserved on dut01.example.com" in run.stderr
+
+
+def test_setup_repository_down_warns_and_aborts(dut: Lab) -> None:
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", SHIM_GIT_FAIL="clone", **_params(dut))
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("vsperf_test/persistent", "WARN")
+    assert "Cannot clone 'https://github.com/opnfv/vswitchperf' (repository down?)" in run.stderr
+    assert not run.called("rstrnt-reboot")
+
+
+def test_setup_guest_prepares_vfio_noiommu(dut: Lab) -> None:
+    param = dut.sysfs / "module" / "vfio" / "parameters"
+    param.mkdir(parents=True)
+    (param / "enable_unsafe_noiommu_mode").write_text("Y\n")
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("vsperf_test/guest", "PASS")]
+    assert run.called("modprobe") == [["vfio", "enable_unsafe_noiommu_mode=1"], ["vfio-pci"]]
+    conf = dut.etc / "modprobe.d" / "ovsperf-vfio-noiommu.conf"
+    assert conf.read_text() == "options vfio enable_unsafe_noiommu_mode=1\n"
+    assert not run.called("rstrnt-reboot")
+    (param / "enable_unsafe_noiommu_mode").write_text("N\n")
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1")
+    assert run.returncode == 2 and "not in no-IOMMU mode" in run.stderr
+
+
+def _run(dut: Lab, collector: Path, **extra: str) -> Result:
+    return dut.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="run",
+        SCENARIO="OVS_DPDK1q_GUEST_DPDK1q",
+        COLLECTOR=f"ovsperf@collector.example.com:{collector}",
+        RSTRNT_JOBID="4321",
+        **_params(dut, **extra),
+    )
+
+
+def test_run_ships_results_with_metadata_last(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [
+        ("vsperf_test/config", "PASS"),
+        ("vsperf_test/preflight", "PASS"),
+        ("vsperf_test/vsperf", "PASS"),
+        ("vsperf_test/collect", "PASS"),
+    ]
+    # VSperf ran with the generated conf file and the scenario's tests in catalog order.
+    (vsperf,) = run.called("vsperf")
+    assert vsperf[0] == "--conf-file" and vsperf[1].endswith("vsperf-OVS_DPDK1q_GUEST_DPDK1q.conf")
+    assert vsperf[-2:] == ["phy2phy_tput", "pvp_tput"]
+    assert "Creating result directory: " in run.stdout  # VSperf's progress is shown live
+    assert ["-o", "BatchMode=yes", "-o", "ConnectTimeout=30", "root@192.0.2.10"] == run.called("ssh")[0][:5]
+    # Two rsync passes: everything but the metadata, then the metadata alone.
+    first, second = run.called("rsync")
+    assert "--exclude=ovsperf-metadata.json" in first
+    assert second[-2].endswith("/ovsperf-metadata.json")
+    assert run.index("vsperf") < run.index("rsync") < run.index("rsync", *second)
+    (shipped,) = collector.iterdir()
+    assert shipped.name.startswith("results_")
+    names = sorted(p.name for p in shipped.iterdir())
+    assert "result_0_phy2phy_tput_p2p.csv" in names and "result_1_pvp_tput_pvp.csv" in names
+    assert "ovsperf-vsperf.conf" in names and "ovsperf-vsperf-stdout.log" in names
+    assert (shipped / "xunit" / "TEST-vsperf.xml").read_text() == '<testsuite name="vsperf" tests="2"/>\n'
+    assert (shipped / "moongen" / "1" / "moongen-run.log").read_text().startswith("[REPORT]")
+    rows = (shipped / "result_0_phy2phy_tput_p2p.csv").read_text().splitlines()
+    assert [r.split(",")[10] for r in rows[1:]] == ["64", "576", "1280", "1500"]
+    meta = json.loads((shipped / "ovsperf-metadata.json").read_text())
+    assert meta["scenario"] == "OVS_DPDK1q_GUEST_DPDK1q"
+    assert meta["status"] == "PASS" and meta["missing_tests"] == []
+    assert meta["tests"] == [
+        {"index": 0, "test": "phy2phy_tput", "deployment": "p2p"},
+        {"index": 1, "test": "pvp_tput", "deployment": "pvp"},
+    ]
+    assert meta["beaker_job_id"] == "J:4321"
+    assert meta["hosts"] == {
+        "dut": DUT,
+        "trafficgen": "moongen01.example.com",
+        "trafficgen_address": "192.0.2.10",
+    }
+    assert meta["packages"]["openvswitch3.1"] == "3.1.0-60.el9fdp.x86_64"
+    assert meta["packages"]["dpdk"] == "22.11-4.el9.x86_64"
+    assert meta["vsperf_commit"] == COMMIT
+    assert meta["results_dir"] == shipped.name
+    # Logs and CSVs uploaded to Beaker.
+    uploaded = [Path(c[-1]).name for c in run.called("rstrnt-report-log")]
+    assert {"result_0_phy2phy_tput_p2p.csv", "ovsperf-metadata.json", "vsperf-stdout.log"} <= set(uploaded)
+    assert any(name.endswith(".tar.gz") for name in uploaded)
+
+
+def test_run_missing_csv_is_fail_although_vsperf_exits_0(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector, FAKE_VSPERF_FAIL="pvp_tput")
+    assert run.returncode == 1
+    assert ("vsperf_test/vsperf", "FAIL") in run.reported()
+    assert "VSperf wrote no results for test pvp_tput" in run.stdout
+    (shipped,) = collector.iterdir()  # the partial results still reach the collector
+    meta = json.loads((shipped / "ovsperf-metadata.json").read_text())
+    assert meta["status"] == "FAIL" and meta["missing_tests"] == ["pvp_tput"]
+
+
+def test_run_without_results_directory_is_fail(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    run = _run(dut, tmp_path / "ci_in", FAKE_VSPERF_NO_RESULTS="1")
+    assert run.returncode == 1
+    assert run.reported()[-1] == ("vsperf_test/vsperf", "FAIL")
+    assert "VSperf reported no results directory" in run.stdout
+    assert not run.called("rsync")
+
+
+def test_run_collector_down_is_warn_and_keeps_results(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    run = _run(dut, tmp_path / "ci_in", SHIM_RSYNC_RC="12")
+    assert run.returncode == 0
+    assert run.reported()[-1] == ("vsperf_test/collect", "WARN")
+    assert len(run.called("rsync")) == 3  # bounded retries
+    (results,) = (dut.root / "vsperf-out").iterdir()
+    assert (results / "ovsperf-metadata.json").exists()
+    assert f"they stay in {results}" in run.stdout
+
+
+def test_run_without_collector_keeps_results_on_the_dut(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    catalog = tmp_path / "catalog.yaml"  # a custom catalog given as CATALOG
+    catalog.write_text((REPO / "jobcreator" / "scenarios.yaml").read_text().replace("OVS_DPDK1q:", "MY_P2P:"))
+    params = _params(dut, SCENARIO="MY_P2P", CATALOG=str(catalog))
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **params)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported()[-1] == ("vsperf_test/collect", "PASS")
+    assert not run.called("rsync")
+    assert "No COLLECTOR given" in run.stdout
+    (results,) = (dut.root / "vsperf-out").iterdir()
+    meta = json.loads((results / "ovsperf-metadata.json").read_text())
+    assert meta["scenario"] == "MY_P2P" and meta["tests"][0]["test"] == "phy2phy_tput"
+    assert any(Path(c[-1]).name.endswith(".tar.gz") for c in run.called("rstrnt-report-log"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"DUT_HOSTNAME": "dut99.example.com"}, "Cannot read the inventory entry of 'dut99.example.com'"),
+        ({"SCENARIO": "NOPE"}, "vsperf-config failed: vsperf-config: '"),
+        ({"SHIM_SSH_RC": "255"}, "Cannot reach MoonGen at root@192.0.2.10:/root/lua-trafficgen over SSH"),
+        ({"COLLECTOR": "ci_in"}, "COLLECTOR 'ci_in' is not user@host:/absolute/path"),
+    ],
+)
+def test_run_lab_problems_warn_and_abort(
+    dut: Lab, tmp_path: Path, extra: dict[str, str], message: str
+) -> None:
+    _setup(dut)
+    params = {"SCENARIO": "OVS_DPDK1q_GUEST_DPDK1q", "COLLECTOR": f"u@h:{tmp_path}", **extra}
+    run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **_params(dut, **params))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert message in run.stderr
+    assert run.reported()[-1][1] == "WARN"
+    assert run.called("rstrnt-abort") == [["-t", "recipe"]]
+    assert not run.called("vsperf")
+
+
+def test_run_overlapping_cpus_is_a_clear_error(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(Path(INVENTORY).read_text().replace('pmd: "2,4,6,8"', 'pmd: "0,2"'))
+    run = dut.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="run",
+        **_params(dut, INVENTORY=str(inventory), SCENARIO="OVS_DPDK1q", COLLECTOR=f"u@h:{tmp_path}"),
+    )
+    assert run.returncode == 2
+    assert "CPU(s) 0 also appear in the OVS lcore CPU list" in run.stderr
+
+
+def test_run_without_hugepages_warns_and_aborts(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    dut.set_hugepages(0)
+    run = _run(dut, tmp_path / "ci_in")
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("vsperf_test/preflight", "WARN")
+    assert not run.called("vsperf")

@@ -1,0 +1,96 @@
+"""Exit-code table, ``--help`` and the Koji message shapes ``prepare-repo --ci-message-file`` reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kojiwatch.cli import main
+from kojiwatch.errors import MessageError
+from kojiwatch.message import parse_message
+from kojiwatch.model import BuildMessage, BuildState
+from ovsperf_common.exitcodes import ExitCode
+from tests.kojiwatch.conftest import TAG
+from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
+
+
+@pytest.mark.parametrize(
+    ("tags", "extra", "expected"),
+    [
+        ((TAG,), [], ExitCode.OK),
+        ((TAG,), ["--owner", "nobody"], ExitCode.ERROR),
+        (("elsewhere",), [], ExitCode.NO_RESULTS),
+    ],
+    ids=["ok", "error", "not-ours"],
+)
+def test_exit_code_table(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    tags: tuple[str, ...],
+    extra: list[str],
+    expected: ExitCode,
+) -> None:
+    build_id = hub.add_build(rpms["dpdk"], tags=tags)
+    argv = ["-q", "prepare-repo", "--build", str(build_id), "--tag", TAG, *extra, "--hub", hub.hub_url]
+    argv += ["--topurl", hub.topurl, "--publish-dir", str(web.root), "--base-url", web.base_url]
+    assert main(argv) == expected
+
+
+@pytest.mark.parametrize("command", ["prepare-repo", "submit", "watch"])
+def test_help_documents_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit codes: 0 OK; 2 error" in " ".join(out.split())
+    assert "3 nothing to test" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            {"info": {"id": 7, "name": "openvswitch", "owner_name": "me"}, "old": 0, "new": 1},
+            BuildMessage(7, "openvswitch", "me", BuildState.COMPLETE, None),
+        ),
+        (
+            {"msg": {"build_id": 8, "name": "dpdk", "owner": "you", "new": 3}},
+            BuildMessage(8, "dpdk", "you", BuildState.FAILED, None),
+        ),
+        (
+            {"build_id": 9, "name": "dpdk", "owner": "you", "tag": "f41-updates-candidate"},
+            BuildMessage(9, "dpdk", "you", None, "f41-updates-candidate"),
+        ),
+        (
+            {"tag": {"name": TAG}, "build": {"id": 10, "name": "openvswitch", "owner_name": "me"}},
+            BuildMessage(10, "openvswitch", "me", None, TAG),
+        ),
+        (
+            {"info": {"id": 11, "name": "openvswitch"}, "new": "COMPLETE"},
+            BuildMessage(11, "openvswitch", None, BuildState.COMPLETE, None),
+        ),
+    ],
+    ids=["umb-state", "fedmsg-envelope", "fedora-tag", "umb-tag", "state-by-name"],
+)
+def test_message_shapes(body: dict[str, object], expected: BuildMessage) -> None:
+    assert parse_message(json.dumps(body)) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, 2]", "is not a JSON object"),
+        ('{"info": {"id": "7"}}', "field 'info.id' is '7', not a Koji build id"),
+        ('{"build_id": 0}', "field 'build_id' is 0"),
+        ('{"info": {"id": 7}, "new": 9}', "field 'new': Unknown Koji build state 9"),
+        ('{"info": {"id": 7}, "new": "DONE"}', "field 'new': Unknown Koji build state 'DONE'"),
+    ],
+)
+def test_bad_messages(text: str, message: str) -> None:
+    with pytest.raises(MessageError) as exc:
+        parse_message(text, Path("/ws/out/ci-message.json"))
+    assert message in str(exc.value)
+    assert str(exc.value).startswith("'/ws/out/ci-message.json'")

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vsperf_configs.errors import CpuOverlapError, InventoryError
+from vsperf_configs.inventory import (
+    cpu_mask,
+    format_cpu_list,
+    host_environment,
+    load_inventory,
+    normalize_pci,
+    parse_cpu_list,
+)
+from vsperf_configs.model import HostRole
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("2-5,8", (2, 3, 4, 5, 8)), ([3, 1], (3, 1)), (7, (7,)), ("0", (0,)), (" 1 , 3-4", (1, 3, 4))],
+)
+def test_parse_cpu_list(raw: object, expected: tuple[int, ...]) -> None:
+    assert parse_cpu_list(raw, key="k") == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("5-2", "runs backwards"),
+        ("1,1", "listed twice"),
+        ("a-b", "not a cpulist"),
+        (True, "not a CPU list"),
+        ([1.5], "not a CPU id"),
+        ("9999", "outside 0..4095"),
+        ({}, "not a CPU list"),
+    ],
+)
+def test_parse_cpu_list_rejects(raw: object, message: str) -> None:
+    with pytest.raises(InventoryError, match=message):
+        parse_cpu_list(raw, key="cpus.pmd")
+
+
+def test_format_and_mask() -> None:
+    assert format_cpu_list((8, 2, 3, 4, 5, 10)) == "2-5,8,10"
+    assert format_cpu_list(()) == ""
+    assert cpu_mask((2, 4, 6, 8)) == "154"
+    assert cpu_mask((0,)) == "1"
+    assert cpu_mask((40,)) == "10000000000"
+
+
+def test_normalize_pci() -> None:
+    assert normalize_pci("03:00.1", key="nics") == "0000:03:00.1"
+    assert normalize_pci("0000:AF:00.0", key="nics") == "0000:af:00.0"
+    with pytest.raises(InventoryError, match="'eth0' is not a PCI address"):
+        normalize_pci("eth0", key="nics")
+
+
+def test_example_inventory(example_inventory: Path) -> None:
+    inventory = load_inventory(example_inventory)
+    dut = inventory.get("DUT01.example.com")
+    assert dut.role is HostRole.DUT
+    assert dut.isolated_cpus == (2, 4, 6, 8, 10, 12, 14, 16, 18)
+    assert dut.moongen is not None and dut.moongen.ports == (0, 1)
+    tg = inventory.get("moongen01.example.com")
+    env = host_environment(tg)
+    assert env["ROLE"] == "trafficgen"
+    assert env["TEST_NICS"] == "0000:81:00.0 0000:81:00.1"
+    assert env["ISOLATED_CPUS"] == "12-23"
+    assert env["MOONGEN_CPUS"] == "12,13,14,15,16,17"
+    assert host_environment(dut)["PMD_CPUS"] == "2,4,6,8"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "inv.yaml"
+    path.write_text(text)
+    return path
+
+
+TG = "hosts:\n  tg:\n    role: trafficgen\n    nics: ['0000:01:00.0']\n    numa_node: 0\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("hosts: [", "not valid YAML"),
+        ("- a\n", "expected a mapping with a 'hosts' mapping"),
+        (TG + "    cpus: {isolated: '2-3'}\n    colour: red\n", "field 'colour': unknown field"),
+        (TG + "    cpus: {}\n", "field 'cpus.isolated': a traffic generator needs its isolated CPUs"),
+        (TG + "    cpus: {isolated: '2', pmd: '3'}\n", "field 'cpus.pmd': only a DUT"),
+        (
+            TG.replace("role: trafficgen", "role: server") + "    cpus: {isolated: '2'}\n",
+            "'server' is not a valid role",
+        ),
+        (TG.replace("numa_node: 0", "numa_node: -1") + "    cpus: {isolated: '2'}\n", "field 'numa_node'"),
+        (
+            "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0', '01:00.1']\n    numa_node: 0\n"
+            "    cpus: {ovs_lcore: 0, pmd: '2-3', isolated: '0-3'}\n    moongen: {host: tg}\n",
+            "field 'cpus.isolated': CPU\\(s\\) 0 also appear in the OVS lcore",
+        ),
+        (
+            "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0']\n    numa_node: 0\n"
+            "    cpus: {ovs_lcore: 0, pmd: '2-3'}\n    moongen: {host: tg}\n",
+            "exactly 2 test NICs",
+        ),
+        (
+            "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0', '01:00.1']\n    numa_node: 0\n"
+            "    cpus: {ovs_lcore: 0, pmd: '2-3'}\n",
+            "field 'moongen': a DUT needs its MoonGen peer",
+        ),
+        (
+            "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0', '01:00.1']\n    numa_node: 0\n"
+            "    cpus: {ovs_lcore: 0, pmd: '2-3'}\n    moongen: {host: tg, ports: [1, 1]}\n",
+            "field 'moongen.ports'",
+        ),
+    ],
+)
+def test_bad_inventory_names_file_host_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(InventoryError, match=message) as info:
+        load_inventory(path)
+    assert str(path) in str(info.value)
+
+
+def test_overlap_error_type(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0', '01:00.1']\n    numa_node: 0\n"
+        "    cpus: {ovs_lcore: '0-1', pmd: '1-3'}\n    moongen: {host: tg}\n",
+    )
+    with pytest.raises(CpuOverlapError) as info:
+        load_inventory(path)
+    assert info.value.cpus == (1,) and info.value.host == "d"

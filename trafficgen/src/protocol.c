@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The stdin/stdout protocol: one JSON command per line in, one JSON reply per line out
+ * (docs/trafficgen.md). Nothing here touches packets.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include "hist.h"
+#include "trafficgen.h"
+
+#define TG_LINE_MAX 65536
+#define TG_ERR_MAX 512
+#define TG_POLL_MS 200
+
+static const char *const trial_fields[] = {
+	"cmd", "id", "frame_size_bytes", "rate_pps", "duration_s", "bidirectional", "loopback",
+	"flows", "flow_field", "warmup_s", "drain_s", "link_timeout_s", "tx_tolerance_ratio",
+	"on_tx_full", "burst_packets", "drain_early_exit", NULL,
+};
+
+static void
+reply(json_t *obj, json_t *id)
+{
+	if (id != NULL)
+		json_object_set(obj, "id", id);
+	json_dumpf(obj, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	fputc('\n', stdout);
+	fflush(stdout);
+	json_decref(obj);
+}
+
+static void
+reply_error(json_t *id, const char *msg)
+{
+	json_t *obj = json_object();
+
+	json_object_set_new(obj, "ok", json_false());
+	json_object_set_new(obj, "error", json_string(msg));
+	TG_LOG(WARNING, "Error reply: %s\n", msg);
+	reply(obj, id);
+}
+
+static json_t *
+ports_json(struct tg_app *app)
+{
+	json_t *arr = json_array();
+	unsigned int i;
+
+	for (i = 0; i < app->nb_ports; i++) {
+		struct rte_eth_link link;
+		struct rte_eth_dev_info info;
+		char mac[RTE_ETHER_ADDR_FMT_SIZE];
+		char name[RTE_ETH_NAME_MAX_LEN];
+		json_t *p = json_object();
+
+		memset(&link, 0, sizeof(link));
+		memset(&info, 0, sizeof(info));
+		rte_eth_link_get_nowait(app->ports[i].port_id, &link);
+		rte_eth_dev_info_get(app->ports[i].port_id, &info);
+		rte_ether_format_addr(mac, sizeof(mac), &app->ports[i].mac);
+		if (rte_eth_dev_get_name_by_port(app->ports[i].port_id, name) != 0)
+			name[0] = '\0';
+		json_object_set_new(p, "port", json_integer(i));
+		json_object_set_new(p, "name", json_string(name));
+		json_object_set_new(p, "mac", json_string(mac));
+		json_object_set_new(p, "driver",
+				    json_string(info.driver_name ? info.driver_name : ""));
+		json_object_set_new(p, "link_up",
+				    json_boolean(link.link_status == RTE_ETH_LINK_UP));
+		if (link.link_speed == RTE_ETH_SPEED_NUM_NONE ||
+		    link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+			json_object_set_new(p, "link_speed_mbps", json_null());
+		else
+			json_object_set_new(p, "link_speed_mbps", json_integer(link.link_speed));
+		json_array_append_new(arr, p);
+	}
+	return arr;
+}
+
+void
+tg_print_ready(struct tg_app *app)
+{
+	json_t *obj = json_object();
+
+	json_object_set_new(obj, "ok", json_true());
+	json_object_set_new(obj, "event", json_string("ready"));
+	json_object_set_new(obj, "tsc_hz", json_integer((json_int_t)app->tsc_hz));
+	json_object_set_new(obj, "queues", json_integer(app->nb_queues));
+	json_object_set_new(obj, "ports", ports_json(app));
+	reply(obj, NULL);
+}
+
+static void
+reply_ports(struct tg_app *app, json_t *id)
+{
+	json_t *obj = json_object();
+
+	json_object_set_new(obj, "ok", json_true());
+	json_object_set_new(obj, "ports", ports_json(app));
+	reply(obj, id);
+}
+
+/* Per-queue counters (drivers that keep none report zeros). */
+static json_t *
+queue_counters(const uint64_t *counters, uint16_t nb_queues)
+{
+	json_t *arr = json_array();
+	uint16_t q;
+
+	for (q = 0; q < nb_queues && q < RTE_ETHDEV_QUEUE_STAT_CNTRS; q++)
+		json_array_append_new(arr, json_integer((json_int_t)counters[q]));
+	return arr;
+}
+
+static void
+reply_stats(struct tg_app *app, json_t *id)
+{
+	json_t *obj = json_object(), *arr = json_array();
+	unsigned int i;
+
+	for (i = 0; i < app->nb_ports; i++) {
+		struct rte_eth_stats st;
+		json_t *p = json_object();
+
+		memset(&st, 0, sizeof(st));
+		rte_eth_stats_get(app->ports[i].port_id, &st);
+		json_object_set_new(p, "port", json_integer(i));
+		json_object_set_new(p, "ipackets", json_integer((json_int_t)st.ipackets));
+		json_object_set_new(p, "opackets", json_integer((json_int_t)st.opackets));
+		json_object_set_new(p, "imissed", json_integer((json_int_t)st.imissed));
+		json_object_set_new(p, "ierrors", json_integer((json_int_t)st.ierrors));
+		json_object_set_new(p, "oerrors", json_integer((json_int_t)st.oerrors));
+		json_object_set_new(p, "rx_nombuf", json_integer((json_int_t)st.rx_nombuf));
+		json_object_set_new(p, "q_ipackets", queue_counters(st.q_ipackets, app->nb_queues));
+		json_object_set_new(p, "q_opackets", queue_counters(st.q_opackets, app->nb_queues));
+		json_array_append_new(arr, p);
+	}
+	json_object_set_new(obj, "ok", json_true());
+	json_object_set_new(obj, "ports", arr);
+	reply(obj, id);
+}
+
+/* Return field 'key' of cmd, or NULL when it is absent; *ret = -EINVAL if it was required. */
+static json_t *
+get_field(json_t *cmd, const char *key, bool required, int *ret, char *err)
+{
+	json_t *v = json_object_get(cmd, key);
+
+	*ret = 0;
+	if (v == NULL && required) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' is required.", key);
+		*ret = -EINVAL;
+	}
+	return v;
+}
+
+/* Read a number field into *out; absent -> def (or error when required). */
+static int
+get_number(json_t *cmd, const char *key, bool required, double def, double lo, double hi,
+	   double *out, char *err)
+{
+	int ret;
+	json_t *v = get_field(cmd, key, required, &ret, err);
+
+	*out = def;
+	if (v == NULL)
+		return ret;
+	if (!json_is_number(v)) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' must be a number.", key);
+		return -EINVAL;
+	}
+	*out = json_number_value(v);
+	if (!isfinite(*out) || *out < lo || *out > hi) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' must lie in [%g, %g], got %g.", key, lo, hi,
+			 *out);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+/* Read an integer field into *out; absent -> def (or error when required). */
+static int
+get_integer(json_t *cmd, const char *key, bool required, uint32_t def, uint32_t lo, uint32_t hi,
+	    uint32_t *out, char *err)
+{
+	int ret;
+	json_t *v = get_field(cmd, key, required, &ret, err);
+
+	*out = def;
+	if (v == NULL)
+		return ret;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' must be an integer in [%u, %u].", key, lo,
+			 hi);
+		return -EINVAL;
+	}
+	*out = (uint32_t)json_integer_value(v);
+	return 0;
+}
+
+static int
+get_bool(json_t *cmd, const char *key, bool def, bool *out, char *err)
+{
+	json_t *v = json_object_get(cmd, key);
+
+	if (v == NULL) {
+		*out = def;
+		return 0;
+	}
+	if (!json_is_boolean(v)) {
+		snprintf(err, TG_ERR_MAX, "Field '%s' must be true or false.", key);
+		return -EINVAL;
+	}
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* Read a string field that must be one of two values; *out = index of the value. */
+static int
+get_choice(json_t *cmd, const char *key, const char *a, const char *b, int *out, char *err)
+{
+	json_t *v = json_object_get(cmd, key);
+
+	*out = 0;
+	if (v == NULL)
+		return 0;
+	if (json_is_string(v) && strcmp(json_string_value(v), a) == 0)
+		return 0;
+	if (json_is_string(v) && strcmp(json_string_value(v), b) == 0) {
+		*out = 1;
+		return 0;
+	}
+	snprintf(err, TG_ERR_MAX, "Field '%s' must be '%s' or '%s'.", key, a, b);
+	return -EINVAL;
+}
+
+static int
+check_fields(json_t *cmd, const char *const *allowed, char *err)
+{
+	const char *key;
+	json_t *v;
+	unsigned int i;
+
+	json_object_foreach(cmd, key, v) {
+		for (i = 0; allowed[i] != NULL; i++)
+			if (strcmp(key, allowed[i]) == 0)
+				break;
+		if (allowed[i] == NULL) {
+			snprintf(err, TG_ERR_MAX, "Unknown field '%s' in command '%s'.", key,
+				 json_string_value(json_object_get(cmd, "cmd")));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err)
+{
+	uint32_t max_frame = app->jumbo ? TG_JUMBO_FRAME_LEN : RTE_ETHER_MAX_LEN;
+	int flow_field = 0, on_full = 0, ret;
+
+	memset(cfg, 0, sizeof(*cfg));
+	ret = check_fields(cmd, trial_fields, err);
+	if (ret == 0)
+		ret = get_integer(cmd, "frame_size_bytes", true, 0, 0, UINT32_MAX,
+				  &cfg->frame_size, err);
+	if (ret == 0 && (cfg->frame_size < RTE_ETHER_MIN_LEN || cfg->frame_size > max_frame)) {
+		snprintf(err, TG_ERR_MAX,
+			 "Field 'frame_size_bytes' must lie in [%u, %u]%s, got %u.",
+			 RTE_ETHER_MIN_LEN, max_frame,
+			 app->jumbo ? "" : " (start with --jumbo for larger frames)",
+			 cfg->frame_size);
+		ret = -ERANGE;
+	}
+	if (ret == 0)
+		ret = get_number(cmd, "rate_pps", true, 0, 0, 1e9, &cfg->rate_pps, err);
+	if (ret == 0)
+		ret = get_number(cmd, "duration_s", true, 0, 1e-3, 3600, &cfg->duration_s, err);
+	if (ret == 0)
+		ret = get_number(cmd, "warmup_s", false, 0, 0, 3600, &cfg->warmup_s, err);
+	if (ret == 0)
+		ret = get_number(cmd, "drain_s", false, 2, 0, 60, &cfg->drain_s, err);
+	if (ret == 0)
+		ret = get_number(cmd, "link_timeout_s", false, 5, 0, 3600, &cfg->link_timeout_s,
+				 err);
+	if (ret == 0)
+		ret = get_number(cmd, "tx_tolerance_ratio", false, 0.005, 0, 1, &cfg->tx_tolerance,
+				 err);
+	if (ret == 0)
+		ret = get_integer(cmd, "flows", false, 1, 1, TG_MAX_FLOWS, &cfg->flows, err);
+	if (ret == 0)
+		ret = get_integer(cmd, "burst_packets", false, 0, 0, TG_BURST, &cfg->burst, err);
+	if (ret == 0)
+		ret = get_bool(cmd, "bidirectional", true, &cfg->bidirectional, err);
+	if (ret == 0)
+		ret = get_bool(cmd, "loopback", false, &cfg->loopback, err);
+	if (ret == 0)
+		ret = get_bool(cmd, "drain_early_exit", false, &cfg->drain_early_exit, err);
+	if (ret == 0)
+		ret = get_choice(cmd, "flow_field", "src_port", "src_ip", &flow_field, err);
+	if (ret == 0)
+		ret = get_choice(cmd, "on_tx_full", "loss", "retry", &on_full, err);
+	if (ret == 0 && cfg->rate_pps == 0 && cfg->duration_s > 10) {
+		snprintf(err, TG_ERR_MAX, "Unpaced trials ('rate_pps': 0) last at most 10 s.");
+		ret = -ERANGE;
+	}
+	cfg->flow_field = flow_field ? TG_FLOW_SRC_IP : TG_FLOW_SRC_PORT;
+	cfg->retry_on_full = on_full == 1;
+	return ret;
+}
+
+/* The p-quantile of a direction's latency [cycles]; NaN when nothing was received. */
+static double
+stream_quantile(const struct tg_stream *s, double p)
+{
+	return tg_hist_quantile(s->hist, s->rx_distinct, s->lat_min, s->lat_max, p);
+}
+
+static json_t *
+nullable_ns(double cycles, uint64_t tsc_hz)
+{
+	if (isnan(cycles))
+		return json_null();
+	return json_real(cycles * 1e9 / (double)tsc_hz);
+}
+
+static json_t *
+direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct tg_stream *s,
+	       const char **invalid, char *reason, size_t reason_len)
+{
+	json_t *d = json_object();
+	uint64_t tx = s->tx_sent + s->tx_refused;
+	double dur = s->tx_end_tsc > s->tx_start_tsc ?
+		(double)(s->tx_end_tsc - s->tx_start_tsc) / (double)app->tsc_hz : 0;
+	double tx_pps = dur > 0 ? (double)tx / dur : 0;
+	bool got = s->rx_distinct > 0;
+
+	json_object_set_new(d, "tx_port", json_integer(s->tx_port));
+	json_object_set_new(d, "rx_port", json_integer(s->rx_port));
+	json_object_set_new(d, "tx_packets", json_integer((json_int_t)tx));
+	json_object_set_new(d, "tx_refused_packets", json_integer((json_int_t)s->tx_refused));
+	json_object_set_new(d, "rx_packets", json_integer((json_int_t)s->rx_distinct));
+	json_object_set_new(d, "lost_packets",
+			    json_integer((json_int_t)tx - (json_int_t)s->rx_distinct));
+	json_object_set_new(d, "loss_ratio", json_real(tx ? ((double)tx - (double)s->rx_distinct) /
+						       (double)tx : 0.0));
+	json_object_set_new(d, "tx_pps", json_real(tx_pps));
+	json_object_set_new(d, "tx_duration_s", json_real(dur));
+	json_object_set_new(d, "rx_pps", json_real(dur > 0 ? (double)s->rx_distinct / dur : 0));
+	json_object_set_new(d, "reordered_packets", json_integer((json_int_t)s->rx_reordered));
+	json_object_set_new(d, "duplicate_packets", json_integer((json_int_t)s->rx_duplicate));
+	json_object_set_new(d, "tx_stalled", json_boolean(s->tx_stalled));
+	json_object_set_new(d, "latency_min_ns", nullable_ns(got ? (double)s->lat_min : NAN,
+							     app->tsc_hz));
+	json_object_set_new(d, "latency_avg_ns", nullable_ns(got ? (double)s->lat_sum /
+							     (double)s->rx_distinct : NAN,
+							     app->tsc_hz));
+	json_object_set_new(d, "latency_max_ns", nullable_ns(got ? (double)s->lat_max : NAN,
+							     app->tsc_hz));
+	json_object_set_new(d, "latency_p50_ns",
+			    nullable_ns(stream_quantile(s, 0.5), app->tsc_hz));
+	json_object_set_new(d, "latency_p99_ns",
+			    nullable_ns(stream_quantile(s, 0.99), app->tsc_hz));
+	json_object_set_new(d, "latency_p999_ns",
+			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
+
+	if (*invalid == NULL && s->tx_stalled) {
+		snprintf(reason, reason_len, "port %u stopped taking frames: TX gave up after "
+			 "1 s without progress, %" PRIu64 " frames offered", s->tx_port, tx);
+		*invalid = reason;
+	}
+	if (*invalid == NULL && cfg->rate_pps > 0 &&
+	    tx_pps < cfg->rate_pps * (1 - cfg->tx_tolerance)) {
+		snprintf(reason, reason_len, "generator-limited: port %u achieved TX %.0f pps < "
+			 "requested %.0f pps (tolerance %.3g)", s->tx_port, tx_pps, cfg->rate_pps,
+			 cfg->tx_tolerance);
+		*invalid = reason;
+	}
+	if (*invalid == NULL && s->rx_distinct > tx) {
+		snprintf(reason, reason_len, "port %u received %" PRIu64 " frames but %" PRIu64
+			 " were sent", s->rx_port, s->rx_distinct, tx);
+		*invalid = reason;
+	}
+	return d;
+}
+
+static void
+run_trial(struct tg_app *app, json_t *cmd, json_t *id)
+{
+	struct tg_stream streams[TG_MAX_STREAMS];
+	struct tg_trial_cfg cfg;
+	char err[TG_ERR_MAX], reason[TG_ERR_MAX];
+	const char *invalid = NULL;
+	unsigned int nb_streams = 0, i;
+	uint64_t warmup_tx = 0;
+	json_t *obj, *res, *dirs, *foreign;
+	int ret;
+
+	ret = parse_trial(app, cmd, &cfg, err);
+	if (ret < 0) {
+		reply_error(id, err);
+		return;
+	}
+	TG_LOG(INFO, "Trial: %u B, %.0f pps per direction, %.3f s, %u flow(s), %s\n",
+	       cfg.frame_size, cfg.rate_pps, cfg.duration_s, cfg.flows,
+	       cfg.bidirectional ? "bidirectional" : "unidirectional");
+	ret = tg_trial_run(app, &cfg, err, sizeof(err), streams, &nb_streams, &warmup_tx);
+	if (ret < 0) {
+		tg_trial_free(streams, nb_streams);
+		reply_error(id, err);
+		return;
+	}
+	dirs = json_array();
+	for (i = 0; i < nb_streams; i++)
+		json_array_append_new(dirs, direction_json(app, &cfg, &streams[i], &invalid, reason,
+							   sizeof(reason)));
+	tg_trial_free(streams, nb_streams);
+	foreign = json_array();
+	for (i = 0; i < app->nb_ports; i++)
+		json_array_append_new(foreign, json_integer((json_int_t)app->ports[i].rx_foreign));
+
+	res = json_object();
+	json_object_set_new(res, "frame_size_bytes", json_integer(cfg.frame_size));
+	json_object_set_new(res, "rate_pps", json_real(cfg.rate_pps));
+	json_object_set_new(res, "duration_s", json_real(cfg.duration_s));
+	json_object_set_new(res, "flows", json_integer(cfg.flows));
+	json_object_set_new(res, "valid", json_boolean(invalid == NULL));
+	json_object_set_new(res, "invalid_reason", invalid ? json_string(invalid) : json_null());
+	json_object_set_new(res, "warmup_tx_packets", json_integer((json_int_t)warmup_tx));
+	json_object_set_new(res, "rx_foreign_packets", foreign);
+	json_object_set_new(res, "directions", dirs);
+	obj = json_object();
+	json_object_set_new(obj, "ok", json_true());
+	json_object_set_new(obj, "result", res);
+	reply(obj, id);
+}
+
+/* Handle one command line; return 1 when the generator should quit. */
+static int
+handle_line(struct tg_app *app, const char *line)
+{
+	static const char *const simple_fields[] = { "cmd", "id", NULL };
+	static const char *const wait_fields[] = { "cmd", "id", "timeout_s", NULL };
+	char err[TG_ERR_MAX];
+	json_error_t jerr;
+	json_t *cmd, *id, *name;
+	const char *c;
+	int quit = 0;
+
+	cmd = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	if (cmd == NULL) {
+		snprintf(err, sizeof(err), "Malformed JSON at column %d: %s.", jerr.column,
+			 jerr.text);
+		reply_error(NULL, err);
+		return 0;
+	}
+	if (!json_is_object(cmd)) {
+		reply_error(NULL, "A command must be a JSON object such as {\"cmd\": \"ports\"}.");
+		json_decref(cmd);
+		return 0;
+	}
+	id = json_object_get(cmd, "id");
+	name = json_object_get(cmd, "cmd");
+	if (!json_is_string(name)) {
+		reply_error(id, "Field 'cmd' (a string) is required.");
+		json_decref(cmd);
+		return 0;
+	}
+	c = json_string_value(name);
+	if (strcmp(c, "trial") == 0) {
+		run_trial(app, cmd, id);
+	} else if (strcmp(c, "wait_link") == 0) {
+		double timeout_s;
+
+		if (check_fields(cmd, wait_fields, err) < 0 ||
+		    get_number(cmd, "timeout_s", false, 10, 0, 3600, &timeout_s, err) < 0 ||
+		    tg_link_wait(app, timeout_s, err, sizeof(err)) < 0)
+			reply_error(id, err);
+		else
+			reply_ports(app, id);
+	} else if (strcmp(c, "ports") == 0 || strcmp(c, "stats") == 0 ||
+		   strcmp(c, "quit") == 0) {
+		if (check_fields(cmd, simple_fields, err) < 0) {
+			reply_error(id, err);
+		} else if (c[0] == 'p') {
+			reply_ports(app, id);
+		} else if (c[0] == 's') {
+			reply_stats(app, id);
+		} else {
+			json_t *obj = json_object();
+
+			json_object_set_new(obj, "ok", json_true());
+			json_object_set_new(obj, "event", json_string("bye"));
+			reply(obj, id);
+			quit = 1;
+		}
+	} else {
+		snprintf(err, sizeof(err), "Unknown command '%.64s'; expected one of 'ports', "
+			 "'wait_link', 'stats', 'trial', 'quit'.", c);
+		reply_error(id, err);
+	}
+	json_decref(cmd);
+	return quit;
+}
+
+/* Serve commands until 'quit', end of input or a signal. Return 0, or -errno on a read error. */
+int
+tg_protocol_loop(struct tg_app *app)
+{
+	static char buf[TG_LINE_MAX + 1];
+	size_t len = 0;
+	bool overlong = false;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+		char *nl;
+		ssize_t n;
+		int ret;
+
+		if (force_quit)
+			return 0;
+		ret = poll(&pfd, 1, TG_POLL_MS);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (ret == 0)
+			continue;
+		n = read(STDIN_FILENO, buf + len, TG_LINE_MAX - len);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (n == 0) {
+			TG_LOG(INFO, "End of input: quitting.\n");
+			return 0;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		while ((nl = memchr(buf, '\n', len)) != NULL) {
+			size_t used = (size_t)(nl - buf) + 1;
+
+			*nl = '\0';
+			if (overlong) {
+				reply_error(NULL, "Command line longer than 65536 bytes.");
+				overlong = false;
+			} else if (strspn(buf, " \t\r") != used - 1 && handle_line(app, buf)) {
+				return 0;
+			}
+			memmove(buf, buf + used, len - used);
+			len -= used;
+			buf[len] = '\0';
+			if (force_quit)
+				return 0;
+		}
+		if (len == TG_LINE_MAX) {
+			overlong = true;
+			len = 0;
+		}
+	}
+}

@@ -1,0 +1,87 @@
+"""Command line of ``vsperf-config``: render the VSperf conf file for a scenario on a DUT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+from vsperf_configs.errors import VsperfConfigError
+from vsperf_configs.generate import generate_config
+from vsperf_configs.inventory import host_environment, load_inventory, resolve_inventory_path
+
+log = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vsperf-config",
+        description=(
+            "Write the VSperf --conf-file for SCENARIO on the DUT HOST: our defaults, then the scenario "
+            "from the catalog, then the host's inventory entry (NICs, CPU lists, MoonGen peer)."
+        ),
+        epilog=ExitCode.help_text(),
+    )
+    parser.add_argument("--scenario", help="scenario name from the catalog (jobcreator --list-configs)")
+    parser.add_argument("--host", required=True, help="host name as in the inventory (the DUT's FQDN)")
+    parser.add_argument(
+        "--inventory",
+        type=Path,
+        help="host inventory YAML (default: $OVSPERF_INVENTORY, else /etc/ovsperf/inventory.yaml)",
+    )
+    parser.add_argument("--catalog", type=Path, help="scenario catalog YAML (default: the packaged one)")
+    parser.add_argument(
+        "--output", type=Path, help="write the conf file here (atomically) and print its path"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--list-tests",
+        action="store_true",
+        help="print 'INDEX TEST DEPLOYMENT' per VSperf test of the scenario instead of the conf file",
+    )
+    mode.add_argument(
+        "--host-env",
+        action="store_true",
+        help="print the host's inventory entry as NAME=VALUE lines for the Beaker tasks (no --scenario)",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``vsperf-config``; return the exit code (0 OK, 2 error)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    inventory_path = resolve_inventory_path(args.inventory)
+    try:
+        if args.host_env:
+            env = host_environment(load_inventory(inventory_path).get(args.host))
+            sys.stdout.write("".join(f"{key}={value}\n" for key, value in env.items()))
+            return ExitCode.OK
+        if not args.scenario:
+            parser.error("--scenario is required unless --host-env is given")
+        config = generate_config(args.scenario, args.host, inventory_path, args.catalog)
+        if args.list_tests:
+            sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))
+        elif args.output is not None:
+            try:
+                atomic_write_text(args.output, config.text)
+            except OSError as err:
+                raise VsperfConfigError(f"cannot write '{args.output}': {err.strerror or err}.") from err
+            print(args.output)
+        else:
+            sys.stdout.write(config.text)
+    except VsperfConfigError as err:
+        print(f"vsperf-config: {err}", file=sys.stderr)
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

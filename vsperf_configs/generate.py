@@ -1,0 +1,304 @@
+"""Generate one VSperf ``--conf-file`` for a scenario on a DUT: defaults → scenario → host inventory.
+
+VSperf executes the file as Python in the module that already holds its ``conf/*.conf`` defaults
+and keeps only UPPER_CASE names (VSperf ``conf/__init__.py`` ``Settings.load_from_file``). The
+generator therefore writes only UPPER_CASE assignments of Python literals, and changes the keys of
+dict settings (``TRAFFIC``, ``PATHS``, ``VSWITCHD_DPDK_CONFIG``) one by one: assigning a partial
+dict would replace VSperf's whole default dict (reference/vsperf.md §4.2, §8).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobcreator.catalog import load_catalog
+from jobcreator.errors import CatalogError
+from jobcreator.model import GuestLoopback, Scenario, Topology, Vswitch
+from vsperf_configs.errors import InventoryError, ScenarioError
+from vsperf_configs.inventory import cpu_mask, format_cpu_list, load_inventory
+from vsperf_configs.model import HostInventory, HostRole, Layer, Setting
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FLOWS = 1024
+"""Flows per direction (VSperf ``TRAFFIC['multistream']``) [1]; MoonGen needs at least 1 (vsperf.md §7.5)."""
+
+_VMS_PER_TOPOLOGY = {Topology.P2P: 0, Topology.PVP: 1, Topology.PVVP: 2}
+_HUGEPAGE_KB = {"2M": 2048, "1G": 1048576}
+
+
+@dataclass(frozen=True)
+class GeneratedConfig:
+    """A rendered VSperf conf file and what the Beaker task needs to check its results."""
+
+    text: str
+    """The ``--conf-file`` content (Python source, UPPER_CASE assignments only)."""
+    settings: tuple[Setting, ...]
+    """The effective settings, in file order."""
+    tests: tuple[tuple[int, str, str], ...]
+    """``(VSperf result index, test name, deployment)`` per requested test, in run order."""
+
+
+def default_settings() -> list[Setting]:
+    """Return the defaults layer: MoonGen as traffic generator, packaged OVS/DPDK/QEMU, traffic shape."""
+    d = Layer.DEFAULTS
+    return [
+        Setting(("TRAFFICGEN",), "Moongen", d, "VSperf class name, case-sensitive"),
+        Setting(
+            ("TRAFFICGEN_MOONGEN_LINE_SPEED_GBPS",),
+            "10",
+            d,
+            "must be the STRING '10': VSperf compares with '10' and supports only 10 GbE",
+        ),
+        Setting(("TRAFFICGEN_RFC2544_TESTS",), 1, d, "binary searches per frame size (averaged by VSperf)"),
+        Setting(
+            ("TRAFFIC", "traffic_type"),
+            "rfc2544_throughput",
+            d,
+            "TRAFFIC keys are set one by one, never TRAFFIC = {...}",
+        ),
+        Setting(("TRAFFIC", "bidir"), "True", d, "a string: MoonGen's runBidirec is 'True'.lower()"),
+        Setting(("TRAFFIC", "frame_rate"), 100, d),
+        Setting(
+            ("TRAFFIC", "multistream"),
+            DEFAULT_FLOWS,
+            d,
+            "at least 1: MoonGen's nrFlows = 0 breaks its flow generation",
+        ),
+        Setting(("TRAFFIC", "stream_type"), "L4", d),
+        Setting(("TRAFFIC", "pre_installed_flows"), "No", d),
+        Setting(
+            ("PATHS", "vswitch", "OvsDpdkVhost", "type"), "bin", d, "OVS, DPDK and QEMU come from packages"
+        ),
+        Setting(("PATHS", "vswitch", "OvsVanilla", "type"), "bin", d),
+        Setting(("PATHS", "vswitch", "ovs_var_tmp"), "/var/run/openvswitch/", d),
+        Setting(("PATHS", "vswitch", "ovs_etc_tmp"), "/etc/openvswitch/", d),
+        Setting(("PATHS", "dpdk", "type"), "bin", d),
+        Setting(("PATHS", "qemu", "type"), "bin", d),
+        Setting(("VSWITCH_AFFINITIZATION_ON",), 1, d, "apply VSWITCH_PMD_CPU_MASK"),
+        Setting(("VNF_AFFINITIZATION_ON",), True, d, "apply GUEST_CORE_BINDING"),
+    ]
+
+
+def vm_count(scenario: Scenario) -> int:
+    """Return how many guests the scenario's most demanding test boots (pvp 1, pvvp 2) [1]."""
+    return max(_VMS_PER_TOPOLOGY[t] for t in scenario.topologies)
+
+
+def scenario_settings(scenario: Scenario) -> list[Setting]:
+    """Return the scenario layer: vswitch, frame sizes, trial duration, loss limit, queues, guest.
+
+    :raises ScenarioError: when a DPDK guest has fewer than 2 vCPUs (testpmd needs a main core and a
+        forwarding core).
+    """
+    s = Layer.SCENARIO
+    settings = [
+        Setting(("VSWITCH",), scenario.vswitch.value, s),
+        Setting(
+            ("TRAFFICGEN_PKT_SIZES",), scenario.frame_sizes_bytes, s, "frame sizes incl. FCS [B]; a tuple"
+        ),
+        Setting(
+            ("TRAFFICGEN_DURATION",),
+            scenario.search_trial_s,
+            s,
+            f"[s]; VSperf passes it as both MoonGen searchRunTime and validationRunTime, so the "
+            f"catalog's validation_trial_s ({scenario.validation_trial_s} s) cannot be applied",
+        ),
+        Setting(("TRAFFICGEN_LOSSRATE",), scenario.loss_percent_limit, s, "acceptable loss [%]"),
+        Setting(
+            ("HUGEPAGE_RAM_ALLOCATION",),
+            scenario.hugepages.count * _HUGEPAGE_KB[scenario.hugepages.size],
+            s,
+            "[kB]",
+        ),
+    ]
+    if scenario.vswitch is Vswitch.OVS_DPDK:
+        settings.append(Setting(("VSWITCH_DPDK_MULTI_QUEUES",), scenario.rx_queues, s, "n_rxq per DPDK port"))
+    guest = scenario.guest
+    vms = vm_count(scenario)
+    if guest is None or vms == 0:
+        return settings
+    settings += [
+        Setting(("VNF",), "QemuDpdkVhostUser" if scenario.dpdk_in_host else "QemuVirtioNet", s),
+        Setting(("GUEST_LOOPBACK",), [guest.loopback.value] * vms, s),
+        Setting(("GUEST_SMP",), [str(guest.vcpus)] * vms, s),
+        Setting(("GUEST_MEMORY",), [str(guest.memory_mb)] * vms, s, "[MiB]"),
+        Setting(("GUEST_NICS_NR",), [2] * vms, s),
+        Setting(
+            ("GUEST_NIC_QUEUES",),
+            [guest.nic_queues if guest.nic_queues > 1 else 0] * vms,
+            s,
+            "0 = no multi-queue",
+        ),
+    ]
+    if guest.loopback is GuestLoopback.TESTPMD:
+        if guest.vcpus < 2:
+            raise ScenarioError(
+                f"scenario '{scenario.name}': testpmd in the guest needs at least 2 vCPUs, got {guest.vcpus}."
+            )
+        forwarding = guest.vcpus - 1
+        testpmd = (
+            f"-l 0-{guest.vcpus - 1} -n 4 --socket-mem 1024 -- --burst=64 -i "
+            f"--nb-cores={forwarding} --rxq={guest.nic_queues} --txq={guest.nic_queues}"
+        )
+        settings += [
+            Setting(
+                ("GUEST_DPDK_BIND_DRIVER",),
+                ["vfio_no_iommu"] * vms,
+                s,
+                "vsperf_test setup --guest enables it",
+            ),
+            Setting(("GUEST_TESTPMD_PARAMS",), [testpmd] * vms, s),
+        ]
+    return settings
+
+
+def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]:
+    """Return the inventory layer: test NICs, MoonGen peer, DPDK memory, CPU masks, guest pinning.
+
+    :raises InventoryError: when ``host`` is not a DUT, or lacks what the scenario needs (guest
+        CPUs for every vCPU, a guest image).
+    """
+    i = Layer.INVENTORY
+    if host.role is not HostRole.DUT or host.moongen is None:
+        raise InventoryError(
+            "is a traffic generator; vsperf-config needs the DUT that runs VSperf.",
+            host=host.hostname,
+            key="role",
+        )
+    peer = host.moongen
+    settings = [
+        Setting(("WHITELIST_NICS",), list(host.nics), i, "test NICs in port order"),
+        Setting(("TRAFFICGEN_MOONGEN_HOST_IP_ADDR",), peer.address, i, f"MoonGen host {peer.host}"),
+        Setting(("TRAFFICGEN_MOONGEN_USER",), peer.user, i),
+        Setting(
+            ("TRAFFICGEN_MOONGEN_BASE_DIR",), peer.base_dir, i, "the lua-trafficgen checkout, not MoonGen's"
+        ),
+        Setting(
+            ("TRAFFICGEN_MOONGEN_PORTS",),
+            f"{{{peer.ports[0]},{peer.ports[1]}}}",
+            i,
+            "Lua text, copied verbatim",
+        ),
+    ]
+    if scenario.dpdk_in_host:
+        lcore_mask = "0x" + cpu_mask(host.ovs_lcore_cpus)
+        socket_mem = [str(host.socket_mem_mb) if n == host.numa_node else "0" for n in range(host.numa_nodes)]
+        settings += [
+            Setting(
+                ("DPDK_SOCKET_MEM",),
+                socket_mem,
+                i,
+                f"[MiB] per NUMA node, strings; NICs on node {host.numa_node}",
+            ),
+            Setting(
+                ("VSWITCH_PMD_CPU_MASK",),
+                cpu_mask(host.pmd_cpus),
+                i,
+                f"hex without 0x; PMD CPUs {format_cpu_list(host.pmd_cpus)}",
+            ),
+            Setting(
+                ("VSWITCHD_DPDK_CONFIG", "dpdk-lcore-mask"),
+                lcore_mask,
+                i,
+                f"lcore CPU(s) {format_cpu_list(host.ovs_lcore_cpus)}",
+            ),
+            Setting(
+                ("VSWITCHD_DPDK_ARGS",), ["-c", lcore_mask, "-n", "4"], i, "legacy --dpdk form, same lcore"
+            ),
+        ]
+    guest = scenario.guest
+    vms = vm_count(scenario)
+    if guest is not None and vms:
+        needed = guest.vcpus * vms
+        if len(host.guest_cpus) < needed:
+            raise InventoryError(
+                f"scenario '{scenario.name}' pins {vms} guest(s) x {guest.vcpus} vCPUs = {needed} CPUs, "
+                f"but the host lists {len(host.guest_cpus)} guest CPU(s).",
+                host=host.hostname,
+                key="cpus.guest",
+            )
+        if host.guest_image is None:
+            raise InventoryError(
+                f"scenario '{scenario.name}' boots a guest; give its qcow2 image.",
+                host=host.hostname,
+                key="guest_image",
+            )
+        binding = [
+            tuple(str(c) for c in host.guest_cpus[vm * guest.vcpus : (vm + 1) * guest.vcpus])
+            for vm in range(vms)
+        ]
+        settings += [
+            Setting(("GUEST_IMAGE",), [host.guest_image] * vms, i),
+            Setting(("GUEST_CORE_BINDING",), list(binding), i, "host CPU per vCPU, one tuple per guest"),
+        ]
+    return settings
+
+
+def merge_layers(layers: Iterable[list[Setting]]) -> tuple[Setting, ...]:
+    """Merge layers in order; a later setting with the same target replaces the earlier one.
+
+    :returns: the effective settings, each at the position of its last assignment.
+    """
+    merged: dict[tuple[str, ...], Setting] = {}
+    for layer in layers:
+        for setting in layer:
+            merged.pop(setting.target, None)
+            merged[setting.target] = setting
+    return tuple(merged.values())
+
+
+def render(settings: tuple[Setting, ...], header: Iterable[str]) -> str:
+    """Return the conf file text: comment header, then one ``TARGET = literal`` line per setting."""
+    lines = [f"# {line}" if line else "#" for line in header]
+    current: Layer | None = None
+    for setting in settings:
+        if setting.layer is not current:
+            current = setting.layer
+            lines += ["", f"# --- {current.value} ---"]
+        target = setting.target[0] + "".join(f"[{key!r}]" for key in setting.target[1:])
+        line = f"{target} = {setting.value!r}"
+        if setting.comment:
+            line += f"  # {setting.comment}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def generate_config(
+    scenario_name: str,
+    hostname: str,
+    inventory_path: Path,
+    catalog_path: Path | None = None,
+) -> GeneratedConfig:
+    """Build the VSperf conf file for ``scenario_name`` on the DUT ``hostname``.
+
+    :raises ScenarioError: when the catalog cannot be loaded or has no such scenario.
+    :raises InventoryError: when the inventory cannot be read, has no entry for ``hostname``, the
+        entry is not a DUT or lacks what the scenario needs.
+    :raises CpuOverlapError: when the DUT's CPU lists overlap.
+    """
+    try:
+        scenario = load_catalog(catalog_path).get(scenario_name)
+    except CatalogError as err:
+        raise ScenarioError(str(err)) from err
+    inventory = load_inventory(inventory_path)
+    host = inventory.get(hostname)
+    try:
+        layers = [default_settings(), scenario_settings(scenario), inventory_settings(scenario, host)]
+    except InventoryError as err:
+        raise type(err)(err.reason, path=inventory.path, host=err.host, key=err.key) from err
+    settings = merge_layers(layers)
+    tests = tuple((index, test.value, test.topology.value) for index, test in enumerate(scenario.tests))
+    header = [
+        f"VSperf configuration for scenario '{scenario.name}' on DUT '{host.hostname}'.",
+        f"Generated by vsperf-config from the catalog and '{inventory.path}'; do not edit, regenerate.",
+        f"Scenario: {scenario.description}",
+        "VSperf tests: " + " ".join(f"{name} ({dep})" for _, name, dep in tests),
+        "Layers, later wins: defaults -> scenario -> inventory. Only UPPER_CASE assignments;",
+        "dict settings are changed key by key so VSperf's other defaults survive.",
+    ]
+    log.info("Generated VSperf configuration for scenario '%s' on '%s'.", scenario.name, host.hostname)
+    return GeneratedConfig(text=render(settings, header), settings=settings, tests=tests)

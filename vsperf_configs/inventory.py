@@ -1,0 +1,357 @@
+"""Load the host inventory (YAML) into validated :class:`~vsperf_configs.model.HostInventory` records.
+
+The inventory says, per lab host name, which NICs are wired for testing and how the CPUs are
+partitioned. The Beaker tasks read it on the lab machines (``INVENTORY`` parameter) and
+``vsperf-config`` layers it over the scenario. ``vsperf_configs/inventory.example.yaml`` documents
+every field.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vsperf_configs.errors import CpuOverlapError, InventoryError, UnknownHostError
+from vsperf_configs.model import HostInventory, HostRole, MoongenPeer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INVENTORY_PATH = Path("/etc/ovsperf/inventory.yaml")
+"""Where the inventory is looked up when neither ``--inventory`` nor ``$OVSPERF_INVENTORY`` is given."""
+
+DEFAULT_SOCKET_MEM_MB = 1024
+"""DPDK memory for OVS on the NICs' NUMA node when the inventory does not say [MiB]."""
+
+_PCI_RE = re.compile(r"^(?:([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
+_HOST_KEYS = frozenset(
+    {"role", "nics", "numa_node", "numa_nodes", "cpus", "socket_mem_mb", "guest_image", "moongen"}
+)
+_CPU_KEYS = frozenset({"ovs_lcore", "pmd", "guest", "isolated", "moongen"})
+_MOONGEN_KEYS = frozenset({"host", "address", "user", "base_dir", "ports"})
+_MAX_CPU = 4095
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """All hosts of one inventory file, by host name, in file order."""
+
+    path: Path
+    """The file the inventory was read from."""
+    hosts: Mapping[str, HostInventory]
+    """Host name → host entry."""
+
+    def get(self, hostname: str) -> HostInventory:
+        """Return the entry for ``hostname`` (exact, then case-insensitive match).
+
+        :raises UnknownHostError: listing the known hosts when there is no entry.
+        """
+        if hostname in self.hosts:
+            return self.hosts[hostname]
+        for name, entry in self.hosts.items():
+            if name.lower() == hostname.lower():
+                return entry
+        known = ", ".join(f"'{h}'" for h in self.hosts) or "none"
+        raise UnknownHostError(
+            f"no inventory entry for this host; the inventory describes {known}. Add an entry "
+            "for it (see vsperf_configs/inventory.example.yaml).",
+            path=self.path,
+            host=hostname,
+        )
+
+
+def resolve_inventory_path(path: Path | None) -> Path:
+    """Return ``path``, else ``$OVSPERF_INVENTORY``, else :data:`DEFAULT_INVENTORY_PATH`."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("OVSPERF_INVENTORY")
+    return Path(env) if env else DEFAULT_INVENTORY_PATH
+
+
+def parse_cpu_list(raw: object, *, key: str) -> tuple[int, ...]:
+    """Parse a CPU list given as a Linux cpulist string (``'2-5,8'``), an int, or a list of ints.
+
+    :returns: CPU ids in the given order, without repeats.
+    :raises InventoryError: naming ``key`` when the text is malformed, a range is reversed, an id is
+        negative or above 4095, or a CPU is listed twice.
+    """
+    items: list[int] = []
+    if isinstance(raw, bool):
+        raise InventoryError(f"{raw!r} is not a CPU list.", key=key)
+    if isinstance(raw, int):
+        items = [raw]
+    elif isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise InventoryError(f"{item!r} is not a CPU id.", key=key)
+            items.append(item)
+    elif isinstance(raw, str):
+        for part in raw.replace(" ", "").split(","):
+            match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if match is None:
+                raise InventoryError(f"'{raw}' is not a cpulist like '2-5,8'.", key=key)
+            first = int(match.group(1))
+            last = int(match.group(2)) if match.group(2) is not None else first
+            if last < first:
+                raise InventoryError(f"range '{part}' runs backwards.", key=key)
+            items.extend(range(first, last + 1))
+    else:
+        raise InventoryError(f"{raw!r} is not a CPU list (cpulist text or list of ids).", key=key)
+    for cpu in items:
+        if not 0 <= cpu <= _MAX_CPU:
+            raise InventoryError(f"CPU id {cpu} is outside 0..{_MAX_CPU}.", key=key)
+    if len(set(items)) != len(items):
+        raise InventoryError("a CPU is listed twice.", key=key)
+    return tuple(items)
+
+
+def format_cpu_list(cpus: tuple[int, ...]) -> str:
+    """Return ``cpus`` as a compact Linux cpulist, ascending, e.g. ``'2-5,8'`` (tuned, isolcpus)."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    start = prev = None
+    for cpu in ordered:
+        if start is None:
+            start = prev = cpu
+        elif prev is not None and cpu == prev + 1:
+            prev = cpu
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = cpu
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def cpu_mask(cpus: tuple[int, ...]) -> str:
+    """Return the hexadecimal CPU mask of ``cpus`` without ``0x`` (VSperf ``VSWITCH_PMD_CPU_MASK``)."""
+    mask = 0
+    for cpu in cpus:
+        mask |= 1 << cpu
+    return f"{mask:x}"
+
+
+def normalize_pci(raw: object, *, key: str) -> str:
+    """Return a PCI address in the full lowercase form ``0000:03:00.0``.
+
+    :raises InventoryError: naming ``key`` when ``raw`` is not ``[dddd:]bb:dd.f``.
+    """
+    text = str(raw).strip().lower()
+    match = _PCI_RE.match(text)
+    if not isinstance(raw, str) or match is None:
+        raise InventoryError(f"{raw!r} is not a PCI address like '0000:03:00.0'.", key=key)
+    domain, bus, dev, fn = match.groups()
+    return f"{domain or '0000'}:{bus}:{dev}.{fn}"
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Read and validate the host inventory at ``path``.
+
+    :returns: the inventory with every host entry validated.
+    :raises InventoryError: naming the file, the host and the field when the file cannot be read, is
+        not YAML, or an entry is malformed (unknown key, wrong type, bad PCI address or cpulist).
+    :raises CpuOverlapError: when a host's CPU lists overlap (PMD or guest CPUs on the OVS lcore,
+        guest on PMD CPUs, the OVS lcore isolated).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InventoryError(
+            f"cannot read the host inventory ({err.__class__.__name__}: {err}); give one with "
+            "--inventory FILE or $OVSPERF_INVENTORY.",
+            path=path,
+        ) from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InventoryError(f"not valid YAML: {err}", path=path) from err
+    if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict):
+        raise InventoryError("expected a mapping with a 'hosts' mapping at the top level.", path=path)
+    if set(data) != {"hosts"}:
+        raise InventoryError(f"unknown top-level keys {sorted(set(data) - {'hosts'})}.", path=path)
+    hosts: dict[str, HostInventory] = {}
+    for name, entry in data["hosts"].items():
+        try:
+            hosts[str(name)] = _parse_host(str(name), entry)
+        except CpuOverlapError as err:
+            raise CpuOverlapError(err.reason, cpus=err.cpus, path=path, host=str(name), key=err.key) from err
+        except InventoryError as err:
+            raise InventoryError(err.reason, path=path, host=str(name), key=err.key) from err
+    log.debug("Loaded %d hosts from '%s'.", len(hosts), path)
+    return Inventory(path=path, hosts=hosts)
+
+
+def _parse_host(name: str, entry: Any) -> HostInventory:
+    if not isinstance(entry, dict):
+        raise InventoryError("the entry must be a mapping of fields.")
+    _reject_unknown(entry, _HOST_KEYS, "")
+    role = HostRole.from_spec(entry.get("role"))
+    raw_nics = entry.get("nics")
+    if not isinstance(raw_nics, list) or not raw_nics:
+        raise InventoryError("expected a non-empty list of PCI addresses.", key="nics")
+    nics = tuple(normalize_pci(n, key="nics") for n in raw_nics)
+    if len(set(nics)) != len(nics):
+        raise InventoryError("a NIC is listed twice.", key="nics")
+    numa_node = _non_negative_int(entry, "numa_node", default=None)
+    numa_nodes = _non_negative_int(entry, "numa_nodes", default=numa_node + 1)
+    if numa_nodes <= numa_node:
+        raise InventoryError(f"{numa_nodes} nodes cannot include node {numa_node}.", key="numa_nodes")
+    socket_mem_mb = _non_negative_int(entry, "socket_mem_mb", default=DEFAULT_SOCKET_MEM_MB)
+    raw_cpus = entry.get("cpus")
+    if not isinstance(raw_cpus, dict):
+        raise InventoryError("expected a mapping of CPU lists.", key="cpus")
+    _reject_unknown(raw_cpus, _CPU_KEYS, "cpus.")
+    cpus = {k: parse_cpu_list(v, key=f"cpus.{k}") for k, v in raw_cpus.items()}
+    guest_image = entry.get("guest_image")
+    if guest_image is not None and (not isinstance(guest_image, str) or not guest_image.startswith("/")):
+        raise InventoryError(f"{guest_image!r} is not an absolute path.", key="guest_image")
+
+    if role is HostRole.DUT:
+        return _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
+    if "moongen" in entry:
+        raise InventoryError("only a DUT names a MoonGen peer.", key="moongen")
+    for dut_only in ("ovs_lcore", "pmd", "guest"):
+        if dut_only in cpus:
+            raise InventoryError("only a DUT has this CPU list.", key=f"cpus.{dut_only}")
+    if "isolated" not in cpus:
+        raise InventoryError("a traffic generator needs its isolated CPUs.", key="cpus.isolated")
+    return HostInventory(
+        hostname=name,
+        role=role,
+        nics=nics,
+        numa_node=numa_node,
+        numa_nodes=numa_nodes,
+        isolated_cpus=tuple(sorted(cpus["isolated"])),
+        ovs_lcore_cpus=(),
+        pmd_cpus=(),
+        guest_cpus=(),
+        moongen_cpus=cpus.get("moongen", cpus["isolated"]),
+        socket_mem_mb=socket_mem_mb,
+        guest_image=guest_image,
+        moongen=None,
+    )
+
+
+def _dut(
+    name: str,
+    entry: dict[str, Any],
+    nics: tuple[str, ...],
+    numa_node: int,
+    numa_nodes: int,
+    socket_mem_mb: int,
+    cpus: dict[str, tuple[int, ...]],
+    guest_image: str | None,
+) -> HostInventory:
+    if len(nics) != 2:
+        raise InventoryError(f"a DUT needs exactly 2 test NICs (VSperf p2p), got {len(nics)}.", key="nics")
+    for required in ("ovs_lcore", "pmd"):
+        if required not in cpus or not cpus[required]:
+            raise InventoryError("required CPU list is missing.", key=f"cpus.{required}")
+    if "moongen" in cpus:
+        raise InventoryError("only a traffic generator has this CPU list.", key="cpus.moongen")
+    lcore, pmd, guest = cpus["ovs_lcore"], cpus["pmd"], cpus.get("guest", ())
+    _disjoint(pmd, lcore, "cpus.pmd", "the OVS lcore CPU list 'cpus.ovs_lcore'")
+    _disjoint(guest, lcore, "cpus.guest", "the OVS lcore CPU list 'cpus.ovs_lcore'")
+    _disjoint(guest, pmd, "cpus.guest", "the PMD CPU list 'cpus.pmd'")
+    isolated = cpus.get("isolated", pmd + guest)
+    _disjoint(
+        isolated, lcore, "cpus.isolated", "the OVS lcore CPU list 'cpus.ovs_lcore' (it must stay schedulable)"
+    )
+    return HostInventory(
+        hostname=name,
+        role=HostRole.DUT,
+        nics=nics,
+        numa_node=numa_node,
+        numa_nodes=numa_nodes,
+        isolated_cpus=tuple(sorted(isolated)),
+        ovs_lcore_cpus=lcore,
+        pmd_cpus=pmd,
+        guest_cpus=guest,
+        moongen_cpus=(),
+        socket_mem_mb=socket_mem_mb,
+        guest_image=guest_image,
+        moongen=_moongen(entry.get("moongen")),
+    )
+
+
+def _disjoint(cpus: tuple[int, ...], other: tuple[int, ...], key: str, other_name: str) -> None:
+    shared = tuple(sorted(set(cpus) & set(other)))
+    if shared:
+        raise CpuOverlapError(
+            f"CPU(s) {format_cpu_list(shared)} also appear in {other_name}; the lists must not overlap.",
+            cpus=shared,
+            key=key,
+        )
+
+
+def _moongen(raw: Any) -> MoongenPeer:
+    if not isinstance(raw, dict):
+        raise InventoryError("a DUT needs its MoonGen peer: host, address, ports.", key="moongen")
+    _reject_unknown(raw, _MOONGEN_KEYS, "moongen.")
+    host = raw.get("host")
+    if not isinstance(host, str) or not host:
+        raise InventoryError("expected the traffic generator's host name.", key="moongen.host")
+    address = raw.get("address", host)
+    if not isinstance(address, str) or not re.fullmatch(r"[A-Za-z0-9.:_-]+", address):
+        raise InventoryError(f"{address!r} is not a host name or IP address.", key="moongen.address")
+    user = raw.get("user", "root")
+    if not isinstance(user, str) or not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
+        raise InventoryError(f"{user!r} is not a user name.", key="moongen.user")
+    base_dir = raw.get("base_dir", "/root/lua-trafficgen")
+    if not isinstance(base_dir, str) or not base_dir.startswith("/"):
+        raise InventoryError(f"{base_dir!r} is not an absolute path.", key="moongen.base_dir")
+    ports = raw.get("ports", [0, 1])
+    if (
+        not isinstance(ports, list)
+        or len(ports) != 2
+        or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in ports)
+        or ports[0] == ports[1]
+    ):
+        raise InventoryError(f"{ports!r} is not two distinct MoonGen port ids.", key="moongen.ports")
+    return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
+
+
+def _reject_unknown(raw: dict[str, Any], allowed: frozenset[str], prefix: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InventoryError(f"unknown field; expected some of {sorted(allowed)}.", key=prefix + unknown[0])
+
+
+def _non_negative_int(entry: dict[str, Any], key: str, default: int | None) -> int:
+    value = entry.get(key, default)
+    if value is None:
+        raise InventoryError("required field is missing.", key=key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InventoryError(f"expected a non-negative integer, got {value!r}.", key=key)
+    return value
+
+
+def host_environment(host: HostInventory) -> dict[str, str]:
+    """Return a host's settings as shell variables for the Beaker tasks (``vsperf-config --host-env``).
+
+    :returns: variable name → value; lists are space-separated PCI addresses or Linux cpulists,
+        empty strings where a field does not apply to the host's role.
+    """
+    peer = host.moongen
+    return {
+        "ROLE": host.role.value,
+        "TEST_NICS": " ".join(host.nics),
+        "NUMA_NODE": str(host.numa_node),
+        "ISOLATED_CPUS": format_cpu_list(host.isolated_cpus),
+        "OVS_LCORE_CPUS": format_cpu_list(host.ovs_lcore_cpus),
+        "PMD_CPUS": format_cpu_list(host.pmd_cpus),
+        "GUEST_CPUS": format_cpu_list(host.guest_cpus),
+        "MOONGEN_CPUS": ",".join(str(c) for c in host.moongen_cpus),
+        "GUEST_IMAGE": host.guest_image or "",
+        "MOONGEN_HOST": peer.host if peer else "",
+        "MOONGEN_ADDRESS": peer.address if peer else "",
+        "MOONGEN_USER": peer.user if peer else "",
+        "MOONGEN_BASE_DIR": peer.base_dir if peer else "",
+    }

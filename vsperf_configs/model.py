@@ -1,0 +1,121 @@
+"""Define the records of the host inventory and of a generated VSperf configuration.
+
+A :class:`HostInventory` describes one lab machine by its host name (the DUT that runs VSperf or
+the traffic generator that runs MoonGen); a :class:`Setting` is one line of a VSperf
+``--conf-file``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from vsperf_configs.errors import InventoryError
+
+
+class HostRole(enum.Enum):
+    """What a lab machine does in a run."""
+
+    DUT = "dut"
+    """Device under test: runs OVS, the guest and VSperf."""
+    TRAFFICGEN = "trafficgen"
+    """Traffic generator: runs MoonGen, driven over SSH by VSperf on the DUT."""
+
+    @classmethod
+    def from_spec(cls, spec: object) -> HostRole:
+        """Return the member whose value is ``spec``.
+
+        :raises InventoryError: listing the valid values when ``spec`` is none of them.
+        """
+        try:
+            return cls(spec)
+        except ValueError:
+            valid = ", ".join(f"'{m.value}'" for m in cls)
+            raise InventoryError(
+                f"'{spec}' is not a valid role; expected one of {valid}.", key="role"
+            ) from None
+
+
+@dataclass(frozen=True)
+class MoongenPeer:
+    """The MoonGen host as the DUT's VSperf reaches it (VSperf ``TRAFFICGEN_MOONGEN_*``)."""
+
+    host: str
+    """Host name of the traffic generator (its inventory key and SSH known-hosts name)."""
+    address: str
+    """Address VSperf pings and SSHes to (``TRAFFICGEN_MOONGEN_HOST_IP_ADDR``)."""
+    user: str
+    """SSH user on the traffic generator (``TRAFFICGEN_MOONGEN_USER``)."""
+    base_dir: str
+    """lua-trafficgen checkout holding ``trafficgen.lua`` and ``MoonGen/build/MoonGen``."""
+    ports: tuple[int, int]
+    """MoonGen port ids wired to the DUT's first and second test NIC."""
+
+
+@dataclass(frozen=True)
+class HostInventory:
+    """One lab machine: its test NICs, CPU partitioning and (for a DUT) its traffic generator.
+
+    CPU ids are Linux logical CPU numbers. Created by :func:`vsperf_configs.inventory.load_inventory`,
+    which validates every field and the disjointness of the CPU lists.
+    """
+
+    hostname: str
+    """Inventory key: the host's FQDN as Beaker knows it."""
+    role: HostRole
+    """DUT or traffic generator."""
+    nics: tuple[str, ...]
+    """PCI addresses of the test NICs, in port order, e.g. ``('0000:03:00.0', '0000:03:00.1')``."""
+    numa_node: int
+    """NUMA node the test NICs are attached to."""
+    numa_nodes: int
+    """Number of NUMA nodes of the machine [1]."""
+    isolated_cpus: tuple[int, ...]
+    """CPUs removed from the scheduler (tuned cpu-partitioning), ascending."""
+    ovs_lcore_cpus: tuple[int, ...]
+    """DUT: CPUs of OVS's non-PMD threads (``dpdk-lcore-mask``); empty on a traffic generator."""
+    pmd_cpus: tuple[int, ...]
+    """DUT: CPUs of the OVS PMD threads (``pmd-cpu-mask``); empty on a traffic generator."""
+    guest_cpus: tuple[int, ...]
+    """DUT: CPUs the guest vCPUs are pinned to, in vCPU order; empty when there is no guest."""
+    moongen_cpus: tuple[int, ...]
+    """Traffic generator: CPUs MoonGen may use (its ``dpdk-conf.lua`` ``cores``)."""
+    socket_mem_mb: int
+    """DPDK memory for OVS on the NICs' NUMA node [MiB] (``DPDK_SOCKET_MEM``)."""
+    guest_image: str | None
+    """DUT: qcow2 image VSperf boots for PVP tests (``GUEST_IMAGE``); None when not given."""
+    moongen: MoongenPeer | None
+    """DUT: the MoonGen host it sends traffic with; None on a traffic generator."""
+
+    def __post_init__(self) -> None:
+        if not self.nics:
+            raise InventoryError("at least one test NIC is required.", host=self.hostname, key="nics")
+
+
+class Layer(enum.Enum):
+    """Where a configuration value comes from, lowest precedence first."""
+
+    DEFAULTS = "defaults"
+    """Our fixed choices for every run (MoonGen, packaged binaries, VSperf traps)."""
+    SCENARIO = "scenario"
+    """The scenario catalog entry (vswitch, frame sizes, loss limit, queues, guest)."""
+    INVENTORY = "inventory"
+    """The DUT's inventory entry (NICs, CPU lists, MoonGen host)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One assignment of a VSperf conf file: ``NAME = value`` or ``NAME['k']['k2'] = value``."""
+
+    target: tuple[str, ...]
+    """Setting name followed by the dict keys to assign into, e.g. ``('TRAFFIC', 'bidir')``."""
+    value: object
+    """Value: a str, int, float, bool, or a tuple/list of those; written with ``repr()``."""
+    layer: Layer
+    """Which layer set it."""
+    comment: str | None = None
+    """Why, for the reader of the generated file (e.g. which VSperf trap it avoids)."""
+
+    def __post_init__(self) -> None:
+        if not self.target or not self.target[0].isupper() or not self.target[0].isidentifier():
+            raise ValueError(f"VSperf only reads UPPER_CASE settings, got {self.target!r}.")
