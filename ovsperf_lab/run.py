@@ -10,7 +10,6 @@ complete and, if not, why.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import time
@@ -18,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from jobcreator.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
+from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import LabPlan, VnfKind
@@ -78,20 +77,20 @@ GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
 
 
 def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
-    """Start ``ovsperf-trafficgen`` on the request's sockets (``ovsperf_lab.generator``)."""
-    module: Any = importlib.import_module("ovsperf_lab.generator")
+    """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.generator``)."""
     vdevs = tuple(
-        f"net_virtio_user{i},path={sock},server=1,queues={request.queues}"
+        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={VIRTIO_QUEUE_SIZE}"
         for i, sock in enumerate(request.sockets)
     )
-    config = module.GeneratorConfig(
-        vdevs=vdevs,
-        lcores=str(request.cpu),
-        memory_mb=request.memory_mb,
-        file_prefix=request.file_prefix,
+    return DpdkTrafficGenerator(
+        GeneratorConfig(
+            vdevs=vdevs,
+            lcores=str(request.cpu),
+            memory_mb=request.memory_mb,
+            file_prefix=request.file_prefix,
+            queues=request.queues,
+        )
     )
-    generator: TrafficGenerator = module.DpdkTrafficGenerator(config)
-    return generator
 
 
 GENERATORS: dict[str, GeneratorFactory] = {"ovsperf-trafficgen": _dpdk_generator}
@@ -217,7 +216,9 @@ def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> Sear
         loss_ratio_limit=plan.loss_ratio_limit,
         search_trial_s=plan.search_trial_s,
         validation_trial_s=plan.validation_trial_s,
-        flows=plan.options.flows,
+        flows=max(
+            plan.options.flows, plan.queues
+        ),  # one flow per queue at least, so every queue carries traffic
         drain_s=plan.options.drain_s,
     )
 
