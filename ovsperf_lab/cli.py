@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "--granularity", type=float, default=1.0, help="search granularity [%% of start rate] (1)"
     )
     run.add_argument("--flows", type=int, default=1, help="UDP flows per direction (1)")
+    run.add_argument("--max-trials", type=int, default=60, help="bound on counted trials per frame size (60)")
     run.add_argument("--drain-time", type=float, default=2.0, help="RX time after TX stops [s] (2, RFC 2544)")
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
     run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
@@ -168,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
         granularity_percent=args.granularity,
         flows=args.flows,
         drain_s=args.drain_time,
+        max_trials=args.max_trials,
         tests=tuple(VsperfTest.from_spec(t) for t in args.test) if args.test else None,  # type: ignore[misc]
     )
     facts = probe_machine()

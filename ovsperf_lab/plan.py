@@ -50,6 +50,8 @@ class LabOptions:
     """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
     flows: int = 1
     """UDP flows per direction (VSperf ``stream_count``) [1]."""
+    max_trials: int = 60
+    """Bound on counted trials per frame size [1] (lua-trafficgen has none)."""
     nice: int = -10
     """Nice value of OVS, the generator and the forwarder (busy-polling threads) [1]."""
     drain_s: float = 2.0
@@ -84,6 +86,8 @@ class LabOptions:
             raise LabError(f"Option '--pmd-cores' must be >= 1, got {self.pmd_cores!r}.")
         if not 0 <= self.drain_s <= 30:
             raise LabError(f"Option '--drain-time' must be in [0, 30] s, got {self.drain_s!r}.")
+        if self.max_trials < 2:
+            raise LabError(f"Option '--max-trials' must be >= 2, got {self.max_trials!r}.")
         if self.flows < 1:
             raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
 

@@ -220,6 +220,7 @@ def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> Sear
             plan.options.flows, plan.queues
         ),  # one flow per queue at least, so every queue carries traffic
         drain_s=plan.options.drain_s,
+        max_trials=plan.options.max_trials,
     )
 
 
