@@ -299,6 +299,31 @@ task_vsperf_config() {
     fi
 }
 
+# --- host synchronisation (perf_synchronization/perfsync.py) ----------------------------------
+
+# task_sync_state STATE: print the state name as published inside this Beaker job,
+# <STATE>.J<job id>: every recipe of the job (guest included) agrees on it, and a state left on a
+# reused machine by an earlier job never satisfies a waiter of this one. Standalone: STATE itself.
+task_sync_state() {
+    local job="${RSTRNT_JOBID:-${JOBID:-}}"
+    printf '%s%s\n' "$1" "${job:+.J${job#J:}}"
+}
+
+# task_perfsync ARG...: run perfsync.py (standard library only, so the platform python3 will do).
+task_perfsync() {
+    "${OVSPERF_PYTHON:-python3}" "${TASK_LIB_DIR}/../perf_synchronization/perfsync.py" "$@"
+}
+
+# task_sync_open_port: open perfsync's TCP port when firewalld runs (restraint's own sync suffers
+# from a closed 6776, reference/beaker.md §5).
+task_sync_open_port() {
+    local port="${PERFSYNC_PORT:-6780}"
+    if task_have firewall-cmd && firewall-cmd --state >/dev/null 2>&1; then
+        task_run "Open TCP ${port} in firewalld" firewall-cmd --add-port="${port}/tcp" ||
+            task_warn "Cannot open TCP ${port}; peers may not reach this host."
+    fi
+}
+
 # task_find_inventory: when INVENTORY is empty, use $OVSPERF_INVENTORY, /etc/ovsperf/inventory.yaml or
 # <repository>/lab/inventory.yaml, the first that exists (a lab keeps its inventory in its fork).
 task_find_inventory() {

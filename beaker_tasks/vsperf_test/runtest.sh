@@ -13,7 +13,8 @@
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
-# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR; see README.md.
+# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, GUEST_NAME, GUEST_ADDRESS, GUEST_TIMEOUT_S,
+# GUEST_SHUTDOWN_TIMEOUT_S; see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -33,6 +34,10 @@ set -o nounset -o pipefail
 : "${VSPERF_TIMEOUT_S:=43200}"
 : "${VSPERF_SETUP_REBOOT:=1}"
 : "${MOONGEN_LOG_DIR:=/tmp/moongen}"
+: "${GUEST_NAME:=ovsperf-guest}"
+: "${GUEST_ADDRESS:=}"
+: "${GUEST_TIMEOUT_S:=14400}"
+: "${GUEST_SHUTDOWN_TIMEOUT_S:=300}"
 : "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
 : "${COLLECTOR_RETRIES:=3}"
 : "${COLLECTOR_RETRY_DELAY_S:=30}"
@@ -176,6 +181,14 @@ vsperf_test_setup_guest() {
     mode="$(cat "${TASK_SYSFS}/module/vfio/parameters/enable_unsafe_noiommu_mode" 2>/dev/null)"
     [[ "${mode}" == "Y" || "${mode}" == "1" ]] ||
         task_abort "vfio is not in no-IOMMU mode (enable_unsafe_noiommu_mode='${mode}'); unload vfio and retry."
+    # Inside a Beaker job the DUT's `run` waits for this state before it shuts the guest down and
+    # lets VSperf boot its image (the guest's FQDN is unknown to the job, so the DUT asks libvirt).
+    if [[ -n "${RSTRNT_JOBID:-${JOBID:-}}" ]]; then
+        task_sync_open_port
+        task_run "Tell the DUT that the guest is ready (state $(task_sync_state GUEST_READY))" \
+            task_perfsync --set "$(task_sync_state GUEST_READY)" ||
+            task_abort "Cannot publish state GUEST_READY (perfsync server on TCP ${PERFSYNC_PORT:-6780})."
+    fi
     task_phase_end
 }
 
@@ -197,6 +210,80 @@ vsperf_test_config() {
     mapfile -t VSPERF_TEST_TESTS <<<"${listing}"
     [[ -n "${VSPERF_TEST_TESTS[0]:-}" ]] || task_abort "Scenario ${SCENARIO} has no tests."
     task_upload "${VSPERF_TEST_CONF}"
+    task_phase_end
+}
+
+# --- the Beaker guest (guest scenarios) ---------------------------------------------------------
+
+# Print the guest's IPv4 address: GUEST_ADDRESS, else libvirt's view of the domain's interfaces
+# (guest agent, DHCP lease, ARP table; virt/install bridges the guest, so the ARP table or the agent
+# usually answers). Return 1 when none is known yet.
+vsperf_test_guest_address() {
+    if [[ -n "${GUEST_ADDRESS}" ]]; then
+        printf '%s\n' "${GUEST_ADDRESS}"
+        return 0
+    fi
+    local source address
+    for source in agent lease arp; do
+        # Columns: Name, MAC address, Protocol, Address/prefix; skip the guest's loopback.
+        address="$(virsh domifaddr "${GUEST_NAME}" --source "${source}" 2>/dev/null |
+            awk '$3 == "ipv4" && $1 != "lo" { sub(/\/.*/, "", $4); print $4; exit }')"
+        if [[ -n "${address}" ]]; then
+            printf '%s\n' "${address}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+vsperf_test_guest_state() {
+    virsh domstate "${GUEST_NAME}" 2>/dev/null | head -n 1
+}
+
+# Shut the guest down (ACPI, then forced after GUEST_SHUTDOWN_TIMEOUT_S) and wait until it is off.
+vsperf_test_guest_shutdown() {
+    local deadline=$((SECONDS + GUEST_SHUTDOWN_TIMEOUT_S))
+    [[ "$(vsperf_test_guest_state)" == "shut off" ]] && return 0
+    virsh shutdown "${GUEST_NAME}" || return 1
+    while ((SECONDS < deadline)); do
+        [[ "$(vsperf_test_guest_state)" == "shut off" ]] && return 0
+        sleep 2
+    done
+    task_log "  ${GUEST_NAME} ignored the shutdown for ${GUEST_SHUTDOWN_TIMEOUT_S} s; destroying it."
+    virsh destroy "${GUEST_NAME}" || return 1
+    [[ "$(vsperf_test_guest_state)" == "shut off" ]]
+}
+
+# A guest scenario in a Beaker job: the DUT runs virt/install + virt/start, and the guest recipe
+# prepares the image (vsperf_test setup GUEST=1) while the DUT goes on; nothing in Beaker makes the
+# DUT wait for it (reference/beaker.md §4.3). So: find the guest's address through libvirt, wait
+# (bounded) for its GUEST_READY state, then shut the domain off, because VSperf boots the guest image
+# itself and two QEMUs must never write the same disk. Without a libvirt domain GUEST_NAME (a
+# standalone run with a prepared image) there is nothing to wait for.
+vsperf_test_wait_guest() {
+    local entry needs_guest=0
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        [[ "${entry##* }" == "p2p" ]] || needs_guest=1
+    done
+    ((needs_guest)) || return 0
+    if ! task_have virsh || [[ -z "$(vsperf_test_guest_state)" ]]; then
+        task_log "No libvirt domain '${GUEST_NAME}' on ${DUT_HOSTNAME}: VSperf boots the inventory's guest image as it is."
+        return 0
+    fi
+    task_phase_start Setup guest-ready
+    local deadline=$((SECONDS + GUEST_TIMEOUT_S)) address="" state
+    state="$(task_sync_state GUEST_READY)"
+    while ! address="$(vsperf_test_guest_address)"; do
+        ((SECONDS < deadline)) || task_abort "The address of guest '${GUEST_NAME}' is unknown to libvirt after ${GUEST_TIMEOUT_S} s" \
+            "(virsh domifaddr --source agent|lease|arp); set GUEST_ADDRESS."
+        sleep 10
+    done
+    task_run "Wait up to $((deadline - SECONDS)) s for state ${state} from guest ${GUEST_NAME} (${address})" \
+        task_perfsync --wait "${state}" --peer "${address}" --timeout "$((deadline > SECONDS ? deadline - SECONDS : 1))" ||
+        task_abort "Guest '${GUEST_NAME}' (${address}) did not set state '${state}' within ${GUEST_TIMEOUT_S} s:" \
+            "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"
+    task_run "Shut guest ${GUEST_NAME} off so that VSperf can boot its image" vsperf_test_guest_shutdown ||
+        task_abort "Cannot shut guest '${GUEST_NAME}' off (virsh domstate: '$(vsperf_test_guest_state)')."
     task_phase_end
 }
 
@@ -378,6 +465,7 @@ vsperf_test_run() {
     fi
     vsperf_test_inventory
     vsperf_test_config
+    vsperf_test_wait_guest
     vsperf_test_preflight
     vsperf_test_run_vsperf || task_finish
     vsperf_test_collect

@@ -1,6 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -261,3 +267,124 @@ def test_run_without_hugepages_warns_and_aborts(dut: Lab, tmp_path: Path) -> Non
     assert run.returncode == 2
     assert run.reported()[-1] == ("vsperf_test/preflight", "WARN")
     assert not run.called("vsperf")
+
+
+# --- the Beaker guest: the DUT waits for its setup, then shuts it off for VSperf ----------------
+
+PERFSYNC = REPO / "beaker_tasks" / "perf_synchronization" / "perfsync.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def guest(tmp_path: Path) -> Iterator[tuple[Lab, dict[str, str]]]:
+    """The guest as a second fake machine with its own perfsync state directory and port."""
+    sync = {"PERFSYNC_PORT": str(_free_port()), "PERFSYNC_STATE_DIR": str(tmp_path / "guest-sync")}
+    lab = Lab(tmp_path / "guest")
+    param = lab.sysfs / "module" / "vfio" / "parameters"
+    param.mkdir(parents=True)
+    (param / "enable_unsafe_noiommu_mode").write_text("Y\n")
+    try:
+        yield lab, sync
+    finally:  # the state server outlives the task, as on a real guest: stop it by its PID file
+        subprocess.run(
+            [sys.executable, str(PERFSYNC), "--stop"], env={**os.environ, **sync}, check=False, timeout=30
+        )
+
+
+def _domain(dut: Lab, state: str = "running") -> dict[str, str]:
+    state_file = dut.root / "virsh-state"
+    state_file.write_text(state + "\n")
+    return {"SHIM_VIRSH_STATE": str(state_file), "SHIM_VIRSH_ADDRESS": "127.0.0.1"}
+
+
+def test_guest_setup_in_a_job_publishes_guest_ready(guest: tuple[Lab, dict[str, str]]) -> None:
+    lab, sync = guest
+    run = lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("vsperf_test/guest", "PASS")]
+    url = f"http://127.0.0.1:{sync['PERFSYNC_PORT']}/v1/states/GUEST_READY.J4321"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        assert answer.status == 200
+
+
+def test_run_waits_for_the_guest_then_shuts_it_off(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    _setup(dut)
+    lab, sync = guest
+    assert (
+        lab.run("vsperf_test", VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync).returncode == 0
+    )
+    run = _run(dut, tmp_path / "ci_in", **_domain(dut), **sync)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [name for name, _ in run.reported()] == [
+        "vsperf_test/config",
+        "vsperf_test/guest-ready",
+        "vsperf_test/preflight",
+        "vsperf_test/vsperf",
+        "vsperf_test/collect",
+    ]
+    assert {result for _, result in run.reported()} == {"PASS"}
+    # The address came from libvirt's ARP view (agent and lease knew nothing); lo is skipped.
+    assert [c[2:4] for c in run.called("virsh") if c[0] == "domifaddr"] == [
+        ["--source", "agent"],
+        ["--source", "lease"],
+        ["--source", "arp"],
+    ]
+    assert "for state GUEST_READY.J4321 from guest ovsperf-guest (127.0.0.1)" in run.stdout
+    assert run.index("virsh", "shutdown", "ovsperf-guest") < run.index("vsperf")
+    assert not [c for c in run.called("virsh") if c[0] == "destroy"]
+    assert (dut.root / "virsh-state").read_text() == "shut off\n"
+
+
+def test_run_guest_never_ready_warns_and_aborts_before_vsperf(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    _setup(dut)
+    _, sync = guest  # nothing serves GUEST_READY on the guest's port
+    run = _run(dut, tmp_path / "ci_in", GUEST_TIMEOUT_S="3", **_domain(dut), **sync)
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("vsperf_test/guest-ready", "WARN")
+    assert "Guest 'ovsperf-guest' (127.0.0.1) did not set state 'GUEST_READY.J4321' within 3 s" in run.stderr
+    assert not run.called("vsperf")
+    assert not [c for c in run.called("virsh") if c[0] in ("shutdown", "destroy")]
+
+
+def test_run_guest_ignoring_shutdown_is_destroyed(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    _setup(dut)
+    lab, sync = guest
+    assert (
+        lab.run("vsperf_test", VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync).returncode == 0
+    )
+    run = _run(
+        dut,
+        tmp_path / "ci_in",
+        GUEST_ADDRESS="127.0.0.1",
+        GUEST_SHUTDOWN_TIMEOUT_S="1",
+        SHIM_VIRSH_IGNORE_SHUTDOWN="1",
+        **_domain(dut),
+        **sync,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not [c for c in run.called("virsh") if c[0] == "domifaddr"]  # GUEST_ADDRESS given
+    assert run.index("virsh", "shutdown") < run.index("virsh", "destroy") < run.index("vsperf")
+
+
+def test_run_p2p_scenario_ignores_the_guest(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    run = dut.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="run",
+        RSTRNT_JOBID="4321",
+        **_params(dut, SCENARIO="OVS_DPDK1q", COLLECTOR=f"u@h:{tmp_path / 'ci_in'}", **_domain(dut)),
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not run.called("virsh")
