@@ -34,6 +34,7 @@ set -o nounset -o pipefail
 : "${VSPERF_TIMEOUT_S:=43200}"
 : "${VSPERF_SETUP_REBOOT:=1}"
 : "${MOONGEN_LOG_DIR:=/tmp/moongen}"
+: "${MOONGEN_LOG_POLL_S:=2}"
 : "${GUEST_NAME:=ovsperf-guest}"
 : "${GUEST_ADDRESS:=}"
 : "${GUEST_TIMEOUT_S:=14400}"
@@ -325,10 +326,54 @@ vsperf_test_vsperf() {
         tee "${VSPERF_TEST_WORK}/vsperf-stdout.log" >&3
 }
 
+# VSperf copies each MoonGen run's log to ${MOONGEN_LOG_DIR}/<run>/moongen-run.log and overwrites it
+# with the next frame size and the next test (reference/vsperf.md §3.5), so a copy taken after the run
+# holds only the last one. vsperf_test_moongen_sweep DEST [final] archives every new version as
+# DEST/<seq>-run<run>-moongen-run.log; while VSperf runs, a version is taken once its checksum held
+# still for one poll (scp has finished writing it: the next MoonGen run takes at least a trial).
+vsperf_test_moongen_sweep() {
+    local dest="$1" final="${2:-}" log run sum last
+    for log in "${MOONGEN_LOG_DIR}"/*/moongen-run.log; do
+        [[ -f "${log}" ]] || continue
+        run="$(basename "$(dirname "${log}")")"
+        sum="$(cksum <"${log}")" || continue
+        last="$(cat "${dest}/.last-${run}" 2>/dev/null)"
+        [[ "${sum}" != "${last}" ]] || continue
+        if [[ -z "${final}" && "${VSPERF_TEST_PENDING[${run}]:-}" != "${sum}" ]]; then
+            VSPERF_TEST_PENDING[${run}]="${sum}" # changed since the last poll: maybe still being written
+            continue
+        fi
+        VSPERF_TEST_MOONGEN_SEQ=$((VSPERF_TEST_MOONGEN_SEQ + 1))
+        cp "${log}" "${dest}/$(printf '%03d' "${VSPERF_TEST_MOONGEN_SEQ}")-run${run}-moongen-run.log" &&
+            printf '%s\n' "${sum}" >"${dest}/.last-${run}"
+    done
+}
+
+# Background: sweep every MOONGEN_LOG_POLL_S until killed, at most for the VSperf run's bound.
+vsperf_test_moongen_keeper() {
+    local dest="$1" deadline=$((SECONDS + VSPERF_TIMEOUT_S + 120))
+    declare -A VSPERF_TEST_PENDING=()
+    while ((SECONDS < deadline)); do
+        vsperf_test_moongen_sweep "${dest}"
+        sleep "${MOONGEN_LOG_POLL_S}"
+    done
+}
+
 vsperf_test_run_vsperf() {
     task_phase_start Test vsperf
     VSPERF_TEST_STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    VSPERF_TEST_MOONGEN_ALL="${VSPERF_TEST_WORK}/moongen-all"
+    VSPERF_TEST_MOONGEN_SEQ=0
+    mkdir -p "${VSPERF_TEST_MOONGEN_ALL}"
+    vsperf_test_moongen_keeper "${VSPERF_TEST_MOONGEN_ALL}" &
+    local keeper=$!
     task_run "Run VSperf for ${SCENARIO} (at most ${VSPERF_TIMEOUT_S} s)" vsperf_test_vsperf
+    kill "${keeper}" 2>/dev/null
+    wait "${keeper}" 2>/dev/null
+    # The last version of each log is stable now; number it after those the keeper took.
+    VSPERF_TEST_MOONGEN_SEQ="$(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*-moongen-run.log' | wc -l)"
+    declare -A VSPERF_TEST_PENDING=()
+    vsperf_test_moongen_sweep "${VSPERF_TEST_MOONGEN_ALL}" final
     VSPERF_TEST_FINISHED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     cat "${VSPERF_TEST_WORK}/vsperf-stdout.log" >>"${TASK_PHASE_LOG}"
     VSPERF_TEST_RESULTS="$(sed -n 's/.*Creating result directory: *//p' "${VSPERF_TEST_WORK}/vsperf-stdout.log" | tail -n 1)"
@@ -435,6 +480,8 @@ vsperf_test_collect() {
     ((${#VSPERF_TEST_MISSING[@]} == 0)) || status="FAIL"
     if [[ -d "${MOONGEN_LOG_DIR}" ]]; then
         task_run "Copy MoonGen's raw logs" cp -a "${MOONGEN_LOG_DIR}/." "${VSPERF_TEST_RESULTS}/moongen/"
+        task_run "Keep every MoonGen log version VSperf overwrote ($(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*.log' | wc -l))" \
+            cp -a "${VSPERF_TEST_MOONGEN_ALL}" "${VSPERF_TEST_RESULTS}/moongen/all"
     else
         task_warn "No MoonGen raw logs in ${MOONGEN_LOG_DIR}."
     fi

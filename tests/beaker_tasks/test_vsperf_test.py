@@ -388,3 +388,21 @@ def test_run_p2p_scenario_ignores_the_guest(dut: Lab, tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert not run.called("virsh")
+
+
+def test_run_keeps_every_moongen_log_vsperf_overwrites(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector, FAKE_VSPERF_TRIAL_S="0.6", MOONGEN_LOG_POLL_S="0.1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    (shipped,) = collector.iterdir()
+    kept = sorted((shipped / "moongen" / "all").glob("*.log"))
+    assert [p.name for p in kept] == [f"{i:03d}-run1-moongen-run.log" for i in range(1, 9)]
+    runs = [p.read_text().splitlines()[-1] for p in kept]
+    assert runs == [
+        f"# fake MoonGen run: {test} {size} B"
+        for test in ("phy2phy_tput", "pvp_tput")
+        for size in (64, 576, 1280, 1500)
+    ]
+    # VSperf's own scratch copy (the last run only) is still there as before.
+    assert (shipped / "moongen" / "1" / "moongen-run.log").read_text() == kept[-1].read_text()
