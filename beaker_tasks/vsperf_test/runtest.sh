@@ -4,16 +4,18 @@
 # VSPERF_ACTION=setup (DUT, boot 0): tuned cpu-partitioning with the DUT's isolated CPUs, IRQs kept
 #   off them, NetworkManager off the test NICs, VSperf checked out at a pinned commit with its Python
 #   dependencies in a venv, an SSH key pair for reaching the MoonGen host; reboot; (boot 1+) checks.
-# VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode.
+# VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode; in a
+#   Beaker job, then the perfsync state GUEST_READY for the DUT.
 # VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
-#   run VSperf, take the results directory from its log ("Creating result directory: ..."), check
-#   that a CSV exists for every requested test (VSperf exits 0 when tests fail), copy MoonGen's raw
-#   logs (VSperf leaves them in /tmp/moongen and overwrites them), write ovsperf-metadata.json LAST,
+#   wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
+#   results directory from its log ("Creating result directory: ..."), check that a CSV exists for
+#   every requested test (VSperf exits 0 when tests fail), keep every version of MoonGen's raw logs
+#   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), write ovsperf-metadata.json LAST,
 #   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
-# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, GUEST_NAME, GUEST_ADDRESS, GUEST_TIMEOUT_S,
+# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_TIMEOUT_S,
 # GUEST_SHUTDOWN_TIMEOUT_S; see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
