@@ -79,6 +79,9 @@ def _run_jobcreator(exe: str, argv: list[str], scenario: str) -> str:
         raise SubmitError(f"jobcreator did not finish in {JOBCREATOR_TIMEOUT_S:.0f} s") from err
     except OSError as err:
         raise SubmitError(f"cannot run '{exe}': {err.strerror}") from err
+    for line in proc.stderr.splitlines():  # its log (hub, validation) belongs in the build's log too
+        if line.strip():
+            log.info("jobcreator (%s): %s", scenario, line.rstrip())
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise SubmitError(f"jobcreator exited {proc.returncode}: {lines[-1] if lines else 'no message'}")

@@ -64,6 +64,7 @@ def test_each_scenario_submitted_and_ids_collected(
         expected_argv("OVS_DPDK1q_GUEST_DPDK1q"),
     ]
     assert "Submitted job 'J:4202' for scenario 'OVS_DPDK2q'." in err
+    assert "jobcreator (OVS_DPDK2q): Submitted." in err  # jobcreator's own log is kept
     assert json.loads(ids.read_text()) == {
         "repos": [REPO],
         "baseline": "ovs-3.0.0",
