@@ -299,6 +299,29 @@ task_vsperf_config() {
     fi
 }
 
+# --- CPU isolation (tuned cpu-partitioning, irqbalance) ---------------------------------------
+
+# task_tuned_isolate CPULIST: write tuned's cpu-partitioning variables (isolated_cores).
+task_tuned_isolate() {
+    mkdir -p "${TASK_ETC}/tuned" &&
+        printf '# Written by the ovsperf %s task.\nisolated_cores=%s\n' "${TASK_NAME}" "$1" \
+            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
+}
+
+# task_ban_irqs CPULIST: keep irqbalance off CPULIST (IRQBALANCE_BANNED_CPULIST, other lines kept).
+task_ban_irqs() {
+    local file="${TASK_ETC}/sysconfig/irqbalance"
+    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
+    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
+    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "$1" >>"${file}.ovsperf" &&
+        mv "${file}.ovsperf" "${file}"
+}
+
+# Whether tuned's active profile is cpu-partitioning.
+task_tuned_active() {
+    tuned-adm active | grep -q 'cpu-partitioning'
+}
+
 # --- host synchronisation (perf_synchronization/perfsync.py) ----------------------------------
 
 # task_sync_state STATE: print the state name as published inside this Beaker job,

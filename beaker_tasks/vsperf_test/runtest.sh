@@ -65,20 +65,6 @@ vsperf_test_check_nics() {
 
 # --- setup ---------------------------------------------------------------------------------
 
-vsperf_test_write_tuned_variables() {
-    mkdir -p "${TASK_ETC}/tuned" &&
-        printf '# Written by the ovsperf vsperf_test task.\nisolated_cores=%s\n' "${INV_ISOLATED_CPUS}" \
-            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
-}
-
-vsperf_test_ban_irqs() {
-    local file="${TASK_ETC}/sysconfig/irqbalance"
-    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
-    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
-    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "${INV_ISOLATED_CPUS}" >>"${file}.ovsperf" &&
-        mv "${file}.ovsperf" "${file}"
-}
-
 # Keep NetworkManager off the test NICs, now and after reboots.
 vsperf_test_unmanage_nics() {
     local pci netdev names=""
@@ -132,11 +118,11 @@ vsperf_test_setup_host() {
         task_phase_end
 
         task_phase_start Setup persistent
-        task_run "Write tuned isolated_cores=${INV_ISOLATED_CPUS}" vsperf_test_write_tuned_variables ||
+        task_run "Write tuned isolated_cores=${INV_ISOLATED_CPUS}" task_tuned_isolate "${INV_ISOLATED_CPUS}" ||
             task_abort "Cannot write the tuned variables."
         task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
             task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
-        task_run "Ban IRQs from CPUs ${INV_ISOLATED_CPUS}" vsperf_test_ban_irqs
+        task_run "Ban IRQs from CPUs ${INV_ISOLATED_CPUS}" task_ban_irqs "${INV_ISOLATED_CPUS}"
         task_run "Restart irqbalance" systemctl restart irqbalance
         task_run "Keep NetworkManager off the test NICs" vsperf_test_unmanage_nics
         vsperf_test_checkout
@@ -156,15 +142,11 @@ vsperf_test_setup_host() {
     local hugepages
     hugepages="$(task_hugepages_total)"
     ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}; set them on the kernel command line."
-    task_run "tuned profile is cpu-partitioning" vsperf_test_tuned_active ||
+    task_run "tuned profile is cpu-partitioning" task_tuned_active ||
         task_warn "tuned's active profile is not cpu-partitioning."
     [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
         task_abort "VSperf is not installed in '${VSPERF_DIR}' with '${VSPERF_VENV}'."
     task_phase_end
-}
-
-vsperf_test_tuned_active() {
-    tuned-adm active | grep -q 'cpu-partitioning'
 }
 
 vsperf_test_guest_noiommu() {

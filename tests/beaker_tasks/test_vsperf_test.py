@@ -296,6 +296,11 @@ def guest(tmp_path: Path) -> Iterator[tuple[Lab, dict[str, str]]]:
         )
 
 
+def _guest_setup(lab: Lab, sync: dict[str, str]) -> Result:
+    """Run the guest's setup inside Beaker job 4321: it publishes GUEST_READY.J4321."""
+    return lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync)
+
+
 def _domain(dut: Lab, state: str = "running") -> dict[str, str]:
     state_file = dut.root / "virsh-state"
     state_file.write_text(state + "\n")
@@ -304,7 +309,7 @@ def _domain(dut: Lab, state: str = "running") -> dict[str, str]:
 
 def test_guest_setup_in_a_job_publishes_guest_ready(guest: tuple[Lab, dict[str, str]]) -> None:
     lab, sync = guest
-    run = lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync)
+    run = _guest_setup(lab, sync)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.reported() == [("vsperf_test/guest", "PASS")]
     url = f"http://127.0.0.1:{sync['PERFSYNC_PORT']}/v1/states/GUEST_READY.J4321"
@@ -317,9 +322,7 @@ def test_run_waits_for_the_guest_then_shuts_it_off(
 ) -> None:
     _setup(dut)
     lab, sync = guest
-    assert (
-        lab.run("vsperf_test", VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync).returncode == 0
-    )
+    assert _guest_setup(lab, sync).returncode == 0
     run = _run(dut, tmp_path / "ci_in", **_domain(dut), **sync)
     assert run.returncode == 0, run.stdout + run.stderr
     assert [name for name, _ in run.reported()] == [
@@ -360,9 +363,7 @@ def test_run_guest_ignoring_shutdown_is_destroyed(
 ) -> None:
     _setup(dut)
     lab, sync = guest
-    assert (
-        lab.run("vsperf_test", VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync).returncode == 0
-    )
+    assert _guest_setup(lab, sync).returncode == 0
     run = _run(
         dut,
         tmp_path / "ci_in",

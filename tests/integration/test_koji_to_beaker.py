@@ -24,6 +24,7 @@ from lxml import etree
 from jobcreator.catalog import load_catalog
 from tests.jobcreator.conftest import HUB_PASSWORD, HUB_USER, write_client_conf
 from tests.jobcreator.fakehub import FakeBeakerHub
+from tests.kojiwatch.cliutil import koji_args
 from tests.kojiwatch.conftest import OWNER, TAG
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
 from tests.kojiwatch.repocheck import repo_packages
@@ -95,16 +96,7 @@ def test_koji_build_to_submitted_beaker_jobs(
             OWNER,
             "--tag",
             TAG,
-            "--hub",
-            koji_hub.hub_url,
-            "--topurl",
-            koji_hub.topurl,
-            "--koji-timeout-s",
-            "10",
-            "--publish-dir",
-            str(web.root),
-            "--base-url",
-            web.base_url,
+            *koji_args(koji_hub, web),
         ],
         env,
     )
