@@ -269,6 +269,13 @@ vsperf_test_wait_guest() {
             "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"
     task_run "Shut guest ${GUEST_NAME} off so that VSperf can boot its image" vsperf_test_guest_shutdown ||
         task_abort "Cannot shut guest '${GUEST_NAME}' off (virsh domstate: '$(vsperf_test_guest_state)')."
+    # VSperf boots the inventory's guest_image: it should be the disk the guest recipe prepared.
+    local disks
+    disks="$(virsh domblklist "${GUEST_NAME}" --details 2>/dev/null | awk '$2 == "disk" { print $4 }')"
+    if [[ -n "${INV_GUEST_IMAGE:-}" ]] && ! grep -qxF -- "${INV_GUEST_IMAGE}" <<<"${disks}"; then
+        task_warn "VSperf boots ${INV_GUEST_IMAGE}, but guest ${GUEST_NAME} was prepared on '${disks//$'\n'/ }';" \
+            "set guest_image of ${DUT_HOSTNAME} in the inventory to that disk."
+    fi
     task_phase_end
 }
 

@@ -376,6 +376,22 @@ def test_run_guest_ignoring_shutdown_is_destroyed(
     assert run.returncode == 0, run.stdout + run.stderr
     assert not [c for c in run.called("virsh") if c[0] == "domifaddr"]  # GUEST_ADDRESS given
     assert run.index("virsh", "shutdown") < run.index("virsh", "destroy") < run.index("vsperf")
+    assert ("vsperf_test/guest-ready", "PASS") in run.reported()  # the inventory names the guest's disk
+
+
+def test_run_warns_when_vsperf_would_boot_another_image_than_the_guest_s(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    _setup(dut)
+    lab, sync = guest
+    assert _guest_setup(lab, sync).returncode == 0
+    disk = "/var/lib/libvirt/images/ovsperf-guest.img"
+    run = _run(dut, tmp_path / "ci_in", SHIM_VIRSH_DISK=disk, **_domain(dut), **sync)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/guest-ready", "WARN") in run.reported()
+    image = "/var/lib/libvirt/images/ovsperf-guest.qcow2"  # the example inventory's guest_image
+    assert f"VSperf boots {image}, but guest ovsperf-guest was prepared on '{disk}'" in run.stdout
+    assert run.called("vsperf")
 
 
 def test_run_p2p_scenario_ignores_the_guest(dut: Lab, tmp_path: Path) -> None:

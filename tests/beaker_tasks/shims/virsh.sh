@@ -2,7 +2,7 @@
 # Test shim of virsh for one libvirt domain: record; the domain's state lives in $SHIM_VIRSH_STATE
 # (no such file or variable: the domain does not exist). domifaddr answers $SHIM_VIRSH_ADDRESS for the
 # source $SHIM_VIRSH_SOURCE (default arp); shutdown turns the domain off unless
-# SHIM_VIRSH_IGNORE_SHUTDOWN=1; destroy always does.
+# SHIM_VIRSH_IGNORE_SHUTDOWN=1; destroy always does; domblklist shows the disk $SHIM_VIRSH_DISK.
 { printf "%s" "${0##*/}"; for arg in "$@"; do printf " %q" "$arg"; done; printf "\\n"; } >>"${SHIM_LOG:?}"
 state_file="${SHIM_VIRSH_STATE:-}"
 if [[ -z "${state_file}" || ! -f "${state_file}" ]]; then
@@ -17,6 +17,12 @@ case "$1" in
         printf -- '-------------------------------------------------------------------------------\n'
         printf ' lo         00:00:00:00:00:00    ipv4         127.0.0.1/8\n'
         printf ' vnet0      52:54:00:4b:73:5f    ipv4         %s/24\n' "${SHIM_VIRSH_ADDRESS}"
+        ;;
+    domblklist)
+        printf ' Type   Device   Target   Source\n'
+        printf -- '-------------------------------------------------------------\n'
+        printf ' file   disk     vda      %s\n' "${SHIM_VIRSH_DISK:-/var/lib/libvirt/images/ovsperf-guest.qcow2}"
+        printf ' file   cdrom    sda      -\n'
         ;;
     shutdown) [[ "${SHIM_VIRSH_IGNORE_SHUTDOWN:-0}" == 1 ]] || echo "shut off" >"${state_file}" ;;
     destroy) echo "shut off" >"${state_file}" ;;
