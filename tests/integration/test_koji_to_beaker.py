@@ -85,21 +85,8 @@ def test_koji_build_to_submitted_beaker_jobs(
     build_id = koji_hub.add_build(rpms, owner=OWNER, tags=(TAG,))
 
     # 1. prepare-repo: the Koji build's x86_64 + noarch RPMs as a published yum repo.
-    prep = _run(
-        [
-            str(SCRIPTS / "prepare-repo.sh"),
-            "--build",
-            str(build_id),
-            "--package",
-            "openvswitch",
-            "--owner",
-            OWNER,
-            "--tag",
-            TAG,
-            *koji_args(koji_hub, web),
-        ],
-        env,
-    )
+    which = ["--build", str(build_id), "--package", "openvswitch", "--owner", OWNER, "--tag", TAG]
+    prep = _run([str(SCRIPTS / "prepare-repo.sh"), *which, *koji_args(koji_hub, web)], env)
     assert prep.returncode == 0, prep.stderr
     repo_url = prep.stdout.strip()
     assert repo_url == f"{web.base_url}/openvswitch-3.3.0-7.el9fdp/"
