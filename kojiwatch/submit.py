@@ -59,7 +59,7 @@ def jobcreator_argv(request: SubmitRequest, scenario: str) -> list[str]:
         argv += ["--kickrepo", url]
     argv += ["--tag", request.tag]
     if request.reserve_h is not None:
-        argv += ["--reserve", str(request.reserve_h)]
+        argv += ["--reserve", f"{request.reserve_h:g}"]  # 2 -> "2", 1.5 -> "1.5", as jobcreator takes
     if request.job_xml_dir is not None:
         argv += ["--output", str(request.job_xml_dir / f"{scenario}.xml")]
     argv.append("--autosubmit")

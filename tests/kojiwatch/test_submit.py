@@ -94,6 +94,13 @@ def test_reserve_and_several_repos_are_passed_on(
     assert capsys.readouterr().out == "J:4201\n"
 
 
+def test_fractional_reserve_hours_are_passed_on(jobcreator: FakeJobcreator) -> None:
+    # jobcreator takes fractional hours (--reserve 1.5); Jenkins' RESERVE_HOURS may hold one.
+    assert main(["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--reserve", "1.5"]) == 0
+    argv = jobcreator.calls()[0]
+    assert argv[argv.index("--reserve") + 1] == "1.5"
+
+
 def test_one_failed_submission_fails_the_run_but_keeps_the_others(
     jobcreator: FakeJobcreator,
     capsys: pytest.CaptureFixture[str],
