@@ -15,7 +15,8 @@
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
-# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_TIMEOUT_S,
+# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL,
+# GUEST_TIMEOUT_S,
 # GUEST_SHUTDOWN_TIMEOUT_S; see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
@@ -39,6 +40,7 @@ set -o nounset -o pipefail
 : "${MOONGEN_LOG_POLL_S:=2}"
 : "${GUEST_NAME:=ovsperf-guest}"
 : "${GUEST_ADDRESS:=}"
+: "${GUEST_RECIPE_URL:=}"
 : "${GUEST_TIMEOUT_S:=14400}"
 : "${GUEST_SHUTDOWN_TIMEOUT_S:=300}"
 : "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
@@ -200,9 +202,39 @@ vsperf_test_config() {
 
 # --- the Beaker guest (guest scenarios) ---------------------------------------------------------
 
-# Print the guest's IPv4 address: GUEST_ADDRESS, else libvirt's view of the domain's interfaces
-# (guest agent, DHCP lease, ARP table; virt/install bridges the guest, so the ARP table or the agent
-# usually answers). Return 1 when none is known yet.
+# Print the FQDN Beaker recorded for guest GUEST_NAME in this recipe's XML (<guestrecipe guestname=…
+# system=…>, set when the guest's install finished): GUEST_RECIPE_URL, else the lab controller's
+# http://$LAB_CONTROLLER:8000/recipes/$RECIPEID/. Return 1 when it is not known (yet).
+vsperf_test_guest_from_recipe() {
+    local url="${GUEST_RECIPE_URL}" recipe="${RSTRNT_RECIPEID:-${RECIPEID:-}}"
+    if [[ -z "${url}" && -n "${LAB_CONTROLLER:-}" && -n "${recipe}" ]]; then
+        url="http://${LAB_CONTROLLER}:8000/recipes/${recipe}/"
+    fi
+    [[ -n "${url}" ]] || return 1
+    "${OVSPERF_PYTHON:-python3}" - "${url}" "${GUEST_NAME}" <<'PY'
+import sys
+import urllib.request
+import xml.etree.ElementTree as ET
+
+url, name = sys.argv[1:3]
+try:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        root = ET.fromstring(answer.read())
+except Exception as err:  # unreachable, HTTP error or not XML: not known (yet)
+    print("recipe XML %s: %s" % (url, err), file=sys.stderr)
+    sys.exit(1)
+for guest in root.iter("guestrecipe"):
+    if guest.get("guestname") == name and guest.get("system"):
+        print(guest.get("system"))
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# Print the guest's address: GUEST_ADDRESS, else libvirt's view of the domain's interfaces (guest
+# agent, DHCP lease, the host's ARP table), else the FQDN in the recipe XML (virt/install bridges the
+# guest onto the lab network, where the host may never have talked to it). Return 1 when none is
+# known yet.
 vsperf_test_guest_address() {
     if [[ -n "${GUEST_ADDRESS}" ]]; then
         printf '%s\n' "${GUEST_ADDRESS}"
@@ -218,7 +250,7 @@ vsperf_test_guest_address() {
             return 0
         fi
     done
-    return 1
+    vsperf_test_guest_from_recipe
 }
 
 vsperf_test_guest_state() {
@@ -260,7 +292,7 @@ vsperf_test_wait_guest() {
     state="$(task_sync_state GUEST_READY)"
     while ! address="$(vsperf_test_guest_address)"; do
         ((SECONDS < deadline)) || task_abort "The address of guest '${GUEST_NAME}' is unknown to libvirt after ${GUEST_TIMEOUT_S} s" \
-            "(virsh domifaddr --source agent|lease|arp); set GUEST_ADDRESS."
+            "(virsh domifaddr --source agent|lease|arp) nor in the recipe XML; set GUEST_ADDRESS."
         sleep 10
     done
     task_run "Wait up to $((deadline - SECONDS)) s for state ${state} from guest ${GUEST_NAME} (${address})" \

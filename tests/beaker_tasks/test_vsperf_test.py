@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -423,3 +426,35 @@ def test_run_keeps_every_moongen_log_vsperf_overwrites(dut: Lab, tmp_path: Path)
     ]
     # VSperf's own scratch copy (the last run only) is still there as before.
     assert (shipped / "moongen" / "1" / "moongen-run.log").read_text() == kept[-1].read_text()
+
+
+def test_run_finds_a_bridged_guest_through_the_recipe_xml(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    # libvirt knows no address (bridged guest the host never talked to): Beaker's recipe XML names it.
+    _setup(dut)
+    lab, sync = guest
+    assert _guest_setup(lab, sync).returncode == 0
+    www = tmp_path / "lc"
+    (www / "recipes" / "77").mkdir(parents=True)
+    (www / "recipes" / "77" / "index.html").write_text(
+        '<recipe id="77" system="dut01.example.com"><guestrecipe guestname="other" system="10.0.0.9"/>'
+        '<guestrecipe guestname="ovsperf-guest" system="127.0.0.1" mac_address="52:54:00:00:00:01"/>'
+        "</recipe>\n"
+    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        domain = {k: v for k, v in _domain(dut).items() if k != "SHIM_VIRSH_ADDRESS"}
+        url = f"http://127.0.0.1:{server.server_address[1]}/recipes/77/"
+        run = _run(dut, tmp_path / "ci_in", GUEST_RECIPE_URL=url, **domain, **sync)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "for state GUEST_READY.J4321 from guest ovsperf-guest (127.0.0.1)" in run.stdout
+    assert len([c for c in run.called("virsh") if c[0] == "domifaddr"]) == 3  # libvirt was asked first
+    assert run.index("virsh", "shutdown") < run.index("vsperf")
