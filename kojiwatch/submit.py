@@ -14,6 +14,7 @@ import logging
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -66,6 +67,16 @@ def jobcreator_argv(request: SubmitRequest, scenario: str) -> list[str]:
     return argv
 
 
+def find_jobcreator(name: str) -> str | None:
+    """Return the jobcreator executable: ``name`` on PATH, else next to this Python's console scripts.
+
+    The fallback is the environment ovsperf-koji itself was installed in, so
+    ``/opt/ovsperf/.venv/bin/ovsperf-koji watch`` from a systemd unit (whose PATH lacks the venv)
+    finds the ``jobcreator`` installed with it.
+    """
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+
+
 def _run_jobcreator(exe: str, argv: list[str], scenario: str) -> str:
     """Run jobcreator once; return the job id it printed.
 
@@ -109,9 +120,12 @@ def submit_scenarios(
         installed; after the loop when any submission failed (``failed`` and ``submitted`` set).
     """
     check_scenarios(request.scenarios, catalog_path)
-    exe = shutil.which(request.jobcreator)
+    exe = find_jobcreator(request.jobcreator)
     if exe is None:
-        raise SubmitError(f"Nothing submitted: '{request.jobcreator}' not found on PATH.")
+        raise SubmitError(
+            f"Nothing submitted: '{request.jobcreator}' not found on PATH. "
+            f"(Also looked in {Path(sys.executable).parent}.)"
+        )
     if request.job_xml_dir is not None:
         try:
             request.job_xml_dir.mkdir(parents=True, exist_ok=True)

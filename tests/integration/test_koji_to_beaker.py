@@ -155,3 +155,40 @@ def test_koji_build_to_submitted_beaker_jobs(
         for task in vsperf:
             params = {p.get("name"): p.get("value") for p in task.findall("params/param")}
             assert params["SCENARIO"] == scenario
+
+
+def test_watch_submits_a_new_build_once_across_restarts(
+    pipeline: tuple[FakeKojiHub, StaticHttpServer, FakeBeakerHub, dict[str, str]],
+    rng: etree.RelaxNG,
+    tmp_path: Path,
+) -> None:
+    """``ovsperf-koji watch`` (teams without Jenkins) drives the same real jobcreator, once per build."""
+    koji_hub, web, beaker_hub, env = pipeline
+    rpms = build_rpm(tmp_path / "rpms", "dpdk", "23.11", "1.el9", subpackages=(("doc", "noarch"),))
+    koji_hub.add_build(rpms, owner=OWNER, tags=(TAG,))
+    state = tmp_path / "watch-state.json"
+    argv = [
+        str(VENV / "bin" / "ovsperf-koji"),
+        "watch",
+        *("--tag", TAG, "--package", "dpdk", "--owner", OWNER, "--state-file", str(state)),
+        *koji_args(koji_hub, web),
+        *("--host", TG, "--host", DUT, "--distro", DISTRO, "--scenario", "OVS_DPDK2q"),
+    ]
+    # Run as a systemd unit would: the venv's bin is not on PATH, ovsperf-koji finds its jobcreator.
+    env = {**env, "PATH": "/usr/bin:/bin"}
+    first = _run(argv, env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [f"J:{FIRST_JOB}"]
+    (uploaded,) = beaker_hub.state.uploads
+    job = etree.fromstring(uploaded.encode())
+    assert rng.validate(job), rng.error_log.last_error
+    repo_url = f"{web.base_url}/dpdk-23.11-1.el9/"
+    assert set(job.xpath("//repo/@url")) == {repo_url}
+    assert repo_packages(repo_url) == {
+        ("dpdk", "x86_64", "23.11", "1.el9"),
+        ("dpdk-doc", "noarch", "23.11", "1.el9"),
+    }
+    # A restarted watcher remembers the build: nothing is submitted twice.
+    again = _run(argv, env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "" and len(beaker_hub.state.uploads) == 1
