@@ -304,6 +304,15 @@ def _guest_setup(lab: Lab, sync: dict[str, str]) -> Result:
     return lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync)
 
 
+@pytest.fixture
+def ready(dut: Lab, guest: tuple[Lab, dict[str, str]]) -> dict[str, str]:
+    """A set-up DUT whose guest has published GUEST_READY.J4321; return the guest's perfsync settings."""
+    _setup(dut)
+    lab, sync = guest
+    assert _guest_setup(lab, sync).returncode == 0
+    return sync
+
+
 def _domain(dut: Lab, state: str = "running") -> dict[str, str]:
     state_file = dut.root / "virsh-state"
     state_file.write_text(state + "\n")
@@ -320,13 +329,8 @@ def test_guest_setup_in_a_job_publishes_guest_ready(guest: tuple[Lab, dict[str, 
         assert answer.status == 200
 
 
-def test_run_waits_for_the_guest_then_shuts_it_off(
-    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
-) -> None:
-    _setup(dut)
-    lab, sync = guest
-    assert _guest_setup(lab, sync).returncode == 0
-    run = _run(dut, tmp_path / "ci_in", **_domain(dut), **sync)
+def test_run_waits_for_the_guest_then_shuts_it_off(dut: Lab, ready: dict[str, str], tmp_path: Path) -> None:
+    run = _run(dut, tmp_path / "ci_in", **_domain(dut), **ready)
     assert run.returncode == 0, run.stdout + run.stderr
     assert [name for name, _ in run.reported()] == [
         "vsperf_test/config",
@@ -361,12 +365,7 @@ def test_run_guest_never_ready_warns_and_aborts_before_vsperf(
     assert not [c for c in run.called("virsh") if c[0] in ("shutdown", "destroy")]
 
 
-def test_run_guest_ignoring_shutdown_is_destroyed(
-    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
-) -> None:
-    _setup(dut)
-    lab, sync = guest
-    assert _guest_setup(lab, sync).returncode == 0
+def test_run_guest_ignoring_shutdown_is_destroyed(dut: Lab, ready: dict[str, str], tmp_path: Path) -> None:
     run = _run(
         dut,
         tmp_path / "ci_in",
@@ -374,7 +373,7 @@ def test_run_guest_ignoring_shutdown_is_destroyed(
         GUEST_SHUTDOWN_TIMEOUT_S="1",
         SHIM_VIRSH_IGNORE_SHUTDOWN="1",
         **_domain(dut),
-        **sync,
+        **ready,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert not [c for c in run.called("virsh") if c[0] == "domifaddr"]  # GUEST_ADDRESS given
@@ -383,13 +382,10 @@ def test_run_guest_ignoring_shutdown_is_destroyed(
 
 
 def test_run_warns_when_vsperf_would_boot_another_image_than_the_guest_s(
-    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+    dut: Lab, ready: dict[str, str], tmp_path: Path
 ) -> None:
-    _setup(dut)
-    lab, sync = guest
-    assert _guest_setup(lab, sync).returncode == 0
     disk = "/var/lib/libvirt/images/ovsperf-guest.img"
-    run = _run(dut, tmp_path / "ci_in", SHIM_VIRSH_DISK=disk, **_domain(dut), **sync)
+    run = _run(dut, tmp_path / "ci_in", SHIM_VIRSH_DISK=disk, **_domain(dut), **ready)
     assert run.returncode == 0, run.stdout + run.stderr
     assert ("vsperf_test/guest-ready", "WARN") in run.reported()
     image = "/var/lib/libvirt/images/ovsperf-guest.qcow2"  # the example inventory's guest_image
@@ -429,12 +425,9 @@ def test_run_keeps_every_moongen_log_vsperf_overwrites(dut: Lab, tmp_path: Path)
 
 
 def test_run_finds_a_bridged_guest_through_the_recipe_xml(
-    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+    dut: Lab, ready: dict[str, str], tmp_path: Path
 ) -> None:
     # libvirt knows no address (bridged guest the host never talked to): Beaker's recipe XML names it.
-    _setup(dut)
-    lab, sync = guest
-    assert _guest_setup(lab, sync).returncode == 0
     www = tmp_path / "lc"
     (www / "recipes" / "77").mkdir(parents=True)
     (www / "recipes" / "77" / "index.html").write_text(
@@ -449,7 +442,7 @@ def test_run_finds_a_bridged_guest_through_the_recipe_xml(
     try:
         domain = {k: v for k, v in _domain(dut).items() if k != "SHIM_VIRSH_ADDRESS"}
         url = f"http://127.0.0.1:{server.server_address[1]}/recipes/77/"
-        run = _run(dut, tmp_path / "ci_in", GUEST_RECIPE_URL=url, **domain, **sync)
+        run = _run(dut, tmp_path / "ci_in", GUEST_RECIPE_URL=url, **domain, **ready)
     finally:
         server.shutdown()
         server.server_close()
