@@ -8,7 +8,9 @@ from ovsperf_common.errorfmt import located
 
 
 def test_all_parts_in_order() -> None:
-    message = located("expected an integer.", Path("/etc/c.yaml"), ("scenario", "OVS_DPDK2q"), ("field", "queues"))
+    message = located(
+        "expected an integer.", Path("/etc/c.yaml"), ("scenario", "OVS_DPDK2q"), ("field", "queues")
+    )
     assert message == "'/etc/c.yaml', scenario 'OVS_DPDK2q', field 'queues': expected an integer."
 
 
