@@ -18,7 +18,7 @@ from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.plan import LabOptions, plan_run
+from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabOptions, plan_run
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import SearchResult, TrialKind, TrialRecord
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
@@ -79,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--flows", type=int, default=1, help="UDP flows per direction (1)")
     run.add_argument("--max-trials", type=int, default=60, help="bound on counted trials per frame size (60)")
     run.add_argument("--drain-time", type=float, default=2.0, help="RX time after TX stops [s] (2, RFC 2544)")
+    run.add_argument(
+        "--ring-size",
+        type=int,
+        default=DEFAULT_RING_SIZE,
+        help=f"descriptors per vhost-user ring of the generator and VNF ({DEFAULT_RING_SIZE}; "
+        "power of two, 256-32768)",
+    )
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
     run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
     run.add_argument(
@@ -137,6 +144,8 @@ class _RichProgress(RunObserver):
 
     def frame_size_finished(self, test: VsperfTest, result: SearchResult | None) -> None:
         text = f"{result.validation.rx_pps / 1e6:.3f} Mpps" if result else "FAILED"
+        if result is not None and result.generator_limited:
+            text += " (the generator's ceiling: the DUT forwards at least this)"
         self.progress.console.print(f"{self.head}: throughput {text}")
 
     def generator_started(self, generator: TrafficGenerator) -> None:
@@ -170,6 +179,7 @@ def _run(args: argparse.Namespace) -> int:
         flows=args.flows,
         drain_s=args.drain_time,
         max_trials=args.max_trials,
+        ring_size=args.ring_size,
         tests=tuple(VsperfTest.from_spec(t) for t in args.test) if args.test else None,  # type: ignore[misc]
     )
     facts = probe_machine()

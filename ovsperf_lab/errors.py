@@ -24,6 +24,15 @@ class SearchError(LabError):
         """Frame size whose search failed [B]; ``None`` when not specific to one."""
 
 
+class GeneratorLimitedError(SearchError):
+    """Every repeat of a trial fell short of its rate: the generator, not the DUT, was the limit."""
+
+    def __init__(self, message: str, *, frame_size_bytes: int, achieved_pps: float) -> None:
+        super().__init__(message, frame_size_bytes=frame_size_bytes)
+        self.achieved_pps = achieved_pps
+        """Highest TX rate per direction the generator achieved in those trials [pps]."""
+
+
 class RefusedScenarioError(LabError):
     """Refuse a scenario this machine cannot run; raised before anything is started."""
 

@@ -78,6 +78,39 @@ class TxFullPolicy(_SpecEnum):
     """Retry it; a full queue slows the generator (physical NICs, max-rate measurements)."""
 
 
+MIN_RING_SIZE = 64
+"""Smallest ring the generator accepts [descriptors] (``--rxd``/``--txd``)."""
+
+MAX_RING_SIZE = 32768
+"""Largest ring the generator accepts [descriptors]: the virtio maximum queue size."""
+
+MBUF_BYTES = 2048 + 128 + 128 + 64
+"""Hugepage bytes per mbuf of a standard pool: data room (2048 B + 128 B headroom,
+``RTE_MBUF_DEFAULT_BUF_SIZE``), ``struct rte_mbuf`` (128 B) and the mempool object header [B]."""
+
+JUMBO_MBUF_BYTES = 9216 + 128 + 128 + 64
+"""Hugepage bytes per mbuf of a jumbo pool (``JUMBO_DATA_ROOM`` in ``trafficgen/src/main.c``) [B]."""
+
+EAL_OVERHEAD_MB = 64
+"""Hugepage memory EAL, rings and the JSON side need besides the mbuf pool [MiB]."""
+
+
+def pool_memory_mb(ports: int, queues: int, ring_size: int, *, jumbo: bool = False) -> int:
+    """Return the EAL ``-m`` [MiB] a process needs to fill every ring of ``ports`` with mbufs.
+
+    The pool holds ``ports * queues * 2 * ring_size + 4096`` mbufs (every RX and TX ring full
+    plus frames in flight: the sizing in ``trafficgen/src/main.c`` and what ``dpdk-testpmd``
+    needs with ``--total-num-mbufs`` of :func:`pool_mbufs`), plus :data:`EAL_OVERHEAD_MB`.
+    """
+    per = JUMBO_MBUF_BYTES if jumbo else MBUF_BYTES
+    return -(-pool_mbufs(ports, queues, ring_size) * per // (1 << 20)) + EAL_OVERHEAD_MB
+
+
+def pool_mbufs(ports: int, queues: int, ring_size: int) -> int:
+    """Return the mbufs that fill every RX and TX ring of ``ports`` plus 4096 in flight [1]."""
+    return ports * queues * 2 * ring_size + 4096
+
+
 def _default_lcore() -> str:
     """Return the highest CPU this process may run on, as an EAL ``-l`` list."""
     return str(max(os.sched_getaffinity(0)))
@@ -107,6 +140,10 @@ class GeneratorConfig:
     """Further EAL arguments, passed through unchanged."""
     jumbo: bool = False
     """Start with ``--jumbo`` (frames up to 9018 B)."""
+    ring_size: int | None = None
+    """RX and TX descriptors per queue (``--rxd``/``--txd``, 64 to 32768); ``None`` keeps the
+    generator's 1024. A virtio_user ring holds the smaller of this and the vdev's ``queue_size``,
+    so give both the same value. See :func:`pool_memory_mb` for the ``memory_mb`` it needs."""
     queues: int = 1
     """RX and TX queues per port (``--queues``, 1 to 8): flow ``f`` is sent on TX queue
     ``f % queues`` and every RX queue is polled. Give virtio_user vdevs ``queues=<n>`` too."""
@@ -141,6 +178,10 @@ class GeneratorConfig:
             raise TrafficGeneratorError("Give at least one 'vdevs' entry or one 'pci_allow' address.")
         if isinstance(self.queues, bool) or not isinstance(self.queues, int) or not 1 <= self.queues <= 8:
             raise TrafficGeneratorError(f"Field 'queues' must be an integer in [1, 8], got {self.queues!r}.")
+        if self.ring_size is not None and not MIN_RING_SIZE <= self.ring_size <= MAX_RING_SIZE:
+            raise TrafficGeneratorError(
+                f"Field 'ring_size' must be in [{MIN_RING_SIZE}, {MAX_RING_SIZE}], got {self.ring_size!r}."
+            )
         if self.memory_mb < 16:
             raise TrafficGeneratorError(f"Field 'memory_mb' must be >= 16, got {self.memory_mb!r}.")
         for name in ("startup_timeout_s", "reply_margin_s"):
@@ -179,6 +220,8 @@ class GeneratorConfig:
             eal += ["--vdev", vdev]
         eal += list(self.extra_eal_args)
         app = ["--jumbo"] if self.jumbo else []
+        if self.ring_size is not None:
+            app += ["--rxd", str(self.ring_size), "--txd", str(self.ring_size)]
         if self.queues > 1:
             app += ["--queues", str(self.queues)]
         netns = ["ip", "netns", "exec", self.netns] if self.netns else []
@@ -205,6 +248,12 @@ def _optional_float(obj: Mapping[str, Any], key: str, where: str) -> float | Non
     if obj.get(key, 0) is None:
         return None
     return float(_require(obj, key, (int, float), where))
+
+
+def _optional_int(obj: Mapping[str, Any], key: str) -> int | None:
+    """Return ``obj[key]`` when it is a JSON integer, else ``None`` (older generators omit it)."""
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def parse_direction(obj: Mapping[str, Any], index: int) -> DirectionResult:
@@ -266,6 +315,8 @@ def parse_port(obj: Mapping[str, Any], index: int) -> PortInfo:
         mac=str(_require(obj, "mac", str, where)).lower(),
         link_speed_mbps=int(speed) if isinstance(speed, int) and not isinstance(speed, bool) else None,
         link_up=bool(_require(obj, "link_up", bool, where)),
+        rx_descriptors=_optional_int(obj, "rx_descriptors"),
+        tx_descriptors=_optional_int(obj, "tx_descriptors"),
     )
 
 

@@ -20,6 +20,18 @@ from ovsperf_lab.machine import MachineFacts
 HUGEPAGE_MB = 2
 """Size of the hugepages the lab uses [MiB]."""
 
+DEFAULT_RING_SIZE = 8192
+"""vhost-user ring size of the lab's generator and VNF ports [descriptors]. Measured on a
+2-core VM without isolated CPUs (docs/lab.md, "Ring size"): kernel threads (DAMON's kdamond,
+rcu_preempt) take a CPU from a busy-polling thread for ~4 ms at a time, so a ring must hold a
+few ms of frames; larger rings buffer longer stalls but no longer fit in the caches, and the
+generator and OVS slow down once they fill. P2P 64 B NDR, three searches each: 4096 → mean
+0.72 Mpps per direction, CV 9.8 %; 8192 → 0.92 Mpps, CV 1.6 %; 16384 → 1.4 Mpps in two runs,
+the third ended generator-limited."""
+
+RING_SIZES = tuple(1 << n for n in range(8, 16))
+"""Ring sizes ``--ring-size`` accepts: powers of two, 256 to 32768 (the virtio maximum)."""
+
 
 class VnfKind(enum.Enum):
     """What forwards frames in the middle of a PVP topology."""
@@ -59,9 +71,13 @@ class LabOptions:
     ovs_socket_mem_mb: int = 512
     """OVS ``dpdk-socket-mem`` [MiB]."""
     generator_memory_mb: int = 256
-    """Generator EAL ``-m`` [MiB]."""
+    """Generator EAL ``-m`` at least [MiB]; raised to what its rings need
+    (:func:`~ovsperf_lab.generator.pool_memory_mb`)."""
     vnf_memory_mb: int = 256
-    """testpmd VNF EAL ``-m`` [MiB]."""
+    """testpmd VNF EAL ``-m`` at least [MiB]; raised likewise."""
+    ring_size: int = DEFAULT_RING_SIZE
+    """Descriptors of every vhost-user ring the generator and the testpmd VNF serve [1]
+    (``--ring-size``; virtio_user ``queue_size`` and ``--rxd``/``--txd``)."""
     tests: tuple[VsperfTest, ...] | None = None
     """Run only these tests of the scenario (``--test``)."""
 
@@ -88,6 +104,11 @@ class LabOptions:
             raise LabError(f"Option '--drain-time' must be in [0, 30] s, got {self.drain_s!r}.")
         if self.max_trials < 2:
             raise LabError(f"Option '--max-trials' must be >= 2, got {self.max_trials!r}.")
+        if self.ring_size not in RING_SIZES:
+            raise LabError(
+                f"Option '--ring-size' must be a power of two in [{RING_SIZES[0]}, {RING_SIZES[-1]}], "
+                f"got {self.ring_size!r}."
+            )
         if self.flows < 1:
             raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
 

@@ -23,10 +23,10 @@ from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig
+from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.plan import LabPlan, VnfKind
+from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabPlan, VnfKind
 from ovsperf_lab.results import Environment, FrameSizeResult, ResultsWriter
 from ovsperf_lab.search import (
     SearchConfig,
@@ -44,10 +44,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LINK_SPEED_MBPS = 10_000
 """Line rate assumed when the generator's ports report no speed [Mbit/s] (MoonGen's 10 GbE)."""
-
-VIRTIO_QUEUE_SIZE = 4096
-"""virtio_user ring size [descriptors] (DPDK default 256): buffers ~5 ms at 0.75 Mpps, so a
-briefly descheduled PMD or generator on a shared 2-core machine drops fewer frames."""
 
 DEATH_GRACE_S = 3.0
 """How long to watch OVS for a death that explains a failure [s]."""
@@ -70,6 +66,8 @@ class GeneratorRequest:
     """EAL ``-m`` [MiB]."""
     queues: int
     """Queues per port [1]."""
+    ring_size: int = DEFAULT_RING_SIZE
+    """Descriptors per RX and TX ring [1]; ``memory_mb`` is raised to what they need."""
 
 
 GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
@@ -78,17 +76,19 @@ GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
 
 def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
     """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.generator``)."""
+    ring = request.ring_size
     vdevs = tuple(
-        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={VIRTIO_QUEUE_SIZE}"
+        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={ring}"
         for i, sock in enumerate(request.sockets)
     )
     return DpdkTrafficGenerator(
         GeneratorConfig(
             vdevs=vdevs,
             lcores=str(request.cpu),
-            memory_mb=request.memory_mb,
+            memory_mb=max(request.memory_mb, pool_memory_mb(len(vdevs), request.queues, ring)),
             file_prefix=request.file_prefix,
             queues=request.queues,
+            ring_size=ring,
         )
     )
 
@@ -165,7 +165,10 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
         dpdk_version=dpdk_version,
         generator="ovsperf-trafficgen",
         generator_version=None,
-        nic="virtio_user (generator) <-> OVS dpdkvhostuserclient, no physical NIC",
+        nic=(
+            "virtio_user (generator) <-> OVS dpdkvhostuserclient, no physical NIC, "
+            f"rings of {plan.options.ring_size} descriptors"
+        ),
         vnf=vnf,
         cpu_plan=(
             f"generator CPU {cpus.generator_cpu}, OVS lcore CPU {cpus.ovs_lcore_cpu}, OVS PMD CPUs "
@@ -192,14 +195,16 @@ def _start_vnf(plan: LabPlan, state: RunState, facts: MachineFacts, lay: topolog
         )
         name = "qemu"
     else:
+        ring = plan.options.ring_size
         argv = make_testpmd_argv(
             binary=facts.testpmd or "dpdk-testpmd",
             cpu=cpu,
             file_prefix=state.new_file_prefix("vnf"),
-            memory_mb=plan.options.vnf_memory_mb,
+            memory_mb=max(plan.options.vnf_memory_mb, pool_memory_mb(len(sockets), plan.queues, ring)),
             sockets=sockets,
             queues=plan.queues,
-            queue_size=VIRTIO_QUEUE_SIZE,
+            queue_size=ring,
+            total_mbufs=pool_mbufs(len(sockets), plan.queues, ring),
         )
         name = "vnf-testpmd"
     vnf = ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
@@ -222,6 +227,25 @@ def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> Sear
         drain_s=plan.options.drain_s,
         max_trials=plan.options.max_trials,
     )
+
+
+def _check_rings(generator: TrafficGenerator, ring_size: int) -> None:
+    """Log a WARNING when a generator port runs with rings other than ``ring_size`` [descriptors].
+
+    A smaller ring than asked for makes zero-loss trials fail on every scheduler hiccup (a
+    virtio_user port once ran with 1024 of its 4096 descriptors: the driver takes the smaller of
+    ``queue_size`` and the queue setup's count).
+    """
+    for port in generator.ports():
+        for kind, got in (("RX", port.rx_descriptors), ("TX", port.tx_descriptors)):
+            if got is not None and got != ring_size:
+                log.warning(
+                    "Generator port %d runs with a %s ring of %d descriptors, not the %d asked for.",
+                    port.index,
+                    kind,
+                    got,
+                    ring_size,
+                )
 
 
 def _root_cause(err: LabError, ovs: OvsSandbox | None, vnf: ForwarderProcess | None) -> LabError:
@@ -334,6 +358,7 @@ def run_lab(
                 "flows": plan.options.flows,
                 "drain_s": plan.options.drain_s,
                 "queues": plan.queues,
+                "ring_size": plan.options.ring_size,
                 "vnf": plan.vnf.value if plan.vnf else None,
                 "ovs_version": versions[0],
                 "dpdk_version": versions[1],
@@ -347,6 +372,7 @@ def run_lab(
                             "rate_pps_per_direction": r.rate_pps,
                             "throughput_rx_fps": r.validation.rx_pps,
                             "loss_ratio": r.validation.loss_ratio,
+                            "generator_limited": r.generator_limited,
                         }
                         for r in results
                     ]
@@ -404,6 +430,7 @@ def _run_test(
                 file_prefix=state.new_file_prefix("tg"),
                 memory_mb=plan.options.generator_memory_mb,
                 queues=plan.queues,
+                ring_size=plan.options.ring_size,
             )
         )
         pid = getattr(generator, "pid", None)
@@ -421,6 +448,7 @@ def _run_test(
             topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
         if vnf is not None:
             vnf.check_alive()
+        _check_rings(generator, plan.options.ring_size)
         speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
         checked = CrossCheckedGenerator(
             generator,

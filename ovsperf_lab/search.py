@@ -17,6 +17,11 @@ lab ran through VSperf; reference: search_and_trending.md §1.3):
    rate_granularity if final validation fails") and the search resumes.
 4. A trial passes when every direction's loss ratio is at most the acceptable loss ratio
    (``acceptableLossPct``; per Tx→Rx pair, as ``acceptableLoss()`` does).
+5. *Ceiling*: when every repeat of a later trial falls short of its rate (lua aborts after
+   ``maxRateAttempts`` with "ABORT TEST: difference between actual and requested Tx rate"), the
+   rate becomes the search's new upper bound at the achieved rate less the calibration margin,
+   as in step 1, at most ``max_rate_caps`` times; a result validated at that ceiling is marked
+   ``generator_limited`` (the DUT's throughput is at least that rate).
 
 Differences from the Lua script, on purpose: trials the generator marks invalid (it could not
 send at the requested rate, or received more than it sent) are repeated up to
@@ -36,7 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ovsperf_lab.errors import SearchError
+from ovsperf_lab.errors import GeneratorLimitedError, SearchError
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.trafficgen import TrafficGenerator
 
@@ -97,6 +102,9 @@ class SearchConfig:
     """How often an invalid trial is repeated before the search gives up [1]."""
     max_trials: int = 60
     """Upper bound on counted trials (search + validation) [1]; lua has none."""
+    max_rate_caps: int = 3
+    """How often the search may lower its ceiling because the generator could not sustain a
+    rate (step 5 of the module docstring) [1]."""
 
     def __post_init__(self) -> None:
         if not self.max_rate_pps > 0:
@@ -149,6 +157,9 @@ class SearchResult:
     """The passing final-validation trial; the reported numbers come from it."""
     trials: tuple[TrialRecord, ...]
     """Every trial in order, calibration and invalid ones included."""
+    generator_limited: bool = False
+    """The validated rate is the ceiling the generator could sustain, not a rate the DUT failed
+    above: the DUT's throughput is at least :attr:`rate_pps`."""
 
     @property
     def counted_trials(self) -> int:
@@ -242,19 +253,31 @@ class _Runner:
         return record
 
     def valid(self, kind: TrialKind, rate_pps: float, duration_s: float) -> TrialRecord:
-        """Run until the trial is valid, repeating at most ``max_invalid_repeats`` times."""
+        """Run until the trial is valid, repeating at most ``max_invalid_repeats`` times.
+
+        :raises GeneratorLimitedError: when every attempt fell short of ``rate_pps``.
+        :raises SearchError: when the attempts stayed invalid for other reasons.
+        """
         reasons: list[str] = []
+        achieved: list[float] = []
         for _attempt in range(self.config.max_invalid_repeats + 1):
             record = self.once(kind, rate_pps, duration_s)
             if record.outcome is not TrialOutcome.INVALID:
                 return record
             reasons.append(record.result.invalid_reason or "negative loss or nothing sent")
-        raise SearchError(
+            short = _achieved_tx_pps(record.result)
+            if 0 < short < rate_pps * TX_SHORTFALL_RATIO:
+                achieved.append(short)
+        message = (
             f"{self.config.frame_size_bytes} B: {len(reasons)} invalid trials in a row at "
             f"{rate_pps:.0f} pps per direction ({'; '.join(dict.fromkeys(reasons))}); the generator, "
-            "not the DUT, is the limit.",
-            frame_size_bytes=self.config.frame_size_bytes,
+            "not the DUT, is the limit."
         )
+        if len(achieved) == len(reasons):
+            raise GeneratorLimitedError(
+                message, frame_size_bytes=self.config.frame_size_bytes, achieved_pps=max(achieved)
+            )
+        raise SearchError(message, frame_size_bytes=self.config.frame_size_bytes)
 
 
 def _tx_limited_failure_of(result: TrialResult, rate_pps: float, loss_ratio_limit: float) -> bool:
@@ -327,20 +350,45 @@ def search_throughput(
     prev_pass = 0.0
     prev_fail = start
     final = False
+    ceiling: float | None = None
+    caps = 0
     for counted in range(config.max_trials):
         if counted > 0:
             kind = TrialKind.VALIDATION if final else TrialKind.SEARCH
             duration = config.validation_trial_s if final else config.search_trial_s
-            record = runner.valid(kind, rate, duration)
+            try:
+                record = runner.valid(kind, rate, duration)
+            except GeneratorLimitedError as limited:
+                caps += 1
+                ceiling = limited.achieved_pps * CALIBRATION_MARGIN
+                if caps > config.max_rate_caps or ceiling <= floor:
+                    raise
+                log.warning(
+                    "%d B: the generator could not sustain %.0f pps per direction (best %.0f); "
+                    "the search continues below %.0f pps.",
+                    config.frame_size_bytes,
+                    rate,
+                    limited.achieved_pps,
+                    ceiling,
+                )
+                prev_fail = rate = ceiling
+                final = prev_pass >= ceiling
+                continue
         if record.outcome is TrialOutcome.PASS:
             if final:
+                limited_here = ceiling is not None and rate >= ceiling
                 log.info(
-                    "%d B: final validation passed at %.0f pps per direction after %d trials.",
+                    "%d B: final validation passed at %.0f pps per direction after %d trials%s.",
                     config.frame_size_bytes,
                     rate,
                     len(runner.trials),
+                    " (the generator's ceiling: the DUT's throughput is at least this)"
+                    if limited_here
+                    else "",
                 )
-                return SearchResult(config, rate, start, record.result, tuple(runner.trials))
+                return SearchResult(
+                    config, rate, start, record.result, tuple(runner.trials), generator_limited=limited_here
+                )
             next_rate = (prev_fail + rate) / 2.0
             if abs(next_rate - rate) <= gran:
                 final = True

@@ -20,6 +20,10 @@ class PortInfo:
     """Link speed the driver reports [Mbit/s]; ``None`` when it reports none (virtio_user)."""
     link_up: bool
     """Whether the link is up."""
+    rx_descriptors: int | None = None
+    """RX ring of queue 0 as the generator configured it [descriptors]; ``None``: not reported."""
+    tx_descriptors: int | None = None
+    """TX ring of queue 0 as the generator configured it [descriptors]; ``None``: not reported."""
 
 
 class TrafficGenerator(abc.ABC):

@@ -29,9 +29,15 @@ def make_testpmd_argv(
     queues: int,
     forward_mode: str = "io",
     queue_size: int = 256,
+    total_mbufs: int | None = None,
     extra_app_args: tuple[str, ...] = (),
 ) -> list[str]:
-    """Return the ``dpdk-testpmd`` command line of a forwarder on ``sockets`` (server mode)."""
+    """Return the ``dpdk-testpmd`` command line of a forwarder on ``sockets`` (server mode).
+
+    ``queue_size`` [descriptors] is both the virtio_user ring and testpmd's ``--rxd``/``--txd``
+    (the ring holds the smaller of the two); ``total_mbufs`` [1] sets ``--total-num-mbufs``
+    (``None``: testpmd's default), see :func:`ovsperf_lab.generator.pool_mbufs`.
+    """
     argv = [
         binary,
         "--lcores",
@@ -55,6 +61,7 @@ def make_testpmd_argv(
         f"--rxd={queue_size}",
         f"--txd={queue_size}",
         "--no-lsc-interrupt",
+        *([f"--total-num-mbufs={total_mbufs}"] if total_mbufs is not None else []),
         *extra_app_args,
     ]
     return argv

@@ -15,13 +15,15 @@ class FakeTrafficGenerator(TrafficGenerator):
     """Forward at most ``capacity_pps`` per direction; lose exactly the excess.
 
     ``capacity_for(spec)`` may override the capacity per trial (e.g. lower for long trials);
-    ``max_tx_pps`` is the generator's own limit (trials above it are invalid, TX-limited);
+    ``max_tx_pps`` is the generator's own limit (trials above it are invalid, TX-limited),
+    ``max_tx_for(spec)`` overrides it per trial;
     ``invalid_trials`` lists 1-based trial numbers that come back invalid; ``fail_at_trial``
     raises :class:`TrafficGeneratorError` on that trial (a crashed generator).
     """
 
     capacity_pps: float = 750_000.0
     max_tx_pps: float = 1e12
+    max_tx_for: Callable[[TrialSpec], float] | None = None
     capacity_for: Callable[[TrialSpec], float] | None = None
     invalid_trials: frozenset[int] = frozenset()
     fail_at_trial: int | None = None
@@ -39,7 +41,7 @@ class FakeTrafficGenerator(TrafficGenerator):
         if self.fail_at_trial == number:
             raise TrafficGeneratorError(f"fake generator died in trial {number}")
         capacity = self.capacity_for(spec) if self.capacity_for else self.capacity_pps
-        achieved = min(spec.rate_pps, self.max_tx_pps)
+        achieved = min(spec.rate_pps, self.max_tx_for(spec) if self.max_tx_for else self.max_tx_pps)
         tx = round(achieved * spec.duration_s)
         rx = min(tx, round(capacity * spec.duration_s))
         pairs = ((0, 1), (1, 0)) if spec.bidirectional else ((0, 1),)

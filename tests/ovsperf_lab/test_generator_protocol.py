@@ -16,7 +16,14 @@ from collections.abc import Iterator
 import pytest
 
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy, parse_trial_result
+from ovsperf_lab.generator import (
+    DpdkTrafficGenerator,
+    GeneratorConfig,
+    TxFullPolicy,
+    parse_trial_result,
+    pool_mbufs,
+    pool_memory_mb,
+)
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 
@@ -402,6 +409,19 @@ def test_command_line_is_safe_by_default() -> None:
     assert "--no-pci" not in pci
     assert pci[pci.index("-a") + 1] == "0000:3b:00.0"
     assert pci[-2:] == ["--", "--jumbo"]
+    ring = GeneratorConfig(vdevs=("net_ring0",), ring_size=8192).command("p")
+    assert ring[ring.index("--") + 1 :] == ["--rxd", "8192", "--txd", "8192"]
+    for bad in (32, 65536):
+        with pytest.raises(TrafficGeneratorError, match=r"'ring_size' must be in \[64, 32768\]"):
+            GeneratorConfig(vdevs=("net_ring0",), ring_size=bad)
+
+
+def test_pool_memory_covers_every_ring_full() -> None:
+    # 2 ports x 1 queue x (8192 RX + 8192 TX) + 4096 = 36864 mbufs of 2368 B = 83.25 MiB -> 84 + 64.
+    assert pool_mbufs(2, 1, 8192) == 36_864
+    assert pool_memory_mb(2, 1, 8192) == 84 + 64
+    assert pool_memory_mb(2, 1, 8192, jumbo=True) == -(-36_864 * 9536 // (1 << 20)) + 64
+    assert pool_memory_mb(2, 2, 8192) > pool_memory_mb(2, 1, 8192)
 
 
 def test_worker_lcores_share_the_ports(binary: h.Path) -> None:

@@ -72,6 +72,16 @@ def test_counting_through_testpmd_is_exact(testpmd: h.Testpmd) -> None:
             assert gen.raw_result["rx_foreign_packets"] == [0, 0]
 
 
+def test_ports_report_the_rings_they_run_with(testpmd: h.Testpmd) -> None:
+    # The vdev offers 1024 descriptors; the generator asks for 512 per queue and must say so
+    # (a virtio_user ring holds the smaller of queue_size and the queue setup's count).
+    config = testpmd.generator_config(ring_size=512)
+    assert config.file_prefix is not None
+    with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+        ports = gen.wait_link(timeout_s=10)
+        assert [(p.rx_descriptors, p.tx_descriptors) for p in ports] == [(512, 512), (512, 512)]
+
+
 def test_unidirectional_trial(testpmd: h.Testpmd) -> None:
     config = testpmd.generator_config(on_tx_full=TxFullPolicy.RETRY)
     assert config.file_prefix is not None

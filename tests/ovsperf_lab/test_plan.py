@@ -116,3 +116,7 @@ def test_unknown_test_and_bad_options(here: MachineFacts) -> None:
         LabOptions(loss_percent=100)
     with pytest.raises(LabError, match="--search-time"):
         LabOptions(search_trial_s=0)
+    for bad in (100, 128, 6000, 65536):
+        with pytest.raises(LabError, match=r"--ring-size' must be a power of two in \[256, 32768\]"):
+            LabOptions(ring_size=bad)
+    assert LabOptions(ring_size=256).ring_size == 256 and LabOptions().ring_size == 8192

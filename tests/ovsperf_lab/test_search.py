@@ -2,7 +2,7 @@ import logging
 
 import pytest
 
-from ovsperf_lab.errors import SearchError, TrafficGeneratorError
+from ovsperf_lab.errors import GeneratorLimitedError, SearchError, TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.search import (
     SearchConfig,
@@ -215,3 +215,50 @@ def test_drain_time_is_passed_to_every_trial() -> None:
     gen = FakeTrafficGenerator(capacity_pps=37.0)
     search_throughput(gen, config(drain_s=0.5), log=LOG)
     assert {s.drain_s for s in gen.specs} == {0.5}
+
+
+def test_validation_the_generator_cannot_sustain_lowers_the_ceiling(caplog: pytest.LogCaptureFixture) -> None:
+    # The DUT never loses; the generator sustains 60 pps in 10-s search trials but only 50 pps in
+    # 30-s validations: the validation at 57 stays TX-limited, so the search continues below
+    # 0.95 * 50 = 47.5 and validates there, marking the result as the generator's ceiling.
+    gen = FakeTrafficGenerator(
+        capacity_pps=1e9, max_tx_for=lambda spec: 60.0 if spec.duration_s < 30 else 50.0
+    )
+    with caplog.at_level(logging.WARNING):
+        res = search_throughput(gen, config(calibrate=True, max_invalid_repeats=1), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "invalid"),
+        ("search", pytest.approx(57.0), "pass"),
+        ("validation", pytest.approx(57.0), "invalid"),
+        ("validation", pytest.approx(57.0), "invalid"),
+        ("validation", pytest.approx(47.5), "pass"),
+    ]
+    assert res.rate_pps == pytest.approx(47.5)
+    assert res.generator_limited is True
+    assert (
+        "could not sustain 57 pps per direction (best 50); the search continues below 48 pps" in caplog.text
+    )
+
+
+def test_ceiling_below_a_dut_failure_is_not_generator_limited() -> None:
+    # Ceiling 47.5 as above, but the DUT forwards only 40 pps: the trial at the ceiling fails and
+    # the bisection finds the DUT's own rate below it.
+    gen = FakeTrafficGenerator(
+        capacity_pps=40.0, max_tx_for=lambda spec: 60.0 if spec.duration_s < 30 else 50.0
+    )
+    res = search_throughput(gen, config(calibrate=True, max_invalid_repeats=0), log=LOG)
+    assert res.generator_limited is False
+    assert res.rate_pps < 40.0
+    assert res.validation.loss_ratio == 0.0
+
+
+def test_a_generator_that_never_sustains_its_rate_ends_the_search() -> None:
+    # Search trials run at any rate, validations reach only 90 % of theirs, however low.
+    gen = FakeTrafficGenerator(
+        capacity_pps=1e9,
+        max_tx_for=lambda spec: spec.rate_pps * (0.9 if spec.duration_s >= 30 else 1.0),
+    )
+    with pytest.raises(GeneratorLimitedError, match="invalid trials in a row") as err:
+        search_throughput(gen, config(calibrate=False, max_invalid_repeats=0, max_rate_caps=2), log=LOG)
+    assert err.value.achieved_pps == pytest.approx(100.0 * 0.9 * 0.95 * 0.9 * 0.95 * 0.9, rel=1e-3)
+    assert len(gen.specs) == 4  # one search trial, three validations (two ceilings)

@@ -26,6 +26,19 @@ def test_testpmd_forwarder_is_confined_and_serves_both_sockets() -> None:
     assert "net_virtio_user1,path=/run/x/vm1.sock,server=1,queues=2,queue_size=1024" in argv
     app = argv[argv.index("--") + 1 :]
     assert "--forward-mode=io" in app and "--rxq=2" in app and "--txq=2" in app
+    assert "--rxd=1024" in app and "--txd=1024" in app
+    assert not any(a.startswith("--total-num-mbufs") for a in app)
+    sized = make_testpmd_argv(
+        binary="dpdk-testpmd",
+        cpu=1,
+        file_prefix="p",
+        memory_mb=256,
+        sockets=SOCKS,
+        queues=1,
+        queue_size=8192,
+        total_mbufs=36_864,
+    )
+    assert "--total-num-mbufs=36864" in sized and "--rxd=8192" in sized
 
 
 def test_qemu_guest_shares_hugepage_memory_and_never_writes_the_image() -> None:

@@ -177,6 +177,8 @@ port_init(struct tg_port *p)
 		if (ret < 0)
 			return ret;
 	}
+	p->nb_rxd = rxd;
+	p->nb_txd = txd;
 	ret = rte_eth_dev_start(p->port_id);
 	if (ret < 0)
 		return ret;

@@ -51,6 +51,21 @@ reply_error(json_t *id, const char *msg)
 	reply(obj, id);
 }
 
+/* Return the descriptors of queue 0 of port p: what the driver reports, else what was configured
+ * (a virtio_user ring holds min(queue_size devarg, configured) descriptors). */
+static uint16_t
+ring_size(const struct tg_port *p, bool rx)
+{
+	struct rte_eth_rxq_info rq;
+	struct rte_eth_txq_info tq;
+
+	if (rx && rte_eth_rx_queue_info_get(p->port_id, 0, &rq) == 0 && rq.nb_desc > 0)
+		return rq.nb_desc;
+	if (!rx && rte_eth_tx_queue_info_get(p->port_id, 0, &tq) == 0 && tq.nb_desc > 0)
+		return tq.nb_desc;
+	return rx ? p->nb_rxd : p->nb_txd;
+}
+
 static json_t *
 ports_json(struct tg_app *app)
 {
@@ -83,6 +98,10 @@ ports_json(struct tg_app *app)
 			json_object_set_new(p, "link_speed_mbps", json_null());
 		else
 			json_object_set_new(p, "link_speed_mbps", json_integer(link.link_speed));
+		json_object_set_new(p, "rx_descriptors",
+				    json_integer(ring_size(&app->ports[i], true)));
+		json_object_set_new(p, "tx_descriptors",
+				    json_integer(ring_size(&app->ports[i], false)));
 		json_array_append_new(arr, p);
 	}
 	return arr;

@@ -119,6 +119,8 @@ struct tg_port {
 	uint16_t port_id;
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
+	uint16_t nb_rxd;		/* RX descriptors per queue, as configured */
+	uint16_t nb_txd;		/* TX descriptors per queue, as configured */
 	uint64_t rx_foreign;		/* frames not ours, or ours on the wrong port */
 	int link_down_seen;		/* atomic: link went down during the trial */
 };
