@@ -8,6 +8,7 @@ awaiting a verdict. It is derived from the store and rewritten atomically after 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
+import jinja2
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.atomicio import atomic_write_text
@@ -26,6 +28,9 @@ log = logging.getLogger(__name__)
 
 OVERVIEW_NAME = "index.html"
 """File name of the overview page inside the reports directory."""
+
+OVERVIEW_HREF = f"../{OVERVIEW_NAME}"
+"""Link from a report page (``<reports>/<name>/index.html``) back to the overview."""
 
 MAX_ROWS = 1000
 """The page lists at most this many comparisons, newest first [1]."""
@@ -71,6 +76,13 @@ def _row(record: ComparisonRecord, reports_dir: Path) -> _Row:
     )
 
 
+@functools.cache
+def _overview_template() -> jinja2.Template:
+    """Return the compiled overview template, built once per process (shared, immutable)."""
+    template: jinja2.Template = environment("ciflow", autoescape=True).get_template("overview.html.j2")
+    return template
+
+
 def write_overview(store: ResultStore, reports_dir: Path) -> Path:
     """Rewrite ``<reports_dir>/index.html`` from the store; return its path.
 
@@ -80,17 +92,13 @@ def write_overview(store: ResultStore, reports_dir: Path) -> Path:
     reports_dir = Path(reports_dir)
     records = [c for c in store.comparisons(report_prefix=reports_dir) if c.report_dir.parent == reports_dir]
     undecided = [c for c in records if c.verdict is None]
-    page = (
-        environment("ciflow", autoescape=True)
-        .get_template("overview.html.j2")
-        .render(
-            rows=[_row(c, reports_dir) for c in records[:MAX_ROWS]],
-            total=len(records),
-            truncated=len(records) > MAX_ROWS,
-            undecided=len(undecided),
-            undecided_regressions=sum(1 for c in undecided if c.overall == "REGRESSION"),
-            generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        )
+    page = _overview_template().render(
+        rows=[_row(c, reports_dir) for c in records[:MAX_ROWS]],
+        total=len(records),
+        truncated=len(records) > MAX_ROWS,
+        undecided=len(undecided),
+        undecided_regressions=sum(1 for c in undecided if c.overall == "REGRESSION"),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     path = reports_dir / OVERVIEW_NAME
     try:
