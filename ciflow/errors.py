@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ovsperf_common.errorfmt import located
+
 
 class CiflowError(Exception):
     """Base of every error ``process-ci-results`` reports; ``main()`` turns it into exit 2."""
@@ -20,13 +22,7 @@ class ConfigError(CiflowError):
         self.reason = message
         self.path = path
         self.key = key
-        where = []
-        if path is not None:
-            where.append(f"'{path}'")
-        if key is not None:
-            where.append(f"field '{key}'")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(located(message, path, ("field", key)))
 
 
 class ResultRejectedError(CiflowError):

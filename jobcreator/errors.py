@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ovsperf_common.errorfmt import located
+
 
 class JobCreatorError(Exception):
     """Base of every error jobcreator reports to the user; ``main()`` turns it into exit 2."""
@@ -28,15 +30,7 @@ class CatalogError(JobCreatorError):
         self.path = path
         self.entry = entry
         self.key = key
-        where = []
-        if path is not None:
-            where.append(f"'{path}'")
-        if entry is not None:
-            where.append(f"scenario '{entry}'")
-        if key is not None:
-            where.append(f"field '{key}'")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(located(message, path, ("scenario", entry), ("field", key)))
 
 
 class UnknownScenarioError(CatalogError):

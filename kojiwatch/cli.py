@@ -79,7 +79,9 @@ def _add_lab(parser: argparse.ArgumentParser) -> None:
         help="catalog scenario (repeatable, or a comma/space list)",
     )
     group.add_argument("--baseline", help="baseline label the results are compared against (recorded)")
-    group.add_argument("--reserve", type=int, help="hours to keep the hosts reserved after the run")
+    group.add_argument(
+        "--reserve", type=float, help="hours to keep the hosts reserved after the run (fractions allowed)"
+    )
     group.add_argument(
         "--jobcreator", default="jobcreator", help="jobcreator executable (default: from PATH)"
     )

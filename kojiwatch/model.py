@@ -238,8 +238,8 @@ class SubmitRequest:
     """Beaker whiteboard text (``--tag``)."""
     baseline: str | None = None
     """Baseline label the results will be compared against; recorded with the job ids."""
-    reserve_h: int | None = None
-    """Hours to keep the hosts reserved after the run (``--reserve``); ``None`` for none."""
+    reserve_h: float | None = None
+    """Hours to keep the hosts reserved after the run (``--reserve``) [h]; ``None`` for none."""
     jobcreator: str = "jobcreator"
     """The jobcreator executable (looked up on ``PATH``)."""
     job_xml_dir: Path | None = None

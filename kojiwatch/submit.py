@@ -14,6 +14,7 @@ import logging
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -59,11 +60,21 @@ def jobcreator_argv(request: SubmitRequest, scenario: str) -> list[str]:
         argv += ["--kickrepo", url]
     argv += ["--tag", request.tag]
     if request.reserve_h is not None:
-        argv += ["--reserve", str(request.reserve_h)]
+        argv += ["--reserve", f"{request.reserve_h:g}"]  # 2 -> "2", 1.5 -> "1.5", as jobcreator takes
     if request.job_xml_dir is not None:
         argv += ["--output", str(request.job_xml_dir / f"{scenario}.xml")]
     argv.append("--autosubmit")
     return argv
+
+
+def find_jobcreator(name: str) -> str | None:
+    """Return the jobcreator executable: ``name`` on PATH, else next to this Python's console scripts.
+
+    The fallback is the environment ovsperf-koji itself was installed in, so
+    ``/opt/ovsperf/.venv/bin/ovsperf-koji watch`` from a systemd unit (whose PATH lacks the venv)
+    finds the ``jobcreator`` installed with it.
+    """
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
 
 
 def _run_jobcreator(exe: str, argv: list[str], scenario: str) -> str:
@@ -79,6 +90,9 @@ def _run_jobcreator(exe: str, argv: list[str], scenario: str) -> str:
         raise SubmitError(f"jobcreator did not finish in {JOBCREATOR_TIMEOUT_S:.0f} s") from err
     except OSError as err:
         raise SubmitError(f"cannot run '{exe}': {err.strerror}") from err
+    for line in proc.stderr.splitlines():  # its log (hub, validation) belongs in the build's log too
+        if line.strip():
+            log.info("jobcreator (%s): %s", scenario, line.rstrip())
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise SubmitError(f"jobcreator exited {proc.returncode}: {lines[-1] if lines else 'no message'}")
@@ -106,9 +120,12 @@ def submit_scenarios(
         installed; after the loop when any submission failed (``failed`` and ``submitted`` set).
     """
     check_scenarios(request.scenarios, catalog_path)
-    exe = shutil.which(request.jobcreator)
+    exe = find_jobcreator(request.jobcreator)
     if exe is None:
-        raise SubmitError(f"Nothing submitted: '{request.jobcreator}' not found on PATH.")
+        raise SubmitError(
+            f"Nothing submitted: '{request.jobcreator}' not found on PATH. "
+            f"(Also looked in {Path(sys.executable).parent}.)"
+        )
     if request.job_xml_dir is not None:
         try:
             request.job_xml_dir.mkdir(parents=True, exist_ok=True)

@@ -107,6 +107,9 @@ class GeneratorConfig:
     """Further EAL arguments, passed through unchanged."""
     jumbo: bool = False
     """Start with ``--jumbo`` (frames up to 9018 B)."""
+    queues: int = 1
+    """RX and TX queues per port (``--queues``, 1 to 8): flow ``f`` is sent on TX queue
+    ``f % queues`` and every RX queue is polled. Give virtio_user vdevs ``queues=<n>`` too."""
     netns: str | None = None
     """Run the generator in this network namespace (``ip netns exec``), e.g. for
     ``net_af_packet`` on veth interfaces that live there."""
@@ -136,6 +139,8 @@ class GeneratorConfig:
     def __post_init__(self) -> None:
         if not self.vdevs and not self.pci_allow:
             raise TrafficGeneratorError("Give at least one 'vdevs' entry or one 'pci_allow' address.")
+        if isinstance(self.queues, bool) or not isinstance(self.queues, int) or not 1 <= self.queues <= 8:
+            raise TrafficGeneratorError(f"Field 'queues' must be an integer in [1, 8], got {self.queues!r}.")
         if self.memory_mb < 16:
             raise TrafficGeneratorError(f"Field 'memory_mb' must be >= 16, got {self.memory_mb!r}.")
         for name in ("startup_timeout_s", "reply_margin_s"):
@@ -174,6 +179,8 @@ class GeneratorConfig:
             eal += ["--vdev", vdev]
         eal += list(self.extra_eal_args)
         app = ["--jumbo"] if self.jumbo else []
+        if self.queues > 1:
+            app += ["--queues", str(self.queues)]
         netns = ["ip", "netns", "exec", self.netns] if self.netns else []
         return [*netns, str(self.resolved_binary()), *eal, "--", *app]
 
@@ -461,14 +468,17 @@ class DpdkTrafficGenerator(TrafficGenerator):
         self._ports = self._parse_ports(reply)
         return self._ports
 
-    def port_stats(self) -> list[dict[str, int]]:
-        """Return the DPDK port counters (``ipackets``, ``opackets``, ``imissed``, ...), port order.
+    def port_stats(self) -> list[dict[str, Any]]:
+        """Return the DPDK port counters, port order.
+
+        Each dict holds ``port``, ``ipackets``, ``opackets``, ``imissed``, ``ierrors``,
+        ``oerrors``, ``rx_nombuf`` [1] and the per-queue lists ``q_ipackets``/``q_opackets`` [1].
 
         :raises TrafficGeneratorError: when the generator does not answer in time.
         """
         reply = self.command({"cmd": "stats"}, self.config.reply_margin_s)
         ports = _require(reply, "ports", list, "the stats reply")
-        return [{str(k): int(v) for k, v in p.items()} for p in ports]
+        return [dict(p) for p in ports]
 
     def trial_command(self, spec: TrialSpec) -> dict[str, Any]:
         """Return the ``trial`` command object for ``spec`` under this configuration."""

@@ -1,12 +1,29 @@
 #!/bin/bash
-# The README's main job: render the Beaker job for OVS_DPDK1q_GUEST_DPDK1q and compare the shipped
-# sample candidate results with the shipped baseline. Prints the job file and the report path.
+# The README's main job, on this machine:
+#   1. render the Beaker job for OVS_DPDK1q_GUEST_DPDK1q (what the lab would run);
+#   2. run OVS_DPDK1q P2P in the local lab (sandboxed OVS-DPDK, ovsperf-trafficgen, RFC 2544
+#      NDR search) at a few frame sizes;
+#   3. compare it with this machine's baseline with generate-report. The first run on a machine
+#      records itself as the baseline (and says so); later runs compare with it.
+# Prints the job file, the results directory and the report path (one per line, on stdout).
+# Needs root (DPDK, hugepages): `make run` calls it through sudo. Finishes in a few minutes.
 set -o errexit -o nounset -o pipefail
+
+die() { printf 'main-job: %s\n' "$*" >&2; exit 2; }
+log() { printf 'main-job: %s\n' "$*" >&2; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${VENV:=${ROOT}/.venv}"
 : "${OUT:=${ROOT}/out}"
+: "${LAB_STATE_DIR:=/var/lib/ovsperf-lab}"      # per-machine state: the baseline lives here
+: "${FRAME_SIZES:=64,512,1518}"
+: "${SEARCH_TIME_S:=2}"
+: "${VALIDATION_TIME_S:=5}"
+: "${GRANULARITY_PERCENT:=0.5}"      # of line rate; also the lowest rate tried
+: "${MAX_TRIALS:=25}"                # per frame size: bounds the run time on a noisy machine
 PATH="${VENV}/bin:${PATH}"
+
+[[ ${EUID} -eq 0 ]] || die "run as root (DPDK needs hugepages): sudo $0"
 
 mkdir -p "${OUT}"
 jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q_GUEST_DPDK1q \
@@ -16,11 +33,46 @@ jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q
     --tag "sample run" --reserve 4 --output "${OUT}/job-OVS_DPDK1q_GUEST_DPDK1q.xml"
 echo "${OUT}/job-OVS_DPDK1q_GUEST_DPDK1q.xml"
 
-status=0
-generate-report --baseline "${ROOT}/examples/results/baseline_ovs-2.9.0_dpdk-17.11" \
-    --output-dir "${OUT}/report" "${ROOT}/examples/results/candidate_ovs-2.9.1_dpdk-17.11.2" || status=$?
-# Exit 1 means "report written, regression found": the sample candidate does regress at 64 B.
-if [[ ${status} -ne 0 && ${status} -ne 1 ]]; then
-    exit "${status}"
+# Leftovers of an interrupted earlier run (only the lab's own) would hold hugepages.
+ovsperf-lab -q cleanup >&2
+
+mkdir -p "${OUT}/lab"
+log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (trials ${SEARCH_TIME_S} s / ${VALIDATION_TIME_S} s)"
+lab_status=0
+results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
+    --search-time "${SEARCH_TIME_S}" --validation-time "${VALIDATION_TIME_S}" --drain-time 0.5 \
+    --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}" --output "${OUT}/lab") || lab_status=$?
+[[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
+compgen -G "${results}/result_*.csv" >/dev/null || die "the lab run wrote no result CSV (see above)"
+# Exit 2 with a results directory: some frame size found no rate; the report shows what is there.
+[[ ${lab_status} -eq 0 ]] || log "the lab run is incomplete (exit ${lab_status}); reporting the frame sizes it finished"
+echo "${results}"
+
+baseline_root="${LAB_STATE_DIR}/baseline"
+if [[ ${lab_status} -eq 0 ]] && ! compgen -G "${baseline_root}/results_*" >/dev/null; then
+    mkdir -p "${baseline_root}"
+    tmp=$(mktemp -d "${baseline_root}/.new.XXXXXX")
+    cp -a "${results}" "${tmp}/"
+    mv "${tmp}/$(basename "${results}")" "${baseline_root}/"
+    rmdir "${tmp}"
+    log "first run on this machine: recorded ${results} as the baseline in ${baseline_root};"
+    log "later runs compare with it (delete ${baseline_root} to record a new one)"
 fi
-echo "${OUT}/report/index.html"
+mapfile -t baselines < <(compgen -G "${baseline_root}/results_*" | sort)
+if [[ ${#baselines[@]} -eq 0 ]]; then
+    # No complete run recorded yet: this incomplete one is compared with itself, not kept.
+    baselines=("${results}")
+    log "no baseline recorded yet (an incomplete run is not recorded as one)"
+fi
+baseline=${baselines[0]}
+log "comparing with the baseline ${baseline}"
+
+report="${OUT}/lab-report"
+status=0
+generate-report --baseline "${baseline}" --output-dir "${report}" "${results}" >&2 || status=$?
+# Exit 1 means "report written, regression found": still print where it is.
+if [[ ${status} -ne 0 && ${status} -ne 1 ]]; then
+    die "generate-report failed with exit code ${status}"
+fi
+[[ ${status} -eq 1 ]] && log "generate-report found a regression against the baseline"
+echo "${report}/index.html"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ovsperf_common.errorfmt import located
+
 
 class VsperfConfigError(Exception):
     """Base of every error ``vsperf-config`` reports to the user; ``main()`` turns it into exit 2."""
@@ -28,15 +30,7 @@ class InventoryError(VsperfConfigError):
         self.path = path
         self.host = host
         self.key = key
-        where = []
-        if path is not None:
-            where.append(f"'{path}'")
-        if host is not None:
-            where.append(f"host '{host}'")
-        if key is not None:
-            where.append(f"field '{key}'")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(located(message, path, ("host", host), ("field", key)))
 
 
 class UnknownHostError(InventoryError):

@@ -299,6 +299,54 @@ task_vsperf_config() {
     fi
 }
 
+# --- CPU isolation (tuned cpu-partitioning, irqbalance) ---------------------------------------
+
+# task_tuned_isolate CPULIST: write tuned's cpu-partitioning variables (isolated_cores).
+task_tuned_isolate() {
+    mkdir -p "${TASK_ETC}/tuned" &&
+        printf '# Written by the ovsperf %s task.\nisolated_cores=%s\n' "${TASK_NAME}" "$1" \
+            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
+}
+
+# task_ban_irqs CPULIST: keep irqbalance off CPULIST (IRQBALANCE_BANNED_CPULIST, other lines kept).
+task_ban_irqs() {
+    local file="${TASK_ETC}/sysconfig/irqbalance"
+    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
+    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
+    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "$1" >>"${file}.ovsperf" &&
+        mv "${file}.ovsperf" "${file}"
+}
+
+# Whether tuned's active profile is cpu-partitioning.
+task_tuned_active() {
+    tuned-adm active | grep -q 'cpu-partitioning'
+}
+
+# --- host synchronisation (perf_synchronization/perfsync.py) ----------------------------------
+
+# task_sync_state STATE: print the state name as published inside this Beaker job,
+# <STATE>.J<job id>: every recipe of the job (guest included) agrees on it, and a state left on a
+# reused machine by an earlier job never satisfies a waiter of this one. Standalone: STATE itself.
+task_sync_state() {
+    local job="${RSTRNT_JOBID:-${JOBID:-}}"
+    printf '%s%s\n' "$1" "${job:+.J${job#J:}}"
+}
+
+# task_perfsync ARG...: run perfsync.py (standard library only, so the platform python3 will do).
+task_perfsync() {
+    "${OVSPERF_PYTHON:-python3}" "${TASK_LIB_DIR}/../perf_synchronization/perfsync.py" "$@"
+}
+
+# task_sync_open_port: open perfsync's TCP port when firewalld runs (restraint's own sync suffers
+# from a closed 6776, reference/beaker.md §5).
+task_sync_open_port() {
+    local port="${PERFSYNC_PORT:-6780}"
+    if task_have firewall-cmd && firewall-cmd --state >/dev/null 2>&1; then
+        task_run "Open TCP ${port} in firewalld" firewall-cmd --add-port="${port}/tcp" ||
+            task_warn "Cannot open TCP ${port}; peers may not reach this host."
+    fi
+}
+
 # task_find_inventory: when INVENTORY is empty, use $OVSPERF_INVENTORY, /etc/ovsperf/inventory.yaml or
 # <repository>/lab/inventory.yaml, the first that exists (a lab keeps its inventory in its fork).
 task_find_inventory() {

@@ -30,13 +30,8 @@ set -o nounset -o pipefail
 : "${PERFSYNC_PORT:=6780}"
 : "${PERFSYNC_STATE_DIR:=/var/lib/ovsperf-perfsync}"
 export PERFSYNC_PORT PERFSYNC_STATE_DIR
-PERF_SYNC_TOOL="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/perfsync.py"
 PERF_SYNC_JOB="${RSTRNT_JOBID:-${JOBID:-}}"
-PERF_SYNC_STATE="${SYNC_STATE}${PERF_SYNC_JOB:+.J${PERF_SYNC_JOB#J:}}"
-
-perf_sync_perfsync() {
-    "${OVSPERF_PYTHON:-python3}" "${PERF_SYNC_TOOL}" "$@"
-}
+PERF_SYNC_STATE="$(task_sync_state "${SYNC_STATE}")"
 
 perf_sync_params() {
     task_require_params SYNC_ACTION SYNC_STATE
@@ -56,14 +51,6 @@ perf_sync_params() {
         task_abort "Job id '${PERF_SYNC_JOB}' makes the state name '${PERF_SYNC_STATE}' invalid."
 }
 
-# Open the server's port when firewalld runs (restraint's own sync suffers from a closed 6776).
-perf_sync_open_port() {
-    if task_have firewall-cmd && firewall-cmd --state >/dev/null 2>&1; then
-        task_run "Open TCP ${PERFSYNC_PORT} in firewalld" firewall-cmd --add-port="${PERFSYNC_PORT}/tcp" ||
-            task_warn "Cannot open TCP ${PERFSYNC_PORT}; peers may not reach this host."
-    fi
-}
-
 # perf_sync_hostkeys FILE: write this host's SSH host keys as known_hosts lines "NAMES TYPE KEY".
 perf_sync_hostkeys() {
     local file="$1" names key found=0
@@ -80,7 +67,7 @@ perf_sync_hostkeys() {
 
 perf_sync_set() {
     task_phase_start Setup "set-${SYNC_STATE}"
-    perf_sync_open_port
+    task_sync_open_port
     local -a args=(--set "${PERF_SYNC_STATE}")
     local data=""
     case "${SYNC_DATA}" in
@@ -102,7 +89,7 @@ perf_sync_set() {
             ;;
     esac
     [[ -z "${data}" ]] || args+=(--data "${data}")
-    task_run "Set state ${PERF_SYNC_STATE}${data:+ with data from ${data}}" perf_sync_perfsync "${args[@]}" ||
+    task_run "Set state ${PERF_SYNC_STATE}${data:+ with data from ${data}}" task_perfsync "${args[@]}" ||
         task_abort "Cannot set state '${SYNC_STATE}' (see the log: state server on TCP ${PERFSYNC_PORT})."
     task_phase_end
 }
@@ -120,7 +107,7 @@ perf_sync_wait() {
     for peer in ${SYNC_PEER}; do
         started="$(date +%s)"
         if ! task_run "Wait up to ${SYNC_TIMEOUT_S} s for state ${PERF_SYNC_STATE} from ${peer}" \
-            perf_sync_perfsync --wait "${PERF_SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" ${extra[@]+"${extra[@]}"}; then
+            task_perfsync --wait "${PERF_SYNC_STATE}" --peer "${peer}" --timeout "${SYNC_TIMEOUT_S}" ${extra[@]+"${extra[@]}"}; then
             elapsed=$(($(date +%s) - started))
             task_abort "Peer '${peer}' did not set state '${PERF_SYNC_STATE}' (waited ${elapsed} s of ${SYNC_TIMEOUT_S} s):" \
                 "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"

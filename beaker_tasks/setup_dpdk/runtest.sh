@@ -41,21 +41,6 @@ setup_dpdk_params() {
         task_abort "ISOLATED_CPUS '${ISOLATED_CPUS}' is not a cpulist like 2-11."
 }
 
-setup_dpdk_write_tuned_variables() {
-    mkdir -p "${TASK_ETC}/tuned" &&
-        printf '# Written by the ovsperf setup_dpdk task.\nisolated_cores=%s\n' "${ISOLATED_CPUS}" \
-            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
-}
-
-setup_dpdk_ban_irqs() {
-    local file="${TASK_ETC}/sysconfig/irqbalance"
-    mkdir -p "${TASK_ETC}/sysconfig" || return 1
-    touch "${file}" || return 1
-    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
-    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "${ISOLATED_CPUS}" >>"${file}.ovsperf" &&
-        mv "${file}.ovsperf" "${file}"
-}
-
 setup_dpdk_load_at_boot() {
     mkdir -p "${TASK_ETC}/modules-load.d" &&
         printf '%s\n' "${SETUP_DPDK_DRIVER}" >"${TASK_ETC}/modules-load.d/ovsperf-${SETUP_DPDK_DRIVER}.conf"
@@ -73,11 +58,11 @@ setup_dpdk_persistent() {
     task_phase_end
 
     task_phase_start Setup persistent
-    task_run "Write tuned cpu-partitioning isolated_cores=${ISOLATED_CPUS}" setup_dpdk_write_tuned_variables ||
+    task_run "Write tuned cpu-partitioning isolated_cores=${ISOLATED_CPUS}" task_tuned_isolate "${ISOLATED_CPUS}" ||
         task_abort "Cannot write the tuned variables."
     task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
         task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
-    task_run "Ban IRQs from CPUs ${ISOLATED_CPUS}" setup_dpdk_ban_irqs
+    task_run "Ban IRQs from CPUs ${ISOLATED_CPUS}" task_ban_irqs "${ISOLATED_CPUS}"
     task_run "Restart irqbalance" systemctl restart irqbalance
     task_run "Load ${SETUP_DPDK_DRIVER} at boot" setup_dpdk_load_at_boot
     if [[ -n "${KERNEL_ARGS}" ]]; then
@@ -126,14 +111,10 @@ setup_dpdk_verify() {
     if ! compgen -G "${TASK_SYSFS}/kernel/iommu_groups/*" >/dev/null; then
         task_abort "The IOMMU is off (no IOMMU groups); add intel_iommu=on iommu=pt to the kernel command line."
     fi
-    task_run "tuned profile is cpu-partitioning" setup_dpdk_tuned_active
+    task_run "tuned profile is cpu-partitioning" task_tuned_active
     grep -qE '(^| )(isolcpus|nohz_full)=' "${TASK_PROC}/cmdline" ||
         task_warn "CPU isolation is not on the kernel command line yet; tuned applies it at the next boot."
     task_phase_end
-}
-
-setup_dpdk_tuned_active() {
-    tuned-adm active | grep -q 'cpu-partitioning'
 }
 
 task_init setup_dpdk

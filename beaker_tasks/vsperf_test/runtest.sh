@@ -4,16 +4,20 @@
 # VSPERF_ACTION=setup (DUT, boot 0): tuned cpu-partitioning with the DUT's isolated CPUs, IRQs kept
 #   off them, NetworkManager off the test NICs, VSperf checked out at a pinned commit with its Python
 #   dependencies in a venv, an SSH key pair for reaching the MoonGen host; reboot; (boot 1+) checks.
-# VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode.
+# VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode; in a
+#   Beaker job, then the perfsync state GUEST_READY for the DUT.
 # VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
-#   run VSperf, take the results directory from its log ("Creating result directory: ..."), check
-#   that a CSV exists for every requested test (VSperf exits 0 when tests fail), copy MoonGen's raw
-#   logs (VSperf leaves them in /tmp/moongen and overwrites them), write ovsperf-metadata.json LAST,
+#   wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
+#   results directory from its log ("Creating result directory: ..."), check that a CSV exists for
+#   every requested test (VSperf exits 0 when tests fail), keep every version of MoonGen's raw logs
+#   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), write ovsperf-metadata.json LAST,
 #   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
-# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR; see README.md.
+# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL,
+# GUEST_TIMEOUT_S,
+# GUEST_SHUTDOWN_TIMEOUT_S; see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -33,6 +37,12 @@ set -o nounset -o pipefail
 : "${VSPERF_TIMEOUT_S:=43200}"
 : "${VSPERF_SETUP_REBOOT:=1}"
 : "${MOONGEN_LOG_DIR:=/tmp/moongen}"
+: "${MOONGEN_LOG_POLL_S:=2}"
+: "${GUEST_NAME:=ovsperf-guest}"
+: "${GUEST_ADDRESS:=}"
+: "${GUEST_RECIPE_URL:=}"
+: "${GUEST_TIMEOUT_S:=14400}"
+: "${GUEST_SHUTDOWN_TIMEOUT_S:=300}"
 : "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
 : "${COLLECTOR_RETRIES:=3}"
 : "${COLLECTOR_RETRY_DELAY_S:=30}"
@@ -56,20 +66,6 @@ vsperf_test_check_nics() {
 }
 
 # --- setup ---------------------------------------------------------------------------------
-
-vsperf_test_write_tuned_variables() {
-    mkdir -p "${TASK_ETC}/tuned" &&
-        printf '# Written by the ovsperf vsperf_test task.\nisolated_cores=%s\n' "${INV_ISOLATED_CPUS}" \
-            >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
-}
-
-vsperf_test_ban_irqs() {
-    local file="${TASK_ETC}/sysconfig/irqbalance"
-    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
-    grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
-    printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "${INV_ISOLATED_CPUS}" >>"${file}.ovsperf" &&
-        mv "${file}.ovsperf" "${file}"
-}
 
 # Keep NetworkManager off the test NICs, now and after reboots.
 vsperf_test_unmanage_nics() {
@@ -124,11 +120,11 @@ vsperf_test_setup_host() {
         task_phase_end
 
         task_phase_start Setup persistent
-        task_run "Write tuned isolated_cores=${INV_ISOLATED_CPUS}" vsperf_test_write_tuned_variables ||
+        task_run "Write tuned isolated_cores=${INV_ISOLATED_CPUS}" task_tuned_isolate "${INV_ISOLATED_CPUS}" ||
             task_abort "Cannot write the tuned variables."
         task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
             task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
-        task_run "Ban IRQs from CPUs ${INV_ISOLATED_CPUS}" vsperf_test_ban_irqs
+        task_run "Ban IRQs from CPUs ${INV_ISOLATED_CPUS}" task_ban_irqs "${INV_ISOLATED_CPUS}"
         task_run "Restart irqbalance" systemctl restart irqbalance
         task_run "Keep NetworkManager off the test NICs" vsperf_test_unmanage_nics
         vsperf_test_checkout
@@ -148,15 +144,11 @@ vsperf_test_setup_host() {
     local hugepages
     hugepages="$(task_hugepages_total)"
     ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}; set them on the kernel command line."
-    task_run "tuned profile is cpu-partitioning" vsperf_test_tuned_active ||
+    task_run "tuned profile is cpu-partitioning" task_tuned_active ||
         task_warn "tuned's active profile is not cpu-partitioning."
     [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
         task_abort "VSperf is not installed in '${VSPERF_DIR}' with '${VSPERF_VENV}'."
     task_phase_end
-}
-
-vsperf_test_tuned_active() {
-    tuned-adm active | grep -q 'cpu-partitioning'
 }
 
 vsperf_test_guest_noiommu() {
@@ -176,6 +168,14 @@ vsperf_test_setup_guest() {
     mode="$(cat "${TASK_SYSFS}/module/vfio/parameters/enable_unsafe_noiommu_mode" 2>/dev/null)"
     [[ "${mode}" == "Y" || "${mode}" == "1" ]] ||
         task_abort "vfio is not in no-IOMMU mode (enable_unsafe_noiommu_mode='${mode}'); unload vfio and retry."
+    # Inside a Beaker job the DUT's `run` waits for this state before it shuts the guest down and
+    # lets VSperf boot its image (the guest's FQDN is unknown to the job, so the DUT asks libvirt).
+    if [[ -n "${RSTRNT_JOBID:-${JOBID:-}}" ]]; then
+        task_sync_open_port
+        task_run "Tell the DUT that the guest is ready (state $(task_sync_state GUEST_READY))" \
+            task_perfsync --set "$(task_sync_state GUEST_READY)" ||
+            task_abort "Cannot publish state GUEST_READY (perfsync server on TCP ${PERFSYNC_PORT:-6780})."
+    fi
     task_phase_end
 }
 
@@ -197,6 +197,117 @@ vsperf_test_config() {
     mapfile -t VSPERF_TEST_TESTS <<<"${listing}"
     [[ -n "${VSPERF_TEST_TESTS[0]:-}" ]] || task_abort "Scenario ${SCENARIO} has no tests."
     task_upload "${VSPERF_TEST_CONF}"
+    task_phase_end
+}
+
+# --- the Beaker guest (guest scenarios) ---------------------------------------------------------
+
+# Print the FQDN Beaker recorded for guest GUEST_NAME in this recipe's XML (<guestrecipe guestname=…
+# system=…>, set when the guest's install finished): GUEST_RECIPE_URL, else the lab controller's
+# http://$LAB_CONTROLLER:8000/recipes/$RECIPEID/. Return 1 when it is not known (yet).
+vsperf_test_guest_from_recipe() {
+    local url="${GUEST_RECIPE_URL}" recipe="${RSTRNT_RECIPEID:-${RECIPEID:-}}"
+    if [[ -z "${url}" && -n "${LAB_CONTROLLER:-}" && -n "${recipe}" ]]; then
+        url="http://${LAB_CONTROLLER}:8000/recipes/${recipe}/"
+    fi
+    [[ -n "${url}" ]] || return 1
+    "${OVSPERF_PYTHON:-python3}" - "${url}" "${GUEST_NAME}" <<'PY'
+import sys
+import urllib.request
+import xml.etree.ElementTree as ET
+
+url, name = sys.argv[1:3]
+try:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        root = ET.fromstring(answer.read())
+except Exception as err:  # unreachable, HTTP error or not XML: not known (yet)
+    print("recipe XML %s: %s" % (url, err), file=sys.stderr)
+    sys.exit(1)
+for guest in root.iter("guestrecipe"):
+    if guest.get("guestname") == name and guest.get("system"):
+        print(guest.get("system"))
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# Print the guest's address: GUEST_ADDRESS, else libvirt's view of the domain's interfaces (guest
+# agent, DHCP lease, the host's ARP table), else the FQDN in the recipe XML (virt/install bridges the
+# guest onto the lab network, where the host may never have talked to it). Return 1 when none is
+# known yet.
+vsperf_test_guest_address() {
+    if [[ -n "${GUEST_ADDRESS}" ]]; then
+        printf '%s\n' "${GUEST_ADDRESS}"
+        return 0
+    fi
+    local source address
+    for source in agent lease arp; do
+        # Columns: Name, MAC address, Protocol, Address/prefix; skip the guest's loopback.
+        address="$(virsh domifaddr "${GUEST_NAME}" --source "${source}" 2>/dev/null |
+            awk '$3 == "ipv4" && $1 != "lo" { sub(/\/.*/, "", $4); print $4; exit }')"
+        if [[ -n "${address}" ]]; then
+            printf '%s\n' "${address}"
+            return 0
+        fi
+    done
+    vsperf_test_guest_from_recipe
+}
+
+vsperf_test_guest_state() {
+    virsh domstate "${GUEST_NAME}" 2>/dev/null | head -n 1
+}
+
+# Shut the guest down (ACPI, then forced after GUEST_SHUTDOWN_TIMEOUT_S) and wait until it is off.
+vsperf_test_guest_shutdown() {
+    local deadline=$((SECONDS + GUEST_SHUTDOWN_TIMEOUT_S))
+    [[ "$(vsperf_test_guest_state)" == "shut off" ]] && return 0
+    virsh shutdown "${GUEST_NAME}" || return 1
+    while ((SECONDS < deadline)); do
+        [[ "$(vsperf_test_guest_state)" == "shut off" ]] && return 0
+        sleep 2
+    done
+    task_log "  ${GUEST_NAME} ignored the shutdown for ${GUEST_SHUTDOWN_TIMEOUT_S} s; destroying it."
+    virsh destroy "${GUEST_NAME}" || return 1
+    [[ "$(vsperf_test_guest_state)" == "shut off" ]]
+}
+
+# A guest scenario in a Beaker job: the DUT runs virt/install + virt/start, and the guest recipe
+# prepares the image (vsperf_test setup GUEST=1) while the DUT goes on; nothing in Beaker makes the
+# DUT wait for it (reference/beaker.md §4.3). So: find the guest's address through libvirt, wait
+# (bounded) for its GUEST_READY state, then shut the domain off, because VSperf boots the guest image
+# itself and two QEMUs must never write the same disk. Without a libvirt domain GUEST_NAME (a
+# standalone run with a prepared image) there is nothing to wait for.
+vsperf_test_wait_guest() {
+    local entry needs_guest=0
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        [[ "${entry##* }" == "p2p" ]] || needs_guest=1
+    done
+    ((needs_guest)) || return 0
+    if ! task_have virsh || [[ -z "$(vsperf_test_guest_state)" ]]; then
+        task_log "No libvirt domain '${GUEST_NAME}' on ${DUT_HOSTNAME}: VSperf boots the inventory's guest image as it is."
+        return 0
+    fi
+    task_phase_start Setup guest-ready
+    local deadline=$((SECONDS + GUEST_TIMEOUT_S)) address="" state
+    state="$(task_sync_state GUEST_READY)"
+    while ! address="$(vsperf_test_guest_address)"; do
+        ((SECONDS < deadline)) || task_abort "The address of guest '${GUEST_NAME}' is unknown to libvirt after ${GUEST_TIMEOUT_S} s" \
+            "(virsh domifaddr --source agent|lease|arp) nor in the recipe XML; set GUEST_ADDRESS."
+        sleep 10
+    done
+    task_run "Wait up to $((deadline - SECONDS)) s for state ${state} from guest ${GUEST_NAME} (${address})" \
+        task_perfsync --wait "${state}" --peer "${address}" --timeout "$((deadline > SECONDS ? deadline - SECONDS : 1))" ||
+        task_abort "Guest '${GUEST_NAME}' (${address}) did not set state '${state}' within ${GUEST_TIMEOUT_S} s:" \
+            "$(grep '^perfsync: ' "${TASK_PHASE_LOG}" | tail -n 1)"
+    task_run "Shut guest ${GUEST_NAME} off so that VSperf can boot its image" vsperf_test_guest_shutdown ||
+        task_abort "Cannot shut guest '${GUEST_NAME}' off (virsh domstate: '$(vsperf_test_guest_state)')."
+    # VSperf boots the inventory's guest_image: it should be the disk the guest recipe prepared.
+    local disks
+    disks="$(virsh domblklist "${GUEST_NAME}" --details 2>/dev/null | awk '$2 == "disk" { print $4 }')"
+    if [[ -n "${INV_GUEST_IMAGE:-}" ]] && ! grep -qxF -- "${INV_GUEST_IMAGE}" <<<"${disks}"; then
+        task_warn "VSperf boots ${INV_GUEST_IMAGE}, but guest ${GUEST_NAME} was prepared on '${disks//$'\n'/ }';" \
+            "set guest_image of ${DUT_HOSTNAME} in the inventory to that disk."
+    fi
     task_phase_end
 }
 
@@ -238,10 +349,54 @@ vsperf_test_vsperf() {
         tee "${VSPERF_TEST_WORK}/vsperf-stdout.log" >&3
 }
 
+# VSperf copies each MoonGen run's log to ${MOONGEN_LOG_DIR}/<run>/moongen-run.log and overwrites it
+# with the next frame size and the next test (reference/vsperf.md §3.5), so a copy taken after the run
+# holds only the last one. vsperf_test_moongen_sweep DEST [final] archives every new version as
+# DEST/<seq>-run<run>-moongen-run.log; while VSperf runs, a version is taken once its checksum held
+# still for one poll (scp has finished writing it: the next MoonGen run takes at least a trial).
+vsperf_test_moongen_sweep() {
+    local dest="$1" final="${2:-}" log run sum last
+    for log in "${MOONGEN_LOG_DIR}"/*/moongen-run.log; do
+        [[ -f "${log}" ]] || continue
+        run="$(basename "$(dirname "${log}")")"
+        sum="$(cksum <"${log}")" || continue
+        last="$(cat "${dest}/.last-${run}" 2>/dev/null)"
+        [[ "${sum}" != "${last}" ]] || continue
+        if [[ -z "${final}" && "${VSPERF_TEST_PENDING[${run}]:-}" != "${sum}" ]]; then
+            VSPERF_TEST_PENDING[${run}]="${sum}" # changed since the last poll: maybe still being written
+            continue
+        fi
+        VSPERF_TEST_MOONGEN_SEQ=$((VSPERF_TEST_MOONGEN_SEQ + 1))
+        cp "${log}" "${dest}/$(printf '%03d' "${VSPERF_TEST_MOONGEN_SEQ}")-run${run}-moongen-run.log" &&
+            printf '%s\n' "${sum}" >"${dest}/.last-${run}"
+    done
+}
+
+# Background: sweep every MOONGEN_LOG_POLL_S until killed, at most for the VSperf run's bound.
+vsperf_test_moongen_keeper() {
+    local dest="$1" deadline=$((SECONDS + VSPERF_TIMEOUT_S + 120))
+    declare -A VSPERF_TEST_PENDING=()
+    while ((SECONDS < deadline)); do
+        vsperf_test_moongen_sweep "${dest}"
+        sleep "${MOONGEN_LOG_POLL_S}"
+    done
+}
+
 vsperf_test_run_vsperf() {
     task_phase_start Test vsperf
     VSPERF_TEST_STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    VSPERF_TEST_MOONGEN_ALL="${VSPERF_TEST_WORK}/moongen-all"
+    VSPERF_TEST_MOONGEN_SEQ=0
+    mkdir -p "${VSPERF_TEST_MOONGEN_ALL}"
+    vsperf_test_moongen_keeper "${VSPERF_TEST_MOONGEN_ALL}" &
+    local keeper=$!
     task_run "Run VSperf for ${SCENARIO} (at most ${VSPERF_TIMEOUT_S} s)" vsperf_test_vsperf
+    kill "${keeper}" 2>/dev/null
+    wait "${keeper}" 2>/dev/null
+    # The last version of each log is stable now; number it after those the keeper took.
+    VSPERF_TEST_MOONGEN_SEQ="$(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*-moongen-run.log' | wc -l)"
+    declare -A VSPERF_TEST_PENDING=()
+    vsperf_test_moongen_sweep "${VSPERF_TEST_MOONGEN_ALL}" final
     VSPERF_TEST_FINISHED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     cat "${VSPERF_TEST_WORK}/vsperf-stdout.log" >>"${TASK_PHASE_LOG}"
     VSPERF_TEST_RESULTS="$(sed -n 's/.*Creating result directory: *//p' "${VSPERF_TEST_WORK}/vsperf-stdout.log" | tail -n 1)"
@@ -348,6 +503,8 @@ vsperf_test_collect() {
     ((${#VSPERF_TEST_MISSING[@]} == 0)) || status="FAIL"
     if [[ -d "${MOONGEN_LOG_DIR}" ]]; then
         task_run "Copy MoonGen's raw logs" cp -a "${MOONGEN_LOG_DIR}/." "${VSPERF_TEST_RESULTS}/moongen/"
+        task_run "Keep every MoonGen log version VSperf overwrote ($(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*.log' | wc -l))" \
+            cp -a "${VSPERF_TEST_MOONGEN_ALL}" "${VSPERF_TEST_RESULTS}/moongen/all"
     else
         task_warn "No MoonGen raw logs in ${MOONGEN_LOG_DIR}."
     fi
@@ -378,6 +535,7 @@ vsperf_test_run() {
     fi
     vsperf_test_inventory
     vsperf_test_config
+    vsperf_test_wait_guest
     vsperf_test_preflight
     vsperf_test_run_vsperf || task_finish
     vsperf_test_collect

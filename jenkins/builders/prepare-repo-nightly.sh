@@ -6,6 +6,6 @@ mkdir -p "${OUT}"
 # shellcheck source=jenkins/builders/koji-args.sh
 . "${WORKSPACE}/jenkins/builders/koji-args.sh"
 "${WORKSPACE}/jenkins/scripts/prepare-repo.sh" --latest-tagged "${KOJI_TAG}" --package "${PACKAGES}" \
-    "${KOJI_ARGS[@]}" --publish-dir "${REPO_PUBLISH_DIR}" --base-url "${REPO_BASE_URL}" \
+    ${KOJI_ARGS[@]+"${KOJI_ARGS[@]}"} --publish-dir "${REPO_PUBLISH_DIR}" --base-url "${REPO_BASE_URL}" \
     --output-json "${OUT}/repo.json" >"${OUT}/repo-url.txt"
 echo "Repo: $(<"${OUT}/repo-url.txt")"

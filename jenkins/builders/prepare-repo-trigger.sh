@@ -22,8 +22,17 @@ if [[ -n "${KOJI_OWNER:-}" ]]; then
 fi
 # shellcheck source=jenkins/builders/koji-args.sh
 . "${WORKSPACE}/jenkins/builders/koji-args.sh"
-"${WORKSPACE}/jenkins/scripts/prepare-repo.sh" "${WHICH[@]}" --package "${PACKAGE}" "${OWNER[@]}" \
-    --tag "${KOJI_TAG}" --tag-wait-s "${KOJI_TAG_WAIT_S}" "${KOJI_ARGS[@]}" \
+rm -f "${OUT}/not-in-tag"
+# ${A[@]+"${A[@]}"}: an empty array under nounset is an error in bash < 4.4 (RHEL 7 agents).
+rc=0
+"${WORKSPACE}/jenkins/scripts/prepare-repo.sh" "${WHICH[@]}" --package "${PACKAGE}" ${OWNER[@]+"${OWNER[@]}"} \
+    --tag "${KOJI_TAG}" --tag-wait-s "${KOJI_TAG_WAIT_S}" ${KOJI_ARGS[@]+"${KOJI_ARGS[@]}"} \
     --publish-dir "${REPO_PUBLISH_DIR}" --base-url "${REPO_BASE_URL}" \
-    --output-json "${OUT}/repo.json" >"${OUT}/repo-url.txt"
+    --output-json "${OUT}/repo.json" >"${OUT}/repo-url.txt" || rc=$?
+if ((rc == 3)); then
+    # Jenkins marks the build UNSTABLE and still runs the next builder: tell submit.sh to skip.
+    echo "The build is not in ${KOJI_TAG}: nothing to test." >"${OUT}/not-in-tag"
+    cat "${OUT}/not-in-tag" >&2
+fi
+((rc == 0)) || exit "${rc}"
 echo "Repo: $(<"${OUT}/repo-url.txt")"

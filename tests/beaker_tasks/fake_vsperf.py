@@ -3,7 +3,8 @@
 It loads ``--conf-file`` the way VSperf does (over VSperf's dict defaults, UPPER_CASE names only)
 and refuses a config VSperf would choke on, logs ``Creating result directory: <dir>`` in VSperf's
 format, writes ``result_<index>_<test>_<deployment>.csv`` per test (one row per frame size, MoonGen
-columns), leaves MoonGen's raw log in ``$MOONGEN_LOG_DIR/1/moongen-run.log`` and exits 0 even when a
+columns), overwrites MoonGen's raw log ``$MOONGEN_LOG_DIR/1/moongen-run.log`` per test and frame size (pausing
+``FAKE_VSPERF_TRIAL_S`` after each, as a MoonGen run would) and exits 0 even when a
 test fails (``FAKE_VSPERF_FAIL`` names tests to fail; ``FAKE_VSPERF_NO_RESULTS=1`` omits the directory).
 """
 
@@ -14,6 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ["FAKE_VSPERF_LOADER_DIR"])
 from vsperf_loader import load_like_vsperf
+
+MOONGEN_REPORT = (
+    "[REPORT]      total: Tx frames: 889281855 Rx Frames: 84115751 frame loss: 805166104, 90.541160% "
+    "Tx Mpps: 29.644006 Rx Mpps: 2.803982\n"
+)
 
 DEPLOYMENT = {"phy2phy_tput": "p2p", "pvp_tput": "pvp", "pvvp_tput": "pvvp"}
 HEADER = (
@@ -65,15 +71,16 @@ def main(argv: list[str]) -> int:
             f"2026-11-22 01:05:12,{settings['TRAFFIC']['multistream']},L4,No"
             for size in settings["TRAFFICGEN_PKT_SIZES"]
         ]
+        for size in settings["TRAFFICGEN_PKT_SIZES"]:  # VSperf scp's each run's log over the last one
+            moongen = Path(os.environ["MOONGEN_LOG_DIR"]) / "1"
+            moongen.mkdir(parents=True, exist_ok=True)
+            (moongen / "moongen-run.log").write_text(
+                MOONGEN_REPORT + f"# fake MoonGen run: {test} {size} B\n"
+            )
+            time.sleep(float(os.environ.get("FAKE_VSPERF_TRIAL_S", "0")))
         csv = results / f"result_{index}_{test}_{DEPLOYMENT[test]}.csv"
         csv.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
         log("INFO", f"Write results to file: {csv}")
-    moongen = Path(os.environ["MOONGEN_LOG_DIR"]) / "1"
-    moongen.mkdir(parents=True, exist_ok=True)
-    (moongen / "moongen-run.log").write_text(
-        "[REPORT]      total: Tx frames: 889281855 Rx Frames: 84115751 frame loss: 805166104, 90.541160% "
-        "Tx Mpps: 29.644006 Rx Mpps: 2.803982\n"
-    )
     (results / "vsperf-overall_x.log").write_text("overall\n")
     if xunit is not None:
         xunit.mkdir(parents=True, exist_ok=True)

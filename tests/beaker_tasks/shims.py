@@ -47,6 +47,7 @@ SPECIFIC = (
     "git",
     "rsync",
     "vsperf-base-python",
+    "virsh",
 )
 HARNESS = (
     "rstrnt-report-result",

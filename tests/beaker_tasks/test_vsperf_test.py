@@ -1,6 +1,15 @@
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -261,3 +270,184 @@ def test_run_without_hugepages_warns_and_aborts(dut: Lab, tmp_path: Path) -> Non
     assert run.returncode == 2
     assert run.reported()[-1] == ("vsperf_test/preflight", "WARN")
     assert not run.called("vsperf")
+
+
+# --- the Beaker guest: the DUT waits for its setup, then shuts it off for VSperf ----------------
+
+PERFSYNC = REPO / "beaker_tasks" / "perf_synchronization" / "perfsync.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def guest(tmp_path: Path) -> Iterator[tuple[Lab, dict[str, str]]]:
+    """The guest as a second fake machine with its own perfsync state directory and port."""
+    sync = {"PERFSYNC_PORT": str(_free_port()), "PERFSYNC_STATE_DIR": str(tmp_path / "guest-sync")}
+    lab = Lab(tmp_path / "guest")
+    param = lab.sysfs / "module" / "vfio" / "parameters"
+    param.mkdir(parents=True)
+    (param / "enable_unsafe_noiommu_mode").write_text("Y\n")
+    try:
+        yield lab, sync
+    finally:  # the state server outlives the task, as on a real guest: stop it by its PID file
+        subprocess.run(
+            [sys.executable, str(PERFSYNC), "--stop"], env={**os.environ, **sync}, check=False, timeout=30
+        )
+
+
+def _guest_setup(lab: Lab, sync: dict[str, str]) -> Result:
+    """Run the guest's setup inside Beaker job 4321: it publishes GUEST_READY.J4321."""
+    return lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", GUEST="1", RSTRNT_JOBID="4321", **sync)
+
+
+@pytest.fixture
+def ready(dut: Lab, guest: tuple[Lab, dict[str, str]]) -> dict[str, str]:
+    """A set-up DUT whose guest has published GUEST_READY.J4321; return the guest's perfsync settings."""
+    _setup(dut)
+    lab, sync = guest
+    assert _guest_setup(lab, sync).returncode == 0
+    return sync
+
+
+def _domain(dut: Lab, state: str = "running") -> dict[str, str]:
+    state_file = dut.root / "virsh-state"
+    state_file.write_text(state + "\n")
+    return {"SHIM_VIRSH_STATE": str(state_file), "SHIM_VIRSH_ADDRESS": "127.0.0.1"}
+
+
+def test_guest_setup_in_a_job_publishes_guest_ready(guest: tuple[Lab, dict[str, str]]) -> None:
+    lab, sync = guest
+    run = _guest_setup(lab, sync)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.reported() == [("vsperf_test/guest", "PASS")]
+    url = f"http://127.0.0.1:{sync['PERFSYNC_PORT']}/v1/states/GUEST_READY.J4321"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        assert answer.status == 200
+
+
+def test_run_waits_for_the_guest_then_shuts_it_off(dut: Lab, ready: dict[str, str], tmp_path: Path) -> None:
+    run = _run(dut, tmp_path / "ci_in", **_domain(dut), **ready)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [name for name, _ in run.reported()] == [
+        "vsperf_test/config",
+        "vsperf_test/guest-ready",
+        "vsperf_test/preflight",
+        "vsperf_test/vsperf",
+        "vsperf_test/collect",
+    ]
+    assert {result for _, result in run.reported()} == {"PASS"}
+    # The address came from libvirt's ARP view (agent and lease knew nothing); lo is skipped.
+    assert [c[2:4] for c in run.called("virsh") if c[0] == "domifaddr"] == [
+        ["--source", "agent"],
+        ["--source", "lease"],
+        ["--source", "arp"],
+    ]
+    assert "for state GUEST_READY.J4321 from guest ovsperf-guest (127.0.0.1)" in run.stdout
+    assert run.index("virsh", "shutdown", "ovsperf-guest") < run.index("vsperf")
+    assert not [c for c in run.called("virsh") if c[0] == "destroy"]
+    assert (dut.root / "virsh-state").read_text() == "shut off\n"
+
+
+def test_run_guest_never_ready_warns_and_aborts_before_vsperf(
+    dut: Lab, guest: tuple[Lab, dict[str, str]], tmp_path: Path
+) -> None:
+    _setup(dut)
+    _, sync = guest  # nothing serves GUEST_READY on the guest's port
+    run = _run(dut, tmp_path / "ci_in", GUEST_TIMEOUT_S="3", **_domain(dut), **sync)
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("vsperf_test/guest-ready", "WARN")
+    assert "Guest 'ovsperf-guest' (127.0.0.1) did not set state 'GUEST_READY.J4321' within 3 s" in run.stderr
+    assert not run.called("vsperf")
+    assert not [c for c in run.called("virsh") if c[0] in ("shutdown", "destroy")]
+
+
+def test_run_guest_ignoring_shutdown_is_destroyed(dut: Lab, ready: dict[str, str], tmp_path: Path) -> None:
+    run = _run(
+        dut,
+        tmp_path / "ci_in",
+        GUEST_ADDRESS="127.0.0.1",
+        GUEST_SHUTDOWN_TIMEOUT_S="1",
+        SHIM_VIRSH_IGNORE_SHUTDOWN="1",
+        **_domain(dut),
+        **ready,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not [c for c in run.called("virsh") if c[0] == "domifaddr"]  # GUEST_ADDRESS given
+    assert run.index("virsh", "shutdown") < run.index("virsh", "destroy") < run.index("vsperf")
+    assert ("vsperf_test/guest-ready", "PASS") in run.reported()  # the inventory names the guest's disk
+
+
+def test_run_warns_when_vsperf_would_boot_another_image_than_the_guest_s(
+    dut: Lab, ready: dict[str, str], tmp_path: Path
+) -> None:
+    disk = "/var/lib/libvirt/images/ovsperf-guest.img"
+    run = _run(dut, tmp_path / "ci_in", SHIM_VIRSH_DISK=disk, **_domain(dut), **ready)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/guest-ready", "WARN") in run.reported()
+    image = "/var/lib/libvirt/images/ovsperf-guest.qcow2"  # the example inventory's guest_image
+    assert f"VSperf boots {image}, but guest ovsperf-guest was prepared on '{disk}'" in run.stdout
+    assert run.called("vsperf")
+
+
+def test_run_p2p_scenario_ignores_the_guest(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    run = dut.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="run",
+        RSTRNT_JOBID="4321",
+        **_params(dut, SCENARIO="OVS_DPDK1q", COLLECTOR=f"u@h:{tmp_path / 'ci_in'}", **_domain(dut)),
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not run.called("virsh")
+
+
+def test_run_keeps_every_moongen_log_vsperf_overwrites(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector, FAKE_VSPERF_TRIAL_S="0.6", MOONGEN_LOG_POLL_S="0.1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    (shipped,) = collector.iterdir()
+    kept = sorted((shipped / "moongen" / "all").glob("*.log"))
+    assert [p.name for p in kept] == [f"{i:03d}-run1-moongen-run.log" for i in range(1, 9)]
+    runs = [p.read_text().splitlines()[-1] for p in kept]
+    assert runs == [
+        f"# fake MoonGen run: {test} {size} B"
+        for test in ("phy2phy_tput", "pvp_tput")
+        for size in (64, 576, 1280, 1500)
+    ]
+    # VSperf's own scratch copy (the last run only) is still there as before.
+    assert (shipped / "moongen" / "1" / "moongen-run.log").read_text() == kept[-1].read_text()
+
+
+def test_run_finds_a_bridged_guest_through_the_recipe_xml(
+    dut: Lab, ready: dict[str, str], tmp_path: Path
+) -> None:
+    # libvirt knows no address (bridged guest the host never talked to): Beaker's recipe XML names it.
+    www = tmp_path / "lc"
+    (www / "recipes" / "77").mkdir(parents=True)
+    (www / "recipes" / "77" / "index.html").write_text(
+        '<recipe id="77" system="dut01.example.com"><guestrecipe guestname="other" system="10.0.0.9"/>'
+        '<guestrecipe guestname="ovsperf-guest" system="127.0.0.1" mac_address="52:54:00:00:00:01"/>'
+        "</recipe>\n"
+    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        domain = {k: v for k, v in _domain(dut).items() if k != "SHIM_VIRSH_ADDRESS"}
+        url = f"http://127.0.0.1:{server.server_address[1]}/recipes/77/"
+        run = _run(dut, tmp_path / "ci_in", GUEST_RECIPE_URL=url, **domain, **ready)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "for state GUEST_READY.J4321 from guest ovsperf-guest (127.0.0.1)" in run.stdout
+    assert len([c for c in run.called("virsh") if c[0] == "domifaddr"]) == 3  # libvirt was asked first
+    assert run.index("virsh", "shutdown") < run.index("vsperf")

@@ -215,6 +215,11 @@ def test_build_not_in_the_tag_is_unstable_and_submits_nothing(
     assert prep.returncode == 3  # the job's unstableReturn
     assert "is not tagged into 'fdp-el9-candidate'" in prep.stderr
     assert list(web.root.iterdir()) == [] and jobcreator.calls() == []
+    # Jenkins runs the next builder after an UNSTABLE step: it must submit nothing and not fail.
+    sub = bash(workspace / "jenkins/builders/submit.sh", env)
+    assert sub.returncode == 0, sub.stderr
+    assert "nothing submitted: The build is not in fdp-el9-candidate" in sub.stderr
+    assert sub.stdout == "" and jobcreator.calls() == []
 
 
 def test_failed_submission_fails_the_builder(
@@ -330,3 +335,17 @@ def test_wrapper_without_ovsperf_installed_says_so(tmp_path: Path) -> None:
     assert "'ovsperf-koji' not found" in proc.stderr
     assert os.access(ROOT / "jenkins/scripts/prepare-repo.sh", os.X_OK)
     assert os.access(ROOT / "jenkins/scripts/submit.sh", os.X_OK)
+
+
+def test_submit_without_a_repo_fails_and_submits_nothing(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    workspace: Path,
+    jobcreator: FakeJobcreator,
+    venv: str,
+) -> None:
+    env = jenkins_env(hub, web, workspace, jobcreator, venv)
+    sub = bash(workspace / "jenkins/builders/submit.sh", env)
+    assert sub.returncode == 2
+    assert "out/repo-url.txt is missing or empty; the prepare step made no repo" in sub.stderr
+    assert jobcreator.calls() == []

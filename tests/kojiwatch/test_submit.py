@@ -64,6 +64,7 @@ def test_each_scenario_submitted_and_ids_collected(
         expected_argv("OVS_DPDK1q_GUEST_DPDK1q"),
     ]
     assert "Submitted job 'J:4202' for scenario 'OVS_DPDK2q'." in err
+    assert "jobcreator (OVS_DPDK2q): Submitted." in err  # jobcreator's own log is kept
     assert json.loads(ids.read_text()) == {
         "repos": [REPO],
         "baseline": "ovs-3.0.0",
@@ -91,6 +92,13 @@ def test_reserve_and_several_repos_are_passed_on(
     assert argv[argv.index("--kickrepo", argv.index("--kickrepo") + 1) + 1] == other
     assert argv[argv.index("--reserve") + 1] == "4" and argv[-1] == "--autosubmit"
     assert capsys.readouterr().out == "J:4201\n"
+
+
+def test_fractional_reserve_hours_are_passed_on(jobcreator: FakeJobcreator) -> None:
+    # jobcreator takes fractional hours (--reserve 1.5); Jenkins' RESERVE_HOURS may hold one.
+    assert main(["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--reserve", "1.5"]) == 0
+    argv = jobcreator.calls()[0]
+    assert argv[argv.index("--reserve") + 1] == "1.5"
 
 
 def test_one_failed_submission_fails_the_run_but_keeps_the_others(

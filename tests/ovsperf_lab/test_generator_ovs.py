@@ -6,6 +6,7 @@ OVS runs with its own ovsdb-server/ovs-vswitchd and run/db/log directories; its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -114,3 +115,23 @@ def test_frames_tagged_by_the_dut_are_still_counted(ovs: h.OvsSandbox) -> None:
         (0, 5_000, 5_000),
         (1, 5_000, 5_000),
     ]
+
+
+def test_two_queues_through_ovs_count_exactly(ovs: h.OvsSandbox) -> None:
+    ovs.p2p_flows()
+    config = ovs.generator_config(on_tx_full=TxFullPolicy.RETRY, queues=2, startup_timeout_s=30)
+    assert config.file_prefix is not None
+    with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+        gen.wait_link(timeout_s=20)
+        trial = gen.run_trial(
+            TrialSpec(
+                frame_size_bytes=64, rate_pps=10_000, duration_s=0.5, flows=8, warmup_s=0.3, drain_s=0.5
+            )
+        )
+        assert [(d.tx_packets, d.rx_packets) for d in trial.directions] == [(5_000, 5_000)] * 2
+        # Warm-up (3000 frames) and trial (5000) per port, half of the flows on each queue.
+        assert [s["q_opackets"] for s in gen.port_stats()] == [[4_000, 4_000]] * 2
+        # OVS polls a second, enabled queue on each vhost-user port.
+        rxq = ovs.appctl("dpif-netdev/pmd-rxq-show")
+        for port in ("vhu0", "vhu1"):
+            assert re.search(rf"port: {port}\s+queue-id:\s+1 \(enabled\)", rxq), rxq

@@ -137,3 +137,28 @@ def test_frames_the_forwarder_does_not_take_are_lost_not_invalid(testpmd: h.Test
         assert d["tx_packets"] < 10_000
         assert result["valid"] is False
         assert result["invalid_reason"].startswith("port 0 stopped taking frames")
+
+
+def test_flows_are_spread_over_queues_like_rss(binary: h.Path) -> None:
+    sockets = h.SocketDir()
+    try:
+        pmd = h.Testpmd(sockets, queues=2)
+        try:
+            config = pmd.generator_config(on_tx_full=TxFullPolicy.RETRY)
+            assert config.file_prefix is not None
+            with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+                gen.wait_link(timeout_s=10)
+                trial = gen.run_trial(
+                    TrialSpec(frame_size_bytes=64, rate_pps=10_000, duration_s=0.5, bidirectional=False,
+                              flows=4, drain_s=0.5)
+                )  # fmt: skip
+                (d,) = trial.directions
+                assert (d.tx_packets, d.rx_packets) == (5_000, 5_000)
+                stats = gen.port_stats()
+                # Flows 0 and 2 on queue 0, flows 1 and 3 on queue 1.
+                assert stats[0]["q_opackets"] == [2_500, 2_500]
+                assert sum(stats[1]["q_ipackets"]) == 5_000
+        finally:
+            pmd.stop()
+    finally:
+        sockets.remove()

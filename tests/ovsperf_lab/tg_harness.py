@@ -92,16 +92,17 @@ def wait_for(predicate: object, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def virtio_user_config(sockets: tuple[Path, ...], *, server: bool, **kwargs: object) -> GeneratorConfig:
+def virtio_user_config(
+    sockets: tuple[Path, ...], *, server: bool, queues: int = 1, **kwargs: object
+) -> GeneratorConfig:
     """Return a generator configuration with one ``net_virtio_user`` port per socket.
 
     ``kwargs`` override :class:`GeneratorConfig` fields.
     """
-    mode = ",server=1" if server else ""
+    mode = f"{',server=1' if server else ''},queue_size=1024,queues={queues}"
     fields: dict[str, object] = {
-        "vdevs": tuple(
-            f"net_virtio_user{i},path={sock}{mode},queue_size=1024" for i, sock in enumerate(sockets)
-        ),
+        "queues": queues,
+        "vdevs": tuple(f"net_virtio_user{i},path={sock}{mode}" for i, sock in enumerate(sockets)),
         "lcores": generator_cpu(),
         "memory_mb": 128,
         "file_prefix": unique_prefix("gen"),
@@ -130,8 +131,9 @@ class Testpmd:
     io forwarding, pinned to one CPU (both lcores on it), ``--no-pci``, its own file prefix.
     """
 
-    def __init__(self, sockets: SocketDir, *, forward_mode: str = "io") -> None:
+    def __init__(self, sockets: SocketDir, *, forward_mode: str = "io", queues: int = 1) -> None:
         self.prefix = unique_prefix("testpmd")
+        self.queues = queues
         self.sock0 = sockets / "pmd0.sock"
         self.sock1 = sockets / "pmd1.sock"
         cpu = peer_cpu()
@@ -146,12 +148,14 @@ class Testpmd:
             "256",
             "--in-memory",
             "--vdev",
-            f"net_vhost0,iface={self.sock0}",
+            f"net_vhost0,iface={self.sock0},queues={queues}",
             "--vdev",
-            f"net_vhost1,iface={self.sock1}",
+            f"net_vhost1,iface={self.sock1},queues={queues}",
             "--",
             "-i",
             f"--forward-mode={forward_mode}",
+            f"--rxq={queues}",
+            f"--txq={queues}",
             "--auto-start",
             "--no-mlockall",
         ]
@@ -166,7 +170,7 @@ class Testpmd:
 
     def generator_config(self, **kwargs: object) -> GeneratorConfig:
         """Return a generator configuration with virtio_user clients to this testpmd."""
-        return virtio_user_config((self.sock0, self.sock1), server=False, **kwargs)
+        return virtio_user_config((self.sock0, self.sock1), server=False, queues=self.queues, **kwargs)
 
     def stop(self) -> None:
         """Kill testpmd (by PID) and remove its files."""
@@ -217,6 +221,10 @@ class OvsSandbox:
     def vsctl(self, *args: str) -> str:
         """Run ``ovs-vsctl`` against this sandbox's database."""
         return self._run("ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=20", *args)
+
+    def appctl(self, *args: str) -> str:
+        """Run ``ovs-appctl`` against this sandbox's ovs-vswitchd."""
+        return self._run("ovs-appctl", f"--target={self.dir / 'ovs-vswitchd.ctl'}", *args)
 
     def ofctl(self, *args: str) -> str:
         """Run ``ovs-ofctl`` against ``br0`` of this sandbox."""

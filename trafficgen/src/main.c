@@ -46,14 +46,18 @@ static void
 usage(const char *prog)
 {
 	fprintf(stderr,
-		"Usage: %s [EAL options] -- [--jumbo] [--mbufs N] [--rxd N] [--txd N]\n"
+		"Usage: %s [EAL options] --\n"
+		"         [--jumbo] [--queues N] [--mbufs N] [--rxd N] [--txd N]\n"
 		"  --jumbo    allow frames up to %d B (port MTU raised)\n"
-		"  --mbufs N  mbufs per socket pool (default %d)\n"
+		"  --queues N RX and TX queues per port, 1 to %d (default 1); flow f is sent\n"
+		"             on TX queue f %% N, all RX queues are polled\n"
+		"  --mbufs N  mbufs per socket pool (default %d, more when the rings need it)\n"
 		"  --rxd N    RX ring size (default %d)\n"
 		"  --txd N    TX ring size (default %d)\n"
 		"Reads one JSON command per line on stdin, see docs/trafficgen.md.\n"
 		"Exit codes: 0 ok, 1 runtime failure, 2 usage error.\n",
-		prog, TG_JUMBO_FRAME_LEN, DEFAULT_MBUFS, DEFAULT_RING_SIZE, DEFAULT_RING_SIZE);
+		prog, TG_JUMBO_FRAME_LEN, TG_MAX_QUEUES, DEFAULT_MBUFS, DEFAULT_RING_SIZE,
+		DEFAULT_RING_SIZE);
 }
 
 static int
@@ -76,6 +80,7 @@ parse_args(int argc, char **argv)
 		{ "mbufs", required_argument, NULL, 'm' },
 		{ "rxd", required_argument, NULL, 'r' },
 		{ "txd", required_argument, NULL, 't' },
+		{ "queues", required_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -91,6 +96,11 @@ parse_args(int argc, char **argv)
 			if (parse_uint(optarg, 1023, 1u << 24, &v) < 0)
 				return -EINVAL;
 			nb_mbufs = (unsigned int)v;
+			break;
+		case 'q':
+			if (parse_uint(optarg, 1, TG_MAX_QUEUES, &v) < 0)
+				return -EINVAL;
+			app.nb_queues = (uint16_t)v;
 			break;
 		case 'r':
 		case 't':
@@ -117,7 +127,7 @@ port_init(struct tg_port *p)
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
 	struct rte_eth_txconf txconf;
-	uint16_t rxd = nb_rxd, txd = nb_txd;
+	uint16_t rxd = nb_rxd, txd = nb_txd, q;
 	int socket = rte_eth_dev_socket_id(p->port_id);
 	int ret;
 
@@ -127,7 +137,19 @@ port_init(struct tg_port *p)
 		return ret;
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
-	ret = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
+	if (app.nb_queues > info.max_rx_queues || app.nb_queues > info.max_tx_queues) {
+		TG_LOG(ERR, "Port %u has at most %u RX and %u TX queues, %u asked for\n",
+		       p->port_id, info.max_rx_queues, info.max_tx_queues, app.nb_queues);
+		return -EINVAL;
+	}
+	if (app.nb_queues > 1) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP;
+		conf.rx_adv_conf.rss_conf.rss_hf &= info.flow_type_rss_offloads;
+		if (conf.rx_adv_conf.rss_conf.rss_hf == 0)
+			conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
+	}
+	ret = rte_eth_dev_configure(p->port_id, app.nb_queues, app.nb_queues, &conf);
 	if (ret != 0)
 		return ret;
 	ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &rxd, &txd);
@@ -143,16 +165,18 @@ port_init(struct tg_port *p)
 		else if (ret != 0)
 			return ret;
 	}
-	ret = rte_eth_rx_queue_setup(p->port_id, 0, rxd, socket < 0 ? 0 : (unsigned int)socket,
-				     NULL, p->pool);
-	if (ret < 0)
-		return ret;
 	txconf = info.default_txconf;
 	txconf.offloads = conf.txmode.offloads;
-	ret = rte_eth_tx_queue_setup(p->port_id, 0, txd, socket < 0 ? 0 : (unsigned int)socket,
-				     &txconf);
-	if (ret < 0)
-		return ret;
+	for (q = 0; q < app.nb_queues; q++) {
+		ret = rte_eth_rx_queue_setup(p->port_id, q, rxd,
+					     socket < 0 ? 0 : (unsigned int)socket, NULL, p->pool);
+		if (ret < 0)
+			return ret;
+		ret = rte_eth_tx_queue_setup(p->port_id, q, txd,
+					     socket < 0 ? 0 : (unsigned int)socket, &txconf);
+		if (ret < 0)
+			return ret;
+	}
 	ret = rte_eth_dev_start(p->port_id);
 	if (ret < 0)
 		return ret;
@@ -169,13 +193,16 @@ pool_for_socket(int socket)
 	static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 	char name[RTE_MEMPOOL_NAMESIZE];
 	unsigned int s = socket < 0 ? 0 : (unsigned int)socket;
+	unsigned int need;
 
 	if (s >= RTE_MAX_NUMA_NODES)
 		s = 0;
 	if (pools[s] == NULL) {
 		snprintf(name, sizeof(name), "tg_pool_%u", s);
-		pools[s] = rte_pktmbuf_pool_create(name, nb_mbufs, MBUF_CACHE_SIZE, 0,
-						   app.jumbo ? JUMBO_DATA_ROOM :
+		/* Every ring of every port full, and some frames in flight. */
+		need = app.nb_ports * app.nb_queues * (nb_rxd + nb_txd) + 4096u;
+		pools[s] = rte_pktmbuf_pool_create(name, RTE_MAX(nb_mbufs, need), MBUF_CACHE_SIZE,
+						   0, app.jumbo ? JUMBO_DATA_ROOM :
 						   RTE_MBUF_DEFAULT_BUF_SIZE, (int)s);
 	}
 	return pools[s];
@@ -199,6 +226,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* 2. Application options. */
+	app.nb_queues = 1;
 	if (parse_args(argc, argv) < 0) {
 		usage("ovsperf-trafficgen");
 		rte_eal_cleanup();

@@ -96,6 +96,7 @@ tg_print_ready(struct tg_app *app)
 	json_object_set_new(obj, "ok", json_true());
 	json_object_set_new(obj, "event", json_string("ready"));
 	json_object_set_new(obj, "tsc_hz", json_integer((json_int_t)app->tsc_hz));
+	json_object_set_new(obj, "queues", json_integer(app->nb_queues));
 	json_object_set_new(obj, "ports", ports_json(app));
 	reply(obj, NULL);
 }
@@ -108,6 +109,18 @@ reply_ports(struct tg_app *app, json_t *id)
 	json_object_set_new(obj, "ok", json_true());
 	json_object_set_new(obj, "ports", ports_json(app));
 	reply(obj, id);
+}
+
+/* Per-queue counters (drivers that keep none report zeros). */
+static json_t *
+queue_counters(const uint64_t *counters, uint16_t nb_queues)
+{
+	json_t *arr = json_array();
+	uint16_t q;
+
+	for (q = 0; q < nb_queues && q < RTE_ETHDEV_QUEUE_STAT_CNTRS; q++)
+		json_array_append_new(arr, json_integer((json_int_t)counters[q]));
+	return arr;
 }
 
 static void
@@ -129,6 +142,8 @@ reply_stats(struct tg_app *app, json_t *id)
 		json_object_set_new(p, "ierrors", json_integer((json_int_t)st.ierrors));
 		json_object_set_new(p, "oerrors", json_integer((json_int_t)st.oerrors));
 		json_object_set_new(p, "rx_nombuf", json_integer((json_int_t)st.rx_nombuf));
+		json_object_set_new(p, "q_ipackets", queue_counters(st.q_ipackets, app->nb_queues));
+		json_object_set_new(p, "q_opackets", queue_counters(st.q_opackets, app->nb_queues));
 		json_array_append_new(arr, p);
 	}
 	json_object_set_new(obj, "ok", json_true());

@@ -20,6 +20,7 @@
 #define TG_LOG(level, ...) RTE_LOG(level, TRAFFICGEN, __VA_ARGS__)
 
 #define TG_MAX_PORTS 2
+#define TG_MAX_QUEUES 8
 #define TG_MAX_STREAMS 2
 #define TG_BURST 32
 #define TG_MAGIC 0x4f565047u	/* "OVPG" */
@@ -89,8 +90,11 @@ struct tg_stream {
 	uint64_t measure_planned;	/* frames to offer in the counted phase */
 	uint64_t seq;			/* next sequence number in the current phase */
 	uint32_t flow;			/* seq % flows, kept incrementally */
+	uint8_t flow_q;			/* flow % nb_queues, kept incrementally */
 	struct rte_mbuf *pending[TG_BURST];
+	uint8_t pending_q[TG_BURST];	/* TX queue of each pending frame */
 	uint16_t n_pending;
+	uint16_t nb_queues;		/* frame of flow f goes to TX queue f % nb_queues */
 	/* TX results */
 	uint64_t warmup_offered;
 	uint64_t tx_sent;
@@ -122,6 +126,7 @@ struct tg_port {
 struct tg_app {
 	struct tg_port ports[TG_MAX_PORTS];
 	uint16_t nb_ports;
+	uint16_t nb_queues;		/* RX and TX queues per port */
 	bool jumbo;
 	uint64_t tsc_hz;
 	uint8_t trial_gen;

@@ -96,7 +96,7 @@ set_flow(const struct tg_stream *s, uint8_t *d)
 }
 
 static inline void
-build_burst(struct tg_stream *s, struct rte_mbuf **m, uint16_t n, uint64_t tsc)
+build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, uint64_t tsc)
 {
 	uint16_t i;
 
@@ -105,10 +105,15 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint16_t n, uint64_t tsc)
 		struct tg_trailer *t = (struct tg_trailer *)(d + TG_HDR_LEN);
 
 		rte_memcpy(d, s->tmpl, TG_HDR_LEN);
+		q[i] = s->flow_q;
 		if (s->flows > 1) {
 			set_flow(s, d);
-			if (++s->flow == s->flows)
+			if (++s->flow == s->flows) {
 				s->flow = 0;
+				s->flow_q = 0;
+			} else if (++s->flow_q == s->nb_queues) {
+				s->flow_q = 0;
+			}
 		}
 		t->magic = TG_MAGIC;
 		t->tx_port = (uint8_t)s->tx_port;
@@ -137,8 +142,42 @@ stream_start_phase(struct tg_stream *s, bool warmup, uint8_t gen, uint64_t origi
 		2 * (uint64_t)((double)planned / s->pkts_per_cycle) : unpaced_cycles);
 	s->seq = 0;
 	s->flow = 0;
+	s->flow_q = 0;
 	if (!warmup)
 		s->tx_start_tsc = origin;
+}
+
+/* Send frames m[0..n), frame i on TX queue q[i] (a flow stays on one queue, as with RSS). The
+ * unsent frames are moved to the front of m and q; return the number sent. */
+static inline uint16_t
+tx_queues(const struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n)
+{
+	struct rte_mbuf *grp[TG_BURST], *unsent[TG_BURST];
+	uint8_t unsent_q[TG_BURST];
+	uint16_t sent, total = 0, nu = 0, k, i;
+	unsigned int qq;
+
+	if (s->nb_queues == 1) {
+		sent = rte_eth_tx_burst(s->tx_port, 0, m, n);
+		memmove(m, m + sent, (n - sent) * sizeof(m[0]));
+		return sent;
+	}
+	for (qq = 0; qq < s->nb_queues; qq++) {
+		for (i = 0, k = 0; i < n; i++)
+			if (q[i] == qq)
+				grp[k++] = m[i];
+		if (k == 0)
+			continue;
+		sent = rte_eth_tx_burst(s->tx_port, (uint16_t)qq, grp, k);
+		total += sent;
+		for (i = sent; i < k; i++) {
+			unsent[nu] = grp[i];
+			unsent_q[nu++] = (uint8_t)qq;
+		}
+	}
+	memcpy(m, unsent, nu * sizeof(m[0]));
+	memcpy(q, unsent_q, nu);
+	return total;
 }
 
 /* Offer the frames that are due; return true once the counted phase is over. */
@@ -146,6 +185,7 @@ static bool
 stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 {
 	struct rte_mbuf *m[TG_BURST];
+	uint8_t q[TG_BURST];
 	uint64_t due, n;
 	uint16_t sent, i;
 
@@ -163,14 +203,12 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 		for (i = 0; i < s->n_pending; i++)
 			rte_pktmbuf_mtod_offset(s->pending[i], struct tg_trailer *,
 						TG_HDR_LEN)->tsc = now;
-		sent = rte_eth_tx_burst(s->tx_port, 0, s->pending, s->n_pending);
+		sent = tx_queues(s, s->pending, s->pending_q, s->n_pending);
 		if (sent > 0)
 			s->progress_tsc = now;
 		if (!s->warming)
 			s->tx_sent += sent;
 		if (sent < s->n_pending) {
-			memmove(s->pending, s->pending + sent,
-				(s->n_pending - sent) * sizeof(s->pending[0]));
 			s->n_pending -= sent;
 			return false;
 		}
@@ -193,8 +231,8 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 			n = TG_BURST;
 		if (rte_pktmbuf_alloc_bulk(s->pool, m, (unsigned int)n) != 0)
 			return false;	/* pool exhausted: we fall behind; tx_pps shows it */
-		build_burst(s, m, (uint16_t)n, now);
-		sent = rte_eth_tx_burst(s->tx_port, 0, m, (uint16_t)n);
+		build_burst(s, m, q, (uint16_t)n, now);
+		sent = tx_queues(s, m, q, (uint16_t)n);
 		if (sent > 0 || !s->retry_on_full)
 			s->progress_tsc = now;	/* frames left (sent, or lost) */
 		if (s->warming) {
@@ -206,12 +244,13 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 		if (sent < n) {
 			if (s->retry_on_full) {
 				s->n_pending = (uint16_t)(n - sent);
-				memcpy(s->pending, m + sent, s->n_pending * sizeof(m[0]));
+				memcpy(s->pending, m, s->n_pending * sizeof(m[0]));
+				memcpy(s->pending_q, q, s->n_pending);
 				return false;
 			}
 			if (!s->warming)
 				s->tx_refused += n - sent;
-			rte_pktmbuf_free_bulk(m + sent, (unsigned int)(n - sent));
+			rte_pktmbuf_free_bulk(m, (unsigned int)(n - sent));
 		}
 	} else {
 		s->progress_tsc = now;	/* nothing due yet: not stalled */
@@ -262,14 +301,14 @@ find_trailer(const struct rte_mbuf *m)
 }
 
 static inline void
-port_rx(struct tg_job *job, unsigned int pi, struct tg_stream **by_tx_port)
+port_rx(struct tg_job *job, unsigned int pi, uint16_t qid, struct tg_stream **by_tx_port)
 {
 	struct tg_port *p = &job->app->ports[pi];
 	struct rte_mbuf *m[TG_BURST];
 	uint16_t nb, i;
 	uint64_t now;
 
-	nb = rte_eth_rx_burst(p->port_id, 0, m, TG_BURST);
+	nb = rte_eth_rx_burst(p->port_id, qid, m, TG_BURST);
 	if (nb == 0)
 		return;
 	now = rte_rdtsc();
@@ -351,9 +390,14 @@ lcore_trial(void *arg)
 			else
 				tx_all_over = false;
 		}
-		for (i = 0; i < app->nb_ports; i++)
-			if (job->port_mask & (1u << i))
-				port_rx(job, i, by_tx_port);
+		for (i = 0; i < app->nb_ports; i++) {
+			uint16_t qid;
+
+			if (!(job->port_mask & (1u << i)))
+				continue;
+			for (qid = 0; qid < app->nb_queues; qid++)
+				port_rx(job, i, qid, by_tx_port);
+		}
 		if (now >= next_link_check) {
 			next_link_check = now + link_period;
 			for (i = 0; i < app->nb_ports; i++) {
@@ -424,10 +468,15 @@ flush_rx(struct tg_app *app)
 		uint16_t total = 0;
 
 		for (i = 0; i < app->nb_ports; i++) {
-			uint16_t nb = rte_eth_rx_burst(app->ports[i].port_id, 0, m, TG_BURST);
+			uint16_t qid;
 
-			rte_pktmbuf_free_bulk(m, nb);
-			total += nb;
+			for (qid = 0; qid < app->nb_queues; qid++) {
+				uint16_t nb = rte_eth_rx_burst(app->ports[i].port_id, qid, m,
+							       TG_BURST);
+
+				rte_pktmbuf_free_bulk(m, nb);
+				total += nb;
+			}
 		}
 		if (total == 0 || rte_rdtsc() >= end)
 			return;
@@ -473,6 +522,7 @@ streams_init(struct tg_app *app, const struct tg_trial_cfg *cfg, struct tg_strea
 		s->flows = cfg->flows;
 		s->flow_field = cfg->flow_field;
 		s->retry_on_full = cfg->retry_on_full;
+		s->nb_queues = app->nb_queues;
 		s->lat_min = UINT64_MAX;
 		s->slack_cycles = app->tsc_hz;
 		stream_template(app, s, cfg->frame_size);

@@ -1,0 +1,155 @@
+"""P3 benchmark of the local lab: NDR repeatability and NDR against OVS's maximum forwarding rate.
+
+In one run on this machine (root, hugepages, the built generator):
+
+1. Sandboxed OVS-DPDK, P2P topology, ``ovsperf-trafficgen``: the RFC 2544 NDR search for 64 B
+   three times; prints each NDR, the mean and the coefficient of variation (goal CV <= 5 %).
+2. The same OVS and ports, with ``dpdk-testpmd --forward-mode=flowgen`` offering full load on
+   both ports: OVS's maximum forwarding rate = frames OVS delivered to the two ports per second
+   (``ovs-ofctl dump-ports``); prints NDR / max (goal >= 0.8).
+
+Usage: ``sudo .venv/bin/python benchmarks/bench_lab.py [--search-time S] [--validation-time S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jobcreator.model import Topology
+from ovsperf_common.units import line_rate_pps
+from ovsperf_lab import topology
+from ovsperf_lab.errors import SearchError
+from ovsperf_lab.ovs import OvsConfig, OvsSandbox
+from ovsperf_lab.run import VIRTIO_QUEUE_SIZE, GeneratorRequest, _dpdk_generator
+from ovsperf_lab.search import SearchConfig, search_throughput
+from ovsperf_lab.state import RunState, release, renice
+from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
+
+FRAME_SIZE_BYTES = 64
+REPEATS = 3
+
+
+def measure_max_forwarding(
+    state: RunState, ovs: OvsSandbox, lay: topology.Layout, cpu: int, window_s: float
+) -> float:
+    """Return OVS's forwarding rate under full flowgen load, both directions summed [pps]."""
+    argv = make_testpmd_argv(
+        binary="dpdk-testpmd",
+        cpu=cpu,
+        file_prefix=state.new_file_prefix("flowgen"),
+        memory_mb=256,
+        sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+        queues=1,
+        forward_mode="flowgen",
+        queue_size=VIRTIO_QUEUE_SIZE,
+        extra_app_args=("-i", "--txpkts=60"),
+    )
+    gen = ForwarderProcess(state, "flowgen-testpmd", argv, state.run_dir / "flowgen.log")
+    gen.start()
+    try:
+        topology.wait_links_up(ovs, lay)
+        if gen.pid is not None:
+            renice(gen.pid, -10)
+        time.sleep(2.0)  # warm-up: flows installed, rings full
+        before = ovs.port_counters(ovs.bridge)
+        start = time.monotonic()
+        time.sleep(window_s)
+        after = ovs.port_counters(ovs.bridge)
+        elapsed = time.monotonic() - start
+        gen.command("stop")
+    finally:
+        gen.stop()
+    delivered = sum((after[p].tx_packets or 0) - (before[p].tx_packets or 0) for p in (1, 2))
+    return delivered / elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--search-time", type=float, default=2.0)
+    parser.add_argument("--validation-time", type=float, default=5.0)
+    parser.add_argument("--granularity", type=float, default=0.5, help="[%% of line rate]")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    cpus = sorted(os.sched_getaffinity(0))
+    root = Path(tempfile.mkdtemp(prefix="ovsperf-lab-bench", dir="/run"))
+    state = RunState.create(root, f"ovsperf-lab-bench-{os.getpid()}")
+    ndrs: list[float] = []
+    try:
+        ovs = OvsSandbox(
+            state,
+            OvsConfig(lcore_cpu=cpus[0], pmd_cpus=(cpus[-1],), file_prefix=state.new_file_prefix("ovs")),
+        )
+        ovs.start()
+        for pid in ovs.pids.values():
+            renice(pid, -10)
+        lay = topology.layout(Topology.P2P, state.run_dir / "sock")
+        topology.build(ovs, lay, n_rxq=1)
+        for pid in ovs.pids.values():  # PMD threads exist only once ports are added
+            renice(pid, -10)
+        gen = _dpdk_generator(
+            GeneratorRequest(
+                sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                cpu=cpus[0],
+                file_prefix=state.new_file_prefix("tg"),
+                memory_mb=256,
+                queues=1,
+            )
+        )
+        try:
+            pid = getattr(gen, "pid", None)
+            if isinstance(pid, int):
+                state.track_process("ovsperf-trafficgen", pid)
+                renice(pid, -10)
+            gen.wait_link(timeout_s=60)
+            line = line_rate_pps(FRAME_SIZE_BYTES, 10e9)
+            config = SearchConfig(
+                frame_size_bytes=FRAME_SIZE_BYTES,
+                max_rate_pps=line,
+                rate_granularity_pps=line * args.granularity / 100.0,
+                loss_ratio_limit=0.0,
+                search_trial_s=args.search_time,
+                validation_trial_s=args.validation_time,
+                drain_s=0.5,
+            )
+            for i in range(REPEATS):
+                t0 = time.monotonic()
+                try:
+                    found = search_throughput(gen, config, log=logging.getLogger("bench.search"))
+                except SearchError as err:
+                    print(f"NDR run {i + 1}: n/a ({err})")
+                    continue
+                ndrs.append(found.validation.rx_pps)
+                print(
+                    f"NDR run {i + 1}: {found.validation.rx_pps / 1e6:.4f} Mpps (both directions), "
+                    f"{len(found.trials)} trials, {time.monotonic() - t0:.0f} s"
+                )
+        finally:
+            gen.close()
+        max_fwd = measure_max_forwarding(state, ovs, lay, cpus[0], window_s=5.0)
+        ovs.stop()
+    finally:
+        release(state)
+        root.rmdir()
+    print(f"OVS max forwarding rate at full offered load (testpmd flowgen): {max_fwd / 1e6:.4f} Mpps")
+    if not ndrs:
+        print("NDR 64 B: n/a (no search found a rate; see above)")
+        return 1
+    mean = statistics.fmean(ndrs)
+    cv = statistics.stdev(ndrs) / mean * 100.0 if len(ndrs) > 1 and mean > 0 else float("nan")
+    print(
+        f"NDR 64 B mean over {len(ndrs)} of {REPEATS} runs: {mean / 1e6:.4f} Mpps, "
+        f"CV {cv:.2f} % (goal <= 5 %)"
+    )
+    print(f"NDR / max forwarding: {mean / max_fwd:.3f} (goal >= 0.8)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

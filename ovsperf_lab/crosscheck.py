@@ -1,0 +1,218 @@
+"""Cross-check the generator's counters with OVS's own port counters after every trial.
+
+Two independent instruments count the same frames: the generator (frames it sent and
+sequence-checked frames it received) and OVS (``ovs-ofctl dump-ports``: frames received from and
+delivered to each vhost-user port). After a trial:
+
+* frames OVS received on the port facing generator port *p* must equal what the generator sent
+  on *p* (minus frames the port refused, which never reached OVS, plus warm-up frames);
+* frames OVS delivered to the port facing generator port *q* must not exceed what the generator
+  counted on *q* (received + duplicates + foreign frames): an excess means frames vanished inside
+  the generator's RX path, and the loss the search saw was not the DUT's;
+* OVS must not have dropped frames toward the generator (``tx_dropped``: the generator's RX ring
+  was full, i.e. the generator did not poll in time; with a NIC the wire would not drop them).
+
+A mismatch beyond the tolerance is reported (WARNING and in the trial log); it does not stop
+the run. Source of the idea: lua-trafficgen's device counters vs bench-trafficgen's stream
+counters (search_and_trending.md §1.5, §2.4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ovsperf_lab.model import TrialResult, TrialSpec
+from ovsperf_lab.ovs import OvsSandbox, PortCounters
+from ovsperf_lab.trafficgen import PortInfo, TrafficGenerator
+
+log = logging.getLogger(__name__)
+
+RELATIVE_TOLERANCE = 1e-4
+"""Allowed relative difference between the two counts [1]."""
+
+ABSOLUTE_TOLERANCE = 32
+"""Allowed absolute difference, one burst [frames]."""
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """The comparison of one trial."""
+
+    ok: bool
+    """Whether every count agreed within the tolerance."""
+    mismatches: tuple[str, ...]
+    """One sentence per disagreement."""
+    ovs_rx_packets: dict[int, int | None]
+    """Generator port → frames OVS received from it during the trial [1]."""
+    ovs_tx_packets: dict[int, int | None]
+    """Generator port → frames OVS delivered to it during the trial [1]."""
+    ovs_tx_dropped: dict[int, int | None]
+    """Generator port → frames OVS could not deliver to it [1]."""
+    ovs_ports: dict[int, dict[str, int | None]]
+    """OVS port number → counter deltas of every bridge port (PVP: where frames were lost) [1]."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "ok": self.ok,
+            "mismatches": list(self.mismatches),
+            "ovs_rx_packets": {str(k): v for k, v in self.ovs_rx_packets.items()},
+            "ovs_tx_packets": {str(k): v for k, v in self.ovs_tx_packets.items()},
+            "ovs_tx_dropped": {str(k): v for k, v in self.ovs_tx_dropped.items()},
+            "ovs_ports": {str(k): v for k, v in self.ovs_ports.items()},
+        }
+
+
+def _delta(after: int | None, before: int | None) -> int | None:
+    return None if after is None or before is None else after - before
+
+
+def _close(a: int, b: int) -> bool:
+    return abs(a - b) <= max(ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE * max(a, b))
+
+
+def compare(
+    before: dict[int, PortCounters],
+    after: dict[int, PortCounters],
+    result: TrialResult,
+    ofports: tuple[int, ...],
+    raw: dict[str, Any] | None = None,
+) -> CrossCheck:
+    """Compare the OVS counter deltas of a trial with the generator's counts.
+
+    :param ofports: OVS port number facing generator port 0, 1, … (index = generator port).
+    :param raw: the generator's full JSON result when available (``tx_refused_packets``,
+        ``rx_foreign_packets``, ``warmup_tx_packets``).
+    """
+    mismatches: list[str] = []
+    ovs_rx: dict[int, int | None] = {}
+    ovs_tx: dict[int, int | None] = {}
+    ovs_drop: dict[int, int | None] = {}
+    raw_dirs = list((raw or {}).get("directions") or [])
+    foreign = list((raw or {}).get("rx_foreign_packets") or [])
+    warmup = int((raw or {}).get("warmup_tx_packets") or 0)
+    for gport, ofport in enumerate(ofports):
+        if ofport not in before or ofport not in after:
+            mismatches.append(f"OVS port {ofport} (generator port {gport}) has no counters.")
+            continue
+        ovs_rx[gport] = _delta(after[ofport].rx_packets, before[ofport].rx_packets)
+        ovs_tx[gport] = _delta(after[ofport].tx_packets, before[ofport].tx_packets)
+        ovs_drop[gport] = _delta(after[ofport].tx_dropped, before[ofport].tx_dropped)
+        sent = 0
+        refused = 0
+        for i, d in enumerate(result.directions):
+            if d.tx_port == gport:
+                sent += d.tx_packets
+                if i < len(raw_dirs):
+                    refused += int(raw_dirs[i].get("tx_refused_packets") or 0)
+        if warmup and result.spec.warmup_s > 0:
+            sent += warmup // max(1, len({d.tx_port for d in result.directions}))
+        entered = sent - refused
+        if ovs_rx[gport] is None:
+            mismatches.append(f"OVS did not report RX counters for port {ofport}.")
+        elif sent and not _close(ovs_rx[gport] or 0, entered):
+            mismatches.append(
+                f"Generator port {gport} sent {entered} frames into OVS, OVS port {ofport} received "
+                f"{ovs_rx[gport]}."
+            )
+        counted = sum(d.rx_packets + d.duplicate_packets for d in result.directions if d.rx_port == gport)
+        if gport < len(foreign):
+            counted += int(foreign[gport] or 0)
+        dropped = ovs_drop[gport]
+        if dropped:
+            mismatches.append(
+                f"OVS could not deliver {dropped} frames to generator port {gport} (its RX ring was "
+                "full): the generator did not keep up, the loss is not the DUT's."
+            )
+        delivered = ovs_tx[gport]
+        if delivered is not None and delivered > counted and not _close(delivered, counted):
+            mismatches.append(
+                f"OVS delivered {delivered} frames to generator port {gport}, the generator counted "
+                f"{counted}: {delivered - counted} frames were lost inside the generator, not the DUT."
+            )
+    ports = {
+        ofport: {
+            "rx_packets": _delta(after[ofport].rx_packets, before[ofport].rx_packets),
+            "rx_dropped": _delta(after[ofport].rx_dropped, before[ofport].rx_dropped),
+            "tx_packets": _delta(after[ofport].tx_packets, before[ofport].tx_packets),
+            "tx_dropped": _delta(after[ofport].tx_dropped, before[ofport].tx_dropped),
+        }
+        for ofport in sorted(set(before) & set(after))
+    }
+    return CrossCheck(not mismatches, tuple(mismatches), ovs_rx, ovs_tx, ovs_drop, ports)
+
+
+def generator_caused_failure(result: TrialResult, check: CrossCheck, loss_ratio_limit: float) -> int:
+    """Return how many lost frames OVS dropped toward the generator, if they alone fail the trial.
+
+    A direction *a → b* whose loss minus the frames OVS could not deliver to generator port *b*
+    is within ``loss_ratio_limit`` [1] did not fail because of the DUT. Returns 0 when the trial
+    passes anyway, when OVS dropped nothing toward the generator, or when some direction fails
+    even without those frames (then the DUT failed, whatever the generator did).
+    """
+    dropped_total = sum(v or 0 for v in check.ovs_tx_dropped.values())
+    if dropped_total == 0 or all(d.loss_ratio <= loss_ratio_limit for d in result.directions):
+        return 0
+    for d in result.directions:
+        not_ours = check.ovs_tx_dropped.get(d.rx_port) or 0
+        if d.tx_packets and (d.lost_packets - not_ours) / d.tx_packets > loss_ratio_limit:
+            return 0
+    return dropped_total
+
+
+class CrossCheckedGenerator(TrafficGenerator):
+    """Wrap a generator: snapshot OVS port counters around every trial and compare them.
+
+    The last comparison is in :attr:`last`; every mismatch is logged as a WARNING. A trial that
+    fails only because OVS could not deliver frames to the generator (its RX ring was full: the
+    generator, not the DUT, fell behind) is returned as invalid, so the search repeats it.
+    """
+
+    def __init__(
+        self,
+        inner: TrafficGenerator,
+        ovs: OvsSandbox,
+        bridge: str,
+        ofports: tuple[int, ...],
+        loss_ratio_limit: float = 0.0,
+    ) -> None:
+        self.inner = inner
+        self.ovs = ovs
+        self.bridge = bridge
+        self.ofports = ofports
+        self.loss_ratio_limit = loss_ratio_limit
+        self.last: CrossCheck | None = None
+
+    def ports(self) -> tuple[PortInfo, ...]:
+        """Return the inner generator's ports."""
+        return self.inner.ports()
+
+    def run_trial(self, spec: TrialSpec) -> TrialResult:
+        """Run the trial on the inner generator and cross-check it with OVS."""
+        self.ovs.check_alive()
+        before = self.ovs.port_counters(self.bridge)
+        result = self.inner.run_trial(spec)
+        self.ovs.check_alive()
+        after = self.ovs.port_counters(self.bridge)
+        raw = getattr(self.inner, "raw_result", None)
+        self.last = compare(before, after, result, self.ofports, raw if isinstance(raw, dict) else None)
+        for line in self.last.mismatches:
+            log.warning("Cross-check, %d B at %.0f pps: %s", spec.frame_size_bytes, spec.rate_pps, line)
+        dropped = generator_caused_failure(result, self.last, self.loss_ratio_limit) if result.valid else 0
+        if dropped:
+            return dataclasses.replace(
+                result,
+                valid=False,
+                invalid_reason=(
+                    f"generator RX fell behind: OVS could not deliver {dropped} frames to it, "
+                    "and only those made the trial fail"
+                ),
+            )
+        return result
+
+    def close(self) -> None:
+        """Close the inner generator."""
+        self.inner.close()

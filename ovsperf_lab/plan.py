@@ -1,0 +1,277 @@
+"""Decide how a catalog scenario runs on this machine, or refuse it before anything starts.
+
+Input: a :class:`~jobcreator.model.Scenario`, the :class:`~ovsperf_lab.machine.MachineFacts`
+and the user's :class:`LabOptions`. Output: a :class:`LabPlan` (CPU assignment, frame sizes,
+search parameters, forwarder for PVP) or :class:`~ovsperf_lab.errors.RefusedScenarioError`
+listing every unmet requirement with the command that fixes it. Pure: no processes, no files.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobcreator.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswitch
+from ovsperf_common.units import check_frame_size
+from ovsperf_lab.errors import LabError, RefusedScenarioError
+from ovsperf_lab.machine import MachineFacts
+
+HUGEPAGE_MB = 2
+"""Size of the hugepages the lab uses [MiB]."""
+
+
+class VnfKind(enum.Enum):
+    """What forwards frames in the middle of a PVP topology."""
+
+    TESTPMD = "testpmd"
+    """``dpdk-testpmd`` io forwarding in a host process (default; no image needed)."""
+    QEMU = "qemu"
+    """A QEMU/KVM guest booted from the user's image."""
+
+
+@dataclass(frozen=True)
+class LabOptions:
+    """What the user asked for on the command line; ``None`` means "the scenario's value"."""
+
+    frame_sizes_bytes: tuple[int, ...] | None = None
+    """Frame sizes including FCS [B]."""
+    search_trial_s: float | None = None
+    """Search trial duration [s]."""
+    validation_trial_s: float | None = None
+    """Validation trial duration [s]."""
+    loss_percent: float | None = None
+    """Acceptable loss [%]."""
+    pmd_cores: int | None = None
+    """OVS PMD threads; default min(queues, CPUs - 1)."""
+    guest_image: Path | None = None
+    """Guest disk image for PVP in a QEMU/KVM guest; ``None`` uses the testpmd process VNF."""
+    granularity_percent: float = 1.0
+    """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
+    flows: int = 1
+    """UDP flows per direction (VSperf ``stream_count``) [1]."""
+    max_trials: int = 60
+    """Bound on counted trials per frame size [1] (lua-trafficgen has none)."""
+    nice: int = -10
+    """Nice value of OVS, the generator and the forwarder (busy-polling threads) [1]."""
+    drain_s: float = 2.0
+    """RX time after TX stops in each trial [s] (RFC 2544 §23: about 2 s)."""
+    ovs_socket_mem_mb: int = 512
+    """OVS ``dpdk-socket-mem`` [MiB]."""
+    generator_memory_mb: int = 256
+    """Generator EAL ``-m`` [MiB]."""
+    vnf_memory_mb: int = 256
+    """testpmd VNF EAL ``-m`` [MiB]."""
+    tests: tuple[VsperfTest, ...] | None = None
+    """Run only these tests of the scenario (``--test``)."""
+
+    def __post_init__(self) -> None:
+        if self.frame_sizes_bytes is not None:
+            for size in self.frame_sizes_bytes:
+                try:
+                    check_frame_size(size)
+                except ValueError as err:
+                    raise LabError(f"Option '--frame-sizes': {err}") from err
+        for name in ("search_trial_s", "validation_trial_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise LabError(
+                    f"Option '--{name.replace('_trial_s', '-time')}' must be positive, got {value!r}."
+                )
+        if self.loss_percent is not None and not 0 <= self.loss_percent < 100:
+            raise LabError(f"Option '--loss' must be a percentage in [0, 100), got {self.loss_percent!r}.")
+        if not 0 < self.granularity_percent < 50:
+            raise LabError(f"Option '--granularity' must be in (0, 50) %, got {self.granularity_percent!r}.")
+        if self.pmd_cores is not None and self.pmd_cores < 1:
+            raise LabError(f"Option '--pmd-cores' must be >= 1, got {self.pmd_cores!r}.")
+        if not 0 <= self.drain_s <= 30:
+            raise LabError(f"Option '--drain-time' must be in [0, 30] s, got {self.drain_s!r}.")
+        if self.max_trials < 2:
+            raise LabError(f"Option '--max-trials' must be >= 2, got {self.max_trials!r}.")
+        if self.flows < 1:
+            raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """Which CPU runs what (2 CPUs: generator + OVS main lcore on the first, the PMD on the second)."""
+
+    generator_cpu: int
+    """CPU of the traffic generator's lcore."""
+    ovs_lcore_cpu: int
+    """CPU of OVS's DPDK main lcore (non-PMD threads)."""
+    pmd_cpus: tuple[int, ...]
+    """CPUs of OVS's PMD threads."""
+    vnf_cpu: int | None
+    """CPU of the PVP forwarder, ``None`` without PVP; without a spare CPU it shares the last
+    PMD's (measured: far less loss than sharing the generator's CPU, whose RX must keep up)."""
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    """Everything the run needs to know, decided before anything starts."""
+
+    scenario: Scenario
+    """The catalog entry."""
+    tests: tuple[VsperfTest, ...]
+    """Tests to run, in catalog order; their index is VSperf's result index."""
+    frame_sizes_bytes: tuple[int, ...]
+    """Frame sizes including FCS, ascending [B]."""
+    loss_ratio_limit: float
+    """Acceptable loss per direction [1]."""
+    search_trial_s: float
+    """Search trial duration [s]."""
+    validation_trial_s: float
+    """Validation trial duration [s]."""
+    queues: int
+    """RX queues per OVS port (``n_rxq``) and generator queues [1]."""
+    cpus: CpuPlan
+    """CPU assignment."""
+    vnf: VnfKind | None
+    """PVP forwarder, ``None`` without PVP."""
+    guest_image: Path | None
+    """Guest image for :attr:`VnfKind.QEMU`."""
+    options: LabOptions
+    """The user's options (memory sizes, flows, granularity)."""
+    warnings: tuple[str, ...]
+    """Degradations the user should know of (e.g. shared CPUs)."""
+
+    @property
+    def topologies(self) -> tuple[Topology, ...]:
+        """Return the deployments of :attr:`tests`, in order, without repeats."""
+        return tuple(dict.fromkeys(t.topology for t in self.tests))
+
+
+def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> LabPlan:
+    """Return how ``scenario`` runs here.
+
+    :raises RefusedScenarioError: listing every reason the machine cannot run it (each with
+        the fix), before anything is started.
+    :raises LabError: when ``options.tests`` names a test the scenario does not have.
+    """
+    reasons: list[str] = []
+    warnings: list[str] = []
+    tests = scenario.tests
+    if options.tests is not None:
+        unknown = [t.value for t in options.tests if t not in scenario.tests]
+        if unknown:
+            valid = ", ".join(t.value for t in scenario.tests)
+            raise LabError(f"Scenario '{scenario.name}' has no test {', '.join(unknown)}; it has: {valid}.")
+        tests = tuple(t for t in scenario.tests if t in options.tests)
+    needs_vnf = any(t.topology is not Topology.P2P for t in tests)
+
+    if scenario.vswitch is Vswitch.OVS_VANILLA:
+        if not facts.kernel_ovs_module:
+            reasons.append(
+                "Vswitch 'OvsVanilla' needs the kernel 'openvswitch' module, which this kernel "
+                f"({facts.kernel}) does not have; install your kernel's modules package and run "
+                "'modprobe openvswitch', or choose an OVS-DPDK scenario (ovsperf-lab list)."
+            )
+        else:
+            reasons.append(
+                "Vswitch 'OvsVanilla' (kernel datapath) is not supported by the local lab yet; "
+                "choose an OVS-DPDK scenario (ovsperf-lab list)."
+            )
+    if any(t.topology is Topology.PVVP for t in tests):
+        reasons.append("Topology 'pvvp' is not supported by the local lab yet; use '--test' to pick others.")
+
+    vnf: VnfKind | None = None
+    if needs_vnf:
+        guest = scenario.guest
+        if options.guest_image is not None:
+            vnf = VnfKind.QEMU
+            if facts.qemu is None:
+                reasons.append("A guest image was given but QEMU is missing; install 'qemu-system-x86'.")
+            if not facts.kvm:
+                reasons.append(
+                    "A guest image was given but '/dev/kvm' is not usable; enable KVM (VT-x/AMD-V)."
+                )
+            if not options.guest_image.is_file():
+                reasons.append(f"Guest image '{options.guest_image}' does not exist.")
+        elif guest is not None and guest.loopback is GuestLoopback.LINUX_BRIDGE:
+            reasons.append(
+                "PVP with a 'linux_bridge' guest needs a guest image (kernel forwarding in a VM); "
+                "pass '--guest-image FILE.qcow2', or choose a testpmd scenario."
+            )
+        else:
+            vnf = VnfKind.TESTPMD
+            if facts.testpmd is None:
+                reasons.append(
+                    "PVP needs 'dpdk-testpmd' as forwarder; install 'dpdk' (Debian) or 'dpdk-tools' (RHEL)."
+                )
+
+    cpus = facts.cpus
+    if len(cpus) < 2:
+        reasons.append(
+            f"The lab needs at least 2 CPUs (generator and OVS PMD); this process may use {len(cpus)}."
+        )
+    available_pmd = max(len(cpus) - 1, 0)
+    pmds = (
+        options.pmd_cores if options.pmd_cores is not None else max(1, min(scenario.rx_queues, available_pmd))
+    )
+    if pmds > available_pmd:
+        reasons.append(
+            f"{pmds} OVS PMD threads need {pmds + 1} CPUs (one stays for the generator), this machine "
+            f"offers {len(cpus)}; use '--pmd-cores {max(available_pmd, 1)}' or a bigger machine."
+        )
+    if not facts.is_root:
+        reasons.append("DPDK needs root (hugepages, vhost-user); run with sudo.")
+    if not facts.hugetlbfs_mounted:
+        reasons.append("No hugetlbfs at '/dev/hugepages'; run 'sudo scripts/setup-debian.sh' (or mount it).")
+    need_mb = (
+        options.ovs_socket_mem_mb + options.generator_memory_mb + (options.vnf_memory_mb if needs_vnf else 0)
+    )
+    need_pages = need_mb // HUGEPAGE_MB + 64
+    if facts.hugepages_2m_free < need_pages:
+        reasons.append(
+            f"{need_pages} free 2 MB hugepages are needed, {facts.hugepages_2m_free} are free; run "
+            f"'echo {max(need_pages, facts.hugepages_2m_total + need_pages - facts.hugepages_2m_free)} "
+            "> /proc/sys/vm/nr_hugepages' as root."
+        )
+    if facts.ovs_vswitchd_dpdk is None:
+        reasons.append("The DPDK build of ovs-vswitchd is missing; install 'openvswitch-switch-dpdk'.")
+    missing_tools = sorted(t for t, path in facts.ovs_tools.items() if path is None)
+    if missing_tools or not facts.ovs_schema:
+        reasons.append(
+            f"OVS tools missing ({', '.join(missing_tools) or 'schema'}); install 'openvswitch-switch'."
+        )
+    if reasons:
+        raise RefusedScenarioError(scenario.name, tuple(reasons))
+
+    generator_cpu = cpus[0]
+    pmd_cpus = tuple(cpus[1 : 1 + pmds])
+    vnf_cpu: int | None = None
+    if needs_vnf:
+        spare = [c for c in cpus if c != generator_cpu and c not in pmd_cpus]
+        if spare:
+            vnf_cpu = spare[0]
+        else:
+            vnf_cpu = pmd_cpus[-1]
+            warnings.append(
+                f"The PVP forwarder shares CPU {vnf_cpu} with an OVS PMD thread (only {len(cpus)} "
+                "CPUs): PVP numbers are limited by that, compare them only with runs on the same machine."
+            )
+    frame_sizes = tuple(sorted(set(options.frame_sizes_bytes or scenario.frame_sizes_bytes)))
+    loss_ratio = (
+        options.loss_percent / 100.0 if options.loss_percent is not None else scenario.loss_ratio_limit
+    )
+    return LabPlan(
+        scenario=scenario,
+        tests=tests,
+        frame_sizes_bytes=frame_sizes,
+        loss_ratio_limit=loss_ratio,
+        search_trial_s=options.search_trial_s
+        if options.search_trial_s is not None
+        else scenario.search_trial_s,
+        validation_trial_s=(
+            options.validation_trial_s
+            if options.validation_trial_s is not None
+            else scenario.validation_trial_s
+        ),
+        queues=scenario.rx_queues,
+        cpus=CpuPlan(generator_cpu, generator_cpu, pmd_cpus, vnf_cpu),
+        vnf=vnf,
+        guest_image=options.guest_image,
+        options=options,
+        warnings=tuple(warnings),
+    )

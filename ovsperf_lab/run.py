@@ -1,0 +1,468 @@
+"""Run a planned scenario: sandboxed OVS, topology, forwarder, generator, searches, results.
+
+Everything started is recorded in the run's :class:`~ovsperf_lab.state.RunState` and torn down
+in ``finally`` blocks: on success, on an error, on Ctrl-C or SIGTERM (the CLI turns SIGTERM into
+``KeyboardInterrupt``), and when the generator or OVS dies mid-run. Results written so far stay
+in the results directory; ``ovsperf-metadata.json`` (written last) says whether the run is
+complete and, if not, why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from jobcreator.model import GuestLoopback, Topology, VsperfTest
+from ovsperf_common.units import line_rate_pps
+from ovsperf_lab import topology
+from ovsperf_lab.crosscheck import CrossCheckedGenerator
+from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
+from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig
+from ovsperf_lab.machine import MachineFacts
+from ovsperf_lab.ovs import OvsConfig, OvsSandbox
+from ovsperf_lab.plan import LabPlan, VnfKind
+from ovsperf_lab.results import Environment, FrameSizeResult, ResultsWriter
+from ovsperf_lab.search import (
+    SearchConfig,
+    SearchObserver,
+    SearchResult,
+    TrialKind,
+    TrialRecord,
+    search_throughput,
+)
+from ovsperf_lab.state import DEFAULT_STATE_ROOT, RunState, release, renice
+from ovsperf_lab.trafficgen import TrafficGenerator
+from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LINK_SPEED_MBPS = 10_000
+"""Line rate assumed when the generator's ports report no speed [Mbit/s] (MoonGen's 10 GbE)."""
+
+VIRTIO_QUEUE_SIZE = 4096
+"""virtio_user ring size [descriptors] (DPDK default 256): buffers ~5 ms at 0.75 Mpps, so a
+briefly descheduled PMD or generator on a shared 2-core machine drops fewer frames."""
+
+DEATH_GRACE_S = 3.0
+"""How long to watch OVS for a death that explains a failure [s]."""
+
+LINK_TIMEOUT_S = 90.0
+"""Limit for OVS to connect to the generator's and forwarder's vhost-user sockets [s]."""
+
+
+@dataclass(frozen=True)
+class GeneratorRequest:
+    """What the run needs from a traffic generator: two server sockets, one CPU, a prefix."""
+
+    sockets: tuple[Path, Path]
+    """vhost-user sockets the generator serves (``net_virtio_user…,server=1``)."""
+    cpu: int
+    """CPU for its lcore."""
+    file_prefix: str
+    """DPDK ``--file-prefix`` recorded in the run state."""
+    memory_mb: int
+    """EAL ``-m`` [MiB]."""
+    queues: int
+    """Queues per port [1]."""
+
+
+GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
+"""Start a generator for a request; the run closes it."""
+
+
+def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
+    """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.generator``)."""
+    vdevs = tuple(
+        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={VIRTIO_QUEUE_SIZE}"
+        for i, sock in enumerate(request.sockets)
+    )
+    return DpdkTrafficGenerator(
+        GeneratorConfig(
+            vdevs=vdevs,
+            lcores=str(request.cpu),
+            memory_mb=request.memory_mb,
+            file_prefix=request.file_prefix,
+            queues=request.queues,
+        )
+    )
+
+
+GENERATORS: dict[str, GeneratorFactory] = {"ovsperf-trafficgen": _dpdk_generator}
+"""Traffic generator registry (STYLE.md §1: explicit dict, no scanning)."""
+
+
+class RunObserver(SearchObserver):
+    """Receive run progress (the CLI shows it with ``rich``); the default does nothing."""
+
+    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
+        """Be told that the search of ``frame_size_bytes`` (``number`` of ``total``) starts."""
+
+    def frame_size_finished(self, test: VsperfTest, result: SearchResult | None) -> None:
+        """Be told a search ended (``None``: it failed)."""
+
+    def generator_started(self, generator: TrafficGenerator) -> None:
+        """Be told the generator runs (tests use it to inject crashes)."""
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    results_dir: Path
+    """The ``results_<timestamp>`` directory."""
+    complete: bool
+    """Whether every test and frame size finished."""
+    reason: str | None
+    """Why the run is incomplete."""
+    results: dict[str, list[SearchResult]] = field(default_factory=dict)
+    """Test name → search results in frame-size order."""
+    csv_paths: list[Path] = field(default_factory=list)
+    """Result CSVs written."""
+
+
+class _TrialLogger(SearchObserver):
+    """Forward search progress to the observer and write each trial to the results."""
+
+    def __init__(
+        self, writer: ResultsWriter, test: VsperfTest, gen: CrossCheckedGenerator, observer: RunObserver
+    ) -> None:
+        self.writer = writer
+        self.test = test
+        self.gen = gen
+        self.observer = observer
+
+    def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+        self.observer.trial_started(index, kind, rate_pps, duration_s)
+
+    def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
+        check = self.gen.last.to_json() if self.gen.last is not None else None
+        self.writer.add_trial(self.test, record, check)
+        self.observer.trial_finished(record, best_pass_pps)
+
+
+def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_version: str) -> Environment:
+    vnf: str | None = None
+    if plan.vnf is VnfKind.TESTPMD:
+        vnf = f"testpmd (host process, io forwarding), Version: {dpdk_version}, GIT tag: None"
+    elif plan.vnf is VnfKind.QEMU:
+        vnf = f"QemuDpdkVhostUser ({plan.guest_image}), Version: None, GIT tag: None"
+    cpus = plan.cpus
+    return Environment(
+        os_name=facts.os_name,
+        kernel=facts.kernel,
+        cpu_model=facts.cpu_model,
+        cpu_count=len(facts.cpus),
+        memory_kb=facts.memory_kb,
+        cmdline=facts.cmdline,
+        vswitch=plan.scenario.vswitch.value,
+        ovs_version=ovs_version,
+        dpdk_version=dpdk_version,
+        generator="ovsperf-trafficgen",
+        generator_version=None,
+        nic="virtio_user (generator) <-> OVS dpdkvhostuserclient, no physical NIC",
+        vnf=vnf,
+        cpu_plan=(
+            f"generator CPU {cpus.generator_cpu}, OVS lcore CPU {cpus.ovs_lcore_cpu}, OVS PMD CPUs "
+            f"{','.join(map(str, cpus.pmd_cpus))}"
+            + (f", forwarder CPU {cpus.vnf_cpu}" if cpus.vnf_cpu is not None else "")
+        ),
+    )
+
+
+def _start_vnf(plan: LabPlan, state: RunState, facts: MachineFacts, lay: topology.Layout) -> ForwarderProcess:
+    cpu = plan.cpus.vnf_cpu if plan.cpus.vnf_cpu is not None else plan.cpus.generator_cpu
+    sockets = (lay.vnf_ports[0].socket, lay.vnf_ports[1].socket)
+    if plan.vnf is VnfKind.QEMU and plan.guest_image is not None and facts.qemu is not None:
+        guest = plan.scenario.guest
+        argv = qemu_argv(
+            binary=facts.qemu,
+            image=plan.guest_image,
+            cpu=cpu,
+            vcpus=guest.vcpus if guest else 2,
+            memory_mb=min(guest.memory_mb if guest else 2048, 2048),
+            sockets=sockets,
+            queues=plan.queues,
+            serial_log=state.run_dir / "guest-serial.log",
+        )
+        name = "qemu"
+    else:
+        argv = make_testpmd_argv(
+            binary=facts.testpmd or "dpdk-testpmd",
+            cpu=cpu,
+            file_prefix=state.new_file_prefix("vnf"),
+            memory_mb=plan.options.vnf_memory_mb,
+            sockets=sockets,
+            queues=plan.queues,
+            queue_size=VIRTIO_QUEUE_SIZE,
+        )
+        name = "vnf-testpmd"
+    vnf = ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
+    vnf.start()
+    return vnf
+
+
+def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> SearchConfig:
+    max_rate = line_rate_pps(frame_size, link_speed_mbps * 1e6)
+    return SearchConfig(
+        frame_size_bytes=frame_size,
+        max_rate_pps=max_rate,
+        rate_granularity_pps=max_rate * plan.options.granularity_percent / 100.0,
+        loss_ratio_limit=plan.loss_ratio_limit,
+        search_trial_s=plan.search_trial_s,
+        validation_trial_s=plan.validation_trial_s,
+        flows=max(
+            plan.options.flows, plan.queues
+        ),  # one flow per queue at least, so every queue carries traffic
+        drain_s=plan.options.drain_s,
+        max_trials=plan.options.max_trials,
+    )
+
+
+def _root_cause(err: LabError, ovs: OvsSandbox | None, vnf: ForwarderProcess | None) -> LabError:
+    """Return the error naming the component that died, if one did (OVS before the VNF).
+
+    A failed OVS command or a vanished vhost-user peer often comes a moment before the dying
+    daemon can be reaped, so OVS is watched for up to :data:`DEATH_GRACE_S`.
+    """
+    if ovs is not None:
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while True:
+            try:
+                ovs.check_alive()
+            except OvsError as dead:
+                return dead
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+    if vnf is not None:
+        try:
+            vnf.check_alive()
+        except VnfError as dead:
+            return dead
+    return err
+
+
+def run_lab(
+    plan: LabPlan,
+    facts: MachineFacts,
+    *,
+    output_root: Path,
+    state_root: Path = DEFAULT_STATE_ROOT,
+    generator_factory: GeneratorFactory = _dpdk_generator,
+    observer: RunObserver | None = None,
+) -> RunOutcome:
+    """Run every test and frame size of ``plan`` and write the results directory.
+
+    :returns: the outcome; ``complete`` is false when some frame size's search failed (the
+        others are still reported).
+    :raises LabError: (OvsError, TrafficGeneratorError, VnfError, ResultsError) when the run
+        had to stop; the partial results are kept and marked incomplete, everything started is
+        torn down.
+    :raises KeyboardInterrupt: on Ctrl-C/SIGTERM, after the same teardown.
+    """
+    obs = observer or RunObserver()
+    for warning in plan.warnings:
+        log.warning("%s", warning)
+    started = datetime.now()
+    writer = ResultsWriter(output_root, started)
+    run_id = f"ovsperf-lab-{started:%Y%m%d%H%M%S}-{os.getpid()}"
+    state = RunState.create(state_root, run_id)
+    state.results_dir = str(writer.path)
+    state.save()
+    outcome = RunOutcome(writer.path, False, None)
+    reason: str | None = "the run stopped before it finished"
+    failures: list[str] = []
+    ovs: OvsSandbox | None = None
+    versions = ("unknown", "unknown")
+    try:
+        ovs = OvsSandbox(
+            state,
+            OvsConfig(
+                lcore_cpu=plan.cpus.ovs_lcore_cpu,
+                pmd_cpus=plan.cpus.pmd_cpus,
+                file_prefix=state.new_file_prefix("ovs"),
+                socket_mem_mb=plan.options.ovs_socket_mem_mb,
+                vswitchd=facts.ovs_vswitchd_dpdk or OvsConfig.vswitchd,
+            ),
+        )
+        ovs.start()
+        for daemon_pid in ovs.pids.values():
+            renice(daemon_pid, plan.options.nice)
+        versions = ovs.versions()
+        env = _environment(plan, facts, *versions)
+        for index, test in enumerate(plan.tests):
+            failures += _run_test(
+                plan, facts, state, ovs, writer, env, index, test, generator_factory, obs, outcome
+            )
+        outcome.complete = not failures
+        reason = None if not failures else "; ".join(failures)
+        outcome.reason = reason
+        return outcome
+    except KeyboardInterrupt:
+        reason = "interrupted (Ctrl-C or SIGTERM)"
+        log.error("Run interrupted; tearing down and keeping the partial results in '%s'.", writer.path)
+        raise
+    except LabError as err:
+        reason = str(err)
+        raise
+    finally:
+        if ovs is not None:
+            ovs.stop()
+            writer.copy_log(ovs.vswitchd_log, f"vswitchd_{writer.timestamp}.log")
+            writer.copy_log(ovs.ovsdb_log, f"ovsdb-server_{writer.timestamp}.log")
+        for name in ("vnf-testpmd.log", "qemu.log", "guest-serial.log"):
+            writer.copy_log(state.run_dir / name, f"{name.removesuffix('.log')}_{writer.timestamp}.log")
+        for line in release(state):
+            log.debug("Teardown: %s.", line)
+        writer.finish(
+            complete=reason is None,
+            reason=reason,
+            metadata={
+                "scenario": plan.scenario.name,
+                "tests": [t.value for t in plan.tests],
+                "frame_sizes_bytes": list(plan.frame_sizes_bytes),
+                "loss_ratio_limit": plan.loss_ratio_limit,
+                "search_trial_s": plan.search_trial_s,
+                "validation_trial_s": plan.validation_trial_s,
+                "granularity_percent": plan.options.granularity_percent,
+                "flows": plan.options.flows,
+                "drain_s": plan.options.drain_s,
+                "queues": plan.queues,
+                "vnf": plan.vnf.value if plan.vnf else None,
+                "ovs_version": versions[0],
+                "dpdk_version": versions[1],
+                "kernel": facts.kernel,
+                "cpu_model": facts.cpu_model,
+                "warnings": list(plan.warnings),
+                "ndr": {
+                    test: [
+                        {
+                            "frame_size_bytes": r.config.frame_size_bytes,
+                            "rate_pps_per_direction": r.rate_pps,
+                            "throughput_rx_fps": r.validation.rx_pps,
+                            "loss_ratio": r.validation.loss_ratio,
+                        }
+                        for r in results
+                    ]
+                    for test, results in outcome.results.items()
+                },
+            },
+        )
+        log.info(
+            "Results %s in '%s'.", "complete" if reason is None else f"INCOMPLETE ({reason})", writer.path
+        )
+
+
+def _run_test(
+    plan: LabPlan,
+    facts: MachineFacts,
+    state: RunState,
+    ovs: OvsSandbox,
+    writer: ResultsWriter,
+    env: Environment,
+    index: int,
+    test: VsperfTest,
+    generator_factory: GeneratorFactory,
+    obs: RunObserver,
+    outcome: RunOutcome,
+) -> list[str]:
+    """Run one test (all frame sizes); return the frame sizes whose search failed, as sentences."""
+    lay = topology.layout(test.topology, state.run_dir / "sock")
+    topology.build(ovs, lay, plan.queues)
+    for daemon_pid in ovs.pids.values():  # PMD threads exist only once ports are added
+        renice(daemon_pid, plan.options.nice)
+    guest: GuestLoopback | None = None
+    if test.topology is not Topology.P2P:
+        guest = plan.scenario.guest.loopback if plan.scenario.guest else GuestLoopback.TESTPMD
+        if plan.vnf is VnfKind.TESTPMD:
+            guest = GuestLoopback.TESTPMD
+    vnf: ForwarderProcess | None = None
+    generator: TrafficGenerator | None = None
+    failures: list[str] = []
+    rows: list[FrameSizeResult] = []
+    test_start = datetime.now()
+
+    def write(*, complete: bool) -> Path:
+        """Rewrite the test's CSV/.md/.rst with the rows so far (partial results survive a crash)."""
+        return writer.write_test(
+            index, test, rows, env=env, start=test_start, stop=datetime.now(), guest=guest, complete=complete
+        )
+
+    try:
+        if test.topology is not Topology.P2P:
+            vnf = _start_vnf(plan, state, facts, lay)
+        generator = generator_factory(
+            GeneratorRequest(
+                sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                cpu=plan.cpus.generator_cpu,
+                file_prefix=state.new_file_prefix("tg"),
+                memory_mb=plan.options.generator_memory_mb,
+                queues=plan.queues,
+            )
+        )
+        pid = getattr(generator, "pid", None)
+        if isinstance(pid, int):
+            state.track_process("ovsperf-trafficgen", pid)
+            renice(pid, plan.options.nice)
+        if vnf is not None and vnf.pid is not None:
+            renice(vnf.pid, plan.options.nice)
+        obs.generator_started(generator)
+        wait_link = getattr(generator, "wait_link", None)
+        if callable(wait_link):
+            wait_link(timeout_s=LINK_TIMEOUT_S)
+        # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
+        if lay.vnf_ports:
+            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
+        if vnf is not None:
+            vnf.check_alive()
+        speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+        checked = CrossCheckedGenerator(
+            generator,
+            ovs,
+            ovs.bridge,
+            tuple(p.ofport for p in lay.generator_ports),
+            plan.loss_ratio_limit,
+        )
+        trial_log = _TrialLogger(writer, test, checked, obs)
+        results: list[SearchResult] = outcome.results.setdefault(test.value, [])
+        for number, size in enumerate(plan.frame_sizes_bytes, start=1):
+            obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
+            try:
+                found = search_throughput(
+                    checked,
+                    _search_config(plan, size, speed),
+                    log=logging.getLogger("ovsperf_lab.search"),
+                    observer=trial_log,
+                )
+            except SearchError as err:
+                log.error("%s: %s", test.value, err)
+                failures.append(f"{test.value}: {err}")
+                obs.frame_size_finished(test, None)
+                continue
+            results.append(found)
+            rows.append(FrameSizeResult(found, speed))
+            outcome.csv_paths.append(write(complete=False))
+            obs.frame_size_finished(test, found)
+        if rows:
+            write(complete=not failures)
+    except (TrafficGeneratorError, VnfError, OvsError) as err:
+        cause = _root_cause(err, ovs, vnf)
+        if cause is err:
+            raise
+        raise cause from err
+    finally:
+        if generator is not None:
+            generator.close()
+        if vnf is not None:
+            vnf.stop()
+        with contextlib.suppress(OvsError):
+            ovs.check_alive()
+            topology.remove(ovs)
+    outcome.csv_paths = list(dict.fromkeys(outcome.csv_paths))
+    return failures

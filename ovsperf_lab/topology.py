@@ -1,0 +1,140 @@
+"""Build a VSperf topology in the sandboxed OVS: vhost-user client ports and OpenFlow rules.
+
+VSperf (``core/vswitch_controller_p2p.py``, ``…_pxp.py``) deletes the bridge's flows and adds
+one ``in_port=A,actions=output:B`` rule per direction. The local lab replaces the physical
+ports with ``dpdkvhostuserclient`` ports whose sockets the traffic generator serves
+(``net_virtio_user…,server=1``):
+
+* P2P: generator port 0 ↔ OVS port 1, generator port 1 ↔ OVS port 2; rules 1→2 and 2→1.
+* PVP: two more ports 3 and 4 to the forwarder (its port 0 and 1); rules 1→3, 4→2, 2→4, 3→1,
+  so frames from generator port 0 cross the forwarder once and come back on generator port 1.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobcreator.model import Topology
+from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_lab.errors import LabError, OvsError
+from ovsperf_lab.ovs import OvsSandbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VhostPort:
+    """One ``dpdkvhostuserclient`` port of the bridge."""
+
+    name: str
+    """Interface name in OVS, e.g. ``'tg0'``."""
+    ofport: int
+    """OpenFlow port number (``ofport_request``)."""
+    socket: Path
+    """vhost-user socket the peer serves (``options:vhost-server-path``)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Ports and rules of one topology."""
+
+    topology: Topology
+    """Deployment."""
+    generator_ports: tuple[VhostPort, VhostPort]
+    """Ports facing generator port 0 and 1."""
+    vnf_ports: tuple[VhostPort, ...]
+    """Ports facing the forwarder's port 0 and 1 (PVP), else empty."""
+    rules: tuple[tuple[int, int], ...]
+    """``(in_port, output)`` OpenFlow rules."""
+
+    @property
+    def ports(self) -> tuple[VhostPort, ...]:
+        """Return all ports, generator ports first."""
+        return self.generator_ports + self.vnf_ports
+
+
+def layout(topology: Topology, socket_dir: Path) -> Layout:
+    """Return the ports and rules of ``topology`` with sockets in ``socket_dir``.
+
+    :raises LabError: for a topology the lab cannot build (PVVP).
+    """
+    tg = (
+        VhostPort("tg0", 1, socket_dir / "tg0.sock"),
+        VhostPort("tg1", 2, socket_dir / "tg1.sock"),
+    )
+    if topology is Topology.P2P:
+        return Layout(topology, tg, (), ((1, 2), (2, 1)))
+    if topology is Topology.PVP:
+        vm = (VhostPort("vm0", 3, socket_dir / "vm0.sock"), VhostPort("vm1", 4, socket_dir / "vm1.sock"))
+        return Layout(topology, tg, vm, ((1, 3), (4, 2), (2, 4), (3, 1)))
+    raise LabError(f"Topology '{topology.value}' is not supported by the local lab.")
+
+
+def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
+    """Create the bridge, the vhost-user client ports (``n_rxq`` queues) and the rules.
+
+    Replaces a bridge of the same name left by an earlier test of the same run.
+
+    :raises OvsError: when OVS refuses a port or a rule.
+    """
+    lay.generator_ports[0].socket.parent.mkdir(parents=True, exist_ok=True)
+    ovs.vsctl("--if-exists", "del-br", ovs.bridge)
+    ovs.vsctl("add-br", ovs.bridge, "--", "set", "bridge", ovs.bridge, "datapath_type=netdev")
+    for port in lay.ports:
+        ovs.vsctl(
+            "add-port",
+            ovs.bridge,
+            port.name,
+            "--",
+            "set",
+            "Interface",
+            port.name,
+            "type=dpdkvhostuserclient",
+            f"options:vhost-server-path={port.socket}",
+            f"options:n_rxq={n_rxq}",
+            f"ofport_request={port.ofport}",
+        )
+    ovs.wait_bridge(ovs.bridge)
+    target = ovs.bridge_target(ovs.bridge)
+    ovs.ofctl("del-flows", target)
+    for in_port, out_port in lay.rules:
+        ovs.ofctl("add-flow", target, f"in_port={in_port},actions=output:{out_port}")
+    log.info(
+        "Built %s topology on bridge '%s': ports %s, rules %s.",
+        lay.topology.value,
+        ovs.bridge,
+        ", ".join(f"{p.name}={p.ofport}" for p in lay.ports),
+        ", ".join(f"{a}->{b}" for a, b in lay.rules),
+    )
+
+
+def remove(ovs: OvsSandbox) -> None:
+    """Delete the bridge (and its ports); the sockets' owners are stopped separately."""
+    ovs.vsctl("--if-exists", "del-br", ovs.bridge)
+
+
+def wait_links_up(
+    ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0, ports: tuple[VhostPort, ...] | None = None
+) -> None:
+    """Wait until OVS sees ``ports`` (default: every port of ``lay``) up (peer connected).
+
+    :raises OvsError: naming the ports still down after ``timeout_s`` [s].
+    """
+    wanted = {p.name for p in (ports if ports is not None else lay.ports)}
+    deadline = Deadline.in_seconds(timeout_s, f"vhost-user ports {', '.join(sorted(wanted))} to come up")
+
+    def all_up() -> bool | None:
+        states = port_link_states(ovs, lay)
+        return True if all(states[name] == "up" for name in wanted) else None
+
+    try:
+        deadline.poll(all_up, log=log)
+    except DeadlineExceededError as err:
+        raise OvsError(f"{err} Link states: {port_link_states(ovs, lay)}.") from err
+
+
+def port_link_states(ovs: OvsSandbox, lay: Layout) -> dict[str, str]:
+    """Return interface name → ``link_state`` (``'up'``/``'down'``) as OVS sees it."""
+    return {p.name: ovs.vsctl("get", "Interface", p.name, "link_state").strip() for p in lay.ports}

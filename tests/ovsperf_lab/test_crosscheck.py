@@ -1,0 +1,53 @@
+"""Cross-check of generator counts with OVS port counters (pure: synthetic counters)."""
+
+from __future__ import annotations
+
+from ovsperf_lab.crosscheck import compare, generator_caused_failure
+from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.ovs import PortCounters
+from tests.ovsperf_lab.fakes import FakeTrafficGenerator
+
+ZERO = {1: PortCounters(0, 0, 0, 0), 2: PortCounters(0, 0, 0, 0)}
+
+
+def test_agreeing_counts_are_ok() -> None:
+    result = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0))
+    after = {1: PortCounters(1000, 0, 900, 0), 2: PortCounters(1000, 0, 900, 0)}
+    check = compare(ZERO, after, result, (1, 2))
+    assert check.ok and check.mismatches == ()
+    assert check.ovs_rx_packets == {0: 1000, 1: 1000} and check.ovs_ports[1]["tx_packets"] == 900
+
+
+def test_frames_missing_in_ovs_and_lost_in_generator_are_named() -> None:
+    result = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0))
+    # OVS saw only 950 of the 1000 sent on port 0, and delivered 990 to port 1 where the
+    # generator counted 900 (+ refusals unknown): both are mismatches.
+    after = {1: PortCounters(950, 0, 900, 0), 2: PortCounters(1000, 0, 990, 0)}
+    check = compare(ZERO, after, result, (1, 2))
+    assert not check.ok
+    assert "Generator port 0 sent 1000 frames into OVS, OVS port 1 received 950." in check.mismatches
+    assert any("lost inside the generator, not the DUT" in m for m in check.mismatches)
+
+
+def test_refused_frames_never_reached_ovs() -> None:
+    result = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0))
+    raw = {
+        "directions": [{"tx_refused_packets": 100}, {"tx_refused_packets": 100}],
+        "rx_foreign_packets": [0, 0],
+    }
+    after = {1: PortCounters(900, 0, 900, 0), 2: PortCounters(900, 0, 900, 0)}
+    assert compare(ZERO, after, result, (1, 2), raw).ok
+
+
+def test_loss_only_from_generator_rx_makes_the_trial_generator_caused() -> None:
+    result = FakeTrafficGenerator(capacity_pps=990.0).run_trial(TrialSpec(64, 1000.0, 1.0))
+    # Each direction lost 10 frames, exactly the 10 OVS could not deliver to the generator.
+    after = {1: PortCounters(1000, 0, 990, 10), 2: PortCounters(1000, 0, 990, 10)}
+    check = compare(ZERO, after, result, (1, 2))
+    assert any("could not deliver 10 frames to generator port 0" in m for m in check.mismatches)
+    assert generator_caused_failure(result, check, 0.0) == 20
+    # A DUT that lost more than those frames failed on its own.
+    worse = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0))
+    assert generator_caused_failure(worse, check, 0.0) == 0
+    # A passing trial is never turned invalid.
+    assert generator_caused_failure(result, check, 0.02) == 0

@@ -1,0 +1,117 @@
+"""Real OVS-DPDK in a sandbox, real topologies, dpdk-testpmd as stand-in generator and as the VNF."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from jobcreator.model import Topology
+from ovsperf_lab import topology
+from ovsperf_lab.errors import OvsError
+from ovsperf_lab.ovs import OvsSandbox, cpu_mask
+from ovsperf_lab.state import RunState
+from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
+
+pytestmark = pytest.mark.dpdk
+TESTPMD = shutil.which("dpdk-testpmd") or "dpdk-testpmd"
+
+
+def txonly(state: RunState, lay: topology.Layout, name: str = "tg-testpmd") -> ForwarderProcess:
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    argv = make_testpmd_argv(
+        binary=TESTPMD,
+        cpu=cpu,
+        file_prefix=state.new_file_prefix("tg"),
+        memory_mb=256,
+        sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+        queues=1,
+        forward_mode="txonly",
+        extra_app_args=("-i",),
+    )
+    return ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
+
+
+def test_cpu_mask() -> None:
+    assert cpu_mask((1,)) == "0x2"
+    assert cpu_mask((0, 2, 3)) == "0xd"
+
+
+def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: RunState) -> None:
+    ovs_version, dpdk_version = ovs.versions()
+    assert ovs_version.startswith("3.")
+    assert dpdk_version.startswith("22.11")
+    assert ovs.db_sock.is_socket() and str(ovs.db_sock).startswith(str(run_state.run_dir))
+    other = ovs.vsctl("get", "Open_vSwitch", ".", "other_config")
+    assert "--no-pci" in other and run_state.file_prefixes[0] in other
+    assert set(ovs.pids) == {"ovsdb-server", "ovs-vswitchd"}
+    cmdline = Path(f"/proc/{ovs.pids['ovs-vswitchd']}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[0].endswith(b"ovs-vswitchd-dpdk")
+    assert any(str(ovs.run_dir).encode() in arg for arg in cmdline)
+
+
+def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState) -> None:
+    lay = topology.layout(Topology.P2P, run_state.run_dir / "sock")
+    topology.build(ovs, lay, n_rxq=1)
+    flows = ovs.ofctl("--no-names", "dump-flows", ovs.bridge_target(ovs.bridge))
+    assert "in_port=1 actions=output:2" in flows and "in_port=2 actions=output:1" in flows
+    gen = txonly(run_state, lay)
+    gen.start()
+    try:
+        topology.wait_links_up(ovs, lay)
+        time.sleep(2.0)
+        gen.command("stop")
+        time.sleep(1.0)
+        c = ovs.port_counters(ovs.bridge)
+    finally:
+        gen.stop()
+    assert set(c) == {1, 2}
+    assert (c[1].rx_packets or 0) > 1000 and (c[2].rx_packets or 0) > 1000
+    # Everything received on port 1 left through port 2 (delivered or dropped at the full ring).
+    assert (c[2].tx_packets or 0) + (c[2].tx_dropped or 0) == c[1].rx_packets
+    assert (c[1].tx_packets or 0) + (c[1].tx_dropped or 0) == c[2].rx_packets
+
+
+def test_pvp_crosses_the_testpmd_forwarder(ovs: OvsSandbox, run_state: RunState) -> None:
+    lay = topology.layout(Topology.PVP, run_state.run_dir / "sock")
+    topology.build(ovs, lay, n_rxq=1)
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    vnf = ForwarderProcess(
+        run_state,
+        "vnf-testpmd",
+        make_testpmd_argv(
+            binary=TESTPMD,
+            cpu=cpu,
+            file_prefix=run_state.new_file_prefix("vnf"),
+            memory_mb=256,
+            sockets=(lay.vnf_ports[0].socket, lay.vnf_ports[1].socket),
+            queues=1,
+        ),
+        run_state.run_dir / "vnf.log",
+    )
+    vnf.start()
+    gen = txonly(run_state, lay)
+    gen.start()
+    try:
+        topology.wait_links_up(ovs, lay)
+        time.sleep(2.0)
+        vnf.check_alive()
+        gen.command("stop")
+        time.sleep(1.0)
+        c = ovs.port_counters(ovs.bridge)
+    finally:
+        gen.stop()
+        vnf.stop()
+    assert (c[4].rx_packets or 0) > 1000, c  # the forwarder sent frames back into OVS
+    assert (c[2].tx_packets or 0) + (c[2].tx_dropped or 0) == c[4].rx_packets
+    assert (c[3].tx_packets or 0) + (c[3].tx_dropped or 0) == c[1].rx_packets
+
+
+def test_dead_vswitchd_is_detected(ovs: OvsSandbox) -> None:
+    os.kill(ovs.pids["ovs-vswitchd"], 9)
+    time.sleep(0.5)
+    with pytest.raises(OvsError, match=r"ovs-vswitchd \(PID \d+\) died .*ovs-vswitchd.log"):
+        ovs.check_alive()

@@ -1,0 +1,118 @@
+"""The planner: CPU assignment and refusals before anything starts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from jobcreator.catalog import load_catalog
+from jobcreator.model import VsperfTest
+from ovsperf_lab.errors import LabError, RefusedScenarioError
+from ovsperf_lab.machine import MachineFacts, probe_machine
+from ovsperf_lab.plan import LabOptions, VnfKind, plan_run
+
+CATALOG = load_catalog()
+
+
+@pytest.fixture(scope="module")
+def here() -> MachineFacts:
+    return probe_machine()
+
+
+def facts(here: MachineFacts, **kw: object) -> MachineFacts:
+    base = dict(
+        cpus=(0, 1),
+        is_root=True,
+        hugetlbfs_mounted=True,
+        hugepages_2m_free=4096,
+        testpmd="/usr/bin/dpdk-testpmd",
+    )
+    base.update(kw)
+    return dataclasses.replace(here, **base)  # type: ignore[arg-type]
+
+
+def test_p2p_on_two_cpus(here: MachineFacts) -> None:
+    plan = plan_run(CATALOG.get("OVS_DPDK1q"), facts(here), LabOptions(frame_sizes_bytes=(1518, 64)))
+    assert plan.cpus.generator_cpu == 0 and plan.cpus.pmd_cpus == (1,)
+    assert plan.frame_sizes_bytes == (64, 1518)
+    assert plan.vnf is None and plan.warnings == ()
+    assert plan.loss_ratio_limit == 0.0
+    assert plan.search_trial_s == 30 and plan.validation_trial_s == 120
+
+
+def test_options_override_scenario(here: MachineFacts) -> None:
+    opts = LabOptions(search_trial_s=1, validation_trial_s=2, loss_percent=0.5)
+    plan = plan_run(CATALOG.get("OVS_DPDK1q"), facts(here), opts)
+    assert (plan.search_trial_s, plan.validation_trial_s, plan.loss_ratio_limit) == (1, 2, 0.005)
+
+
+def test_multiqueue_uses_more_pmds_when_cores_allow(here: MachineFacts) -> None:
+    plan = plan_run(CATALOG.get("OVS_DPDK2q"), facts(here, cpus=(0, 1, 2, 3)), LabOptions())
+    assert plan.cpus.pmd_cpus == (1, 2) and plan.queues == 2
+    small = plan_run(CATALOG.get("OVS_DPDK2q"), facts(here), LabOptions())
+    assert small.cpus.pmd_cpus == (1,) and small.queues == 2
+
+
+def test_pvp_testpmd_shares_pmd_cpu_with_warning(here: MachineFacts) -> None:
+    plan = plan_run(CATALOG.get("OVS_DPDK1q_GUEST_DPDK1q"), facts(here), LabOptions())
+    assert plan.vnf is VnfKind.TESTPMD
+    assert plan.cpus.vnf_cpu == 1
+    assert "shares CPU 1 with an OVS PMD thread" in plan.warnings[0]
+    roomy = plan_run(CATALOG.get("OVS_DPDK1q_GUEST_DPDK1q"), facts(here, cpus=(0, 1, 2)), LabOptions())
+    assert roomy.cpus.vnf_cpu == 2 and roomy.warnings == ()
+
+
+@pytest.mark.parametrize(
+    "scenario,kw,options,expected",
+    [
+        (
+            "OVS_VANILLA_GUEST_linuxbridge",
+            {"kernel_ovs_module": False},
+            {},
+            "needs the kernel 'openvswitch' module",
+        ),
+        ("OVS_DPDK1q", {}, {"pmd_cores": 2}, "2 OVS PMD threads need 3 CPUs"),
+        ("OVS_DPDK1q", {"cpus": (0,)}, {}, "at least 2 CPUs"),
+        ("OVS_DPDK1q_GUEST_linuxbridge", {}, {}, "'linux_bridge' guest needs a guest image"),
+        ("OVS_DPDK1q", {"is_root": False}, {}, "DPDK needs root"),
+        ("OVS_DPDK1q", {"hugepages_2m_free": 10}, {}, "free 2 MB hugepages are needed"),
+        ("OVS_DPDK1q", {"ovs_vswitchd_dpdk": None}, {}, "install 'openvswitch-switch-dpdk'"),
+        ("OVS_DPDK1q_GUEST_DPDK1q", {"testpmd": None}, {}, "PVP needs 'dpdk-testpmd'"),
+        (
+            "OVS_DPDK1q_GUEST_DPDK1q",
+            {"qemu": None},
+            {"guest_image": Path("/nonexistent.qcow2")},
+            "QEMU is missing",
+        ),
+    ],
+)
+def test_refusals(
+    here: MachineFacts, scenario: str, kw: dict[str, object], options: dict[str, object], expected: str
+) -> None:
+    with pytest.raises(RefusedScenarioError, match=expected) as info:
+        plan_run(CATALOG.get(scenario), facts(here, **kw), LabOptions(**options))  # type: ignore[arg-type]
+    assert info.value.scenario == scenario
+    assert str(info.value).startswith(f"Scenario '{scenario}' cannot run on this machine:")
+
+
+def test_all_reasons_listed_at_once(here: MachineFacts) -> None:
+    with pytest.raises(RefusedScenarioError) as info:
+        plan_run(
+            CATALOG.get("OVS_VANILLA_GUEST_linuxbridge"),
+            facts(here, kernel_ovs_module=False, is_root=False),
+            LabOptions(),
+        )
+    assert len(info.value.reasons) == 3
+
+
+def test_unknown_test_and_bad_options(here: MachineFacts) -> None:
+    with pytest.raises(LabError, match="has no test pvp_tput"):
+        plan_run(CATALOG.get("OVS_DPDK1q"), facts(here), LabOptions(tests=(VsperfTest.PVP_TPUT,)))
+    with pytest.raises(LabError, match="--frame-sizes"):
+        LabOptions(frame_sizes_bytes=(63,))
+    with pytest.raises(LabError, match="--loss"):
+        LabOptions(loss_percent=100)
+    with pytest.raises(LabError, match="--search-time"):
+        LabOptions(search_trial_s=0)

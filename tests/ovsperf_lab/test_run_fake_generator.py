@@ -1,0 +1,186 @@
+"""Orchestration against a real sandboxed OVS with the deterministic fake generator.
+
+The fake sends nothing into OVS, so these tests exercise start-up, topology, search, results,
+partial results and teardown (also when OVS or the generator dies mid-search) in seconds; the
+real traffic runs are in test_lab_real.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from jobcreator.catalog import load_catalog
+from jobcreator.model import VsperfTest
+from ovsperf_lab.errors import OvsError, TrafficGeneratorError
+from ovsperf_lab.machine import probe_machine
+from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.plan import LabOptions, plan_run
+from ovsperf_lab.results import CSV_COLUMNS, METADATA_FILE, TRIALS_FILE
+from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
+from ovsperf_lab.search import TrialKind
+from ovsperf_lab.trafficgen import TrafficGenerator
+from reporting.api import generate_report
+from reporting.load import load_results_dir
+from tests.ovsperf_lab.fakes import FakeTrafficGenerator
+
+pytestmark = pytest.mark.dpdk
+CATALOG = load_catalog()
+FACTS = probe_machine()
+
+
+def plan(name: str = "OVS_DPDK1q", sizes: tuple[int, ...] = (64, 1518)):  # type: ignore[no-untyped-def]
+    opts = LabOptions(frame_sizes_bytes=sizes, search_trial_s=1, validation_trial_s=2)
+    return plan_run(CATALOG.get(name), FACTS, opts)
+
+
+def assert_nothing_left(state_root: Path) -> None:
+    assert list(state_root.iterdir()) == []
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_complete_p2p_run(tmp_path: Path, state_root: Path) -> None:
+    requests: list[GeneratorRequest] = []
+
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        requests.append(req)
+        return FakeTrafficGenerator(capacity_pps=700_000.0)
+
+    outcome = run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
+    assert outcome.complete and outcome.reason is None
+    assert_nothing_left(state_root)
+    assert requests[0].sockets[0].name == "tg0.sock" and requests[0].file_prefix.startswith("ovsperf-lab-")
+    [csv_path] = outcome.csv_paths
+    assert csv_path.name == "result_0_phy2phy_tput_p2p.csv"
+    assert csv_path.read_bytes().count(b"\r\n") == 3  # header + 2 rows, VSperf's CRLF
+    rows = read_csv(csv_path)
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert [r["packet_size"] for r in rows] == ["64", "1518"]
+    ndr64 = float(rows[0]["throughput_rx_fps"])
+    assert 0.98 * 1.4e6 <= ndr64 <= 1.4e6  # both directions, within 1 % granularity below capacity
+    assert rows[0]["frame_loss_percent"] == "0.000000"
+    assert float(rows[0]["avg_latency_ns"]) == 20000.0
+    assert 0.98 * 1.4e6 <= float(rows[1]["throughput_rx_fps"]) <= 1.4e6
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    assert meta["complete"] is True and meta["scenario"] == "OVS_DPDK1q"
+    assert meta["ovs_version"].startswith("3.") and meta["dpdk_version"].startswith("22.11")
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    assert len(trials) == meta["trial_count"] >= 4
+    # The fake never connects to OVS: the cross-check must say OVS saw nothing of it.
+    search = [t for t in trials if t["kind"] == "search"]
+    assert search[0]["crosscheck"]["ok"] is False
+    assert "OVS did not report RX counters for port 1" in search[0]["crosscheck"]["mismatches"][0]
+    md = (outcome.results_dir / "result_0_phy2phy_tput_p2p.md").read_text()
+    assert f"* vSwitch: OvsDpdkVhost, Version: {meta['ovs_version']}, GIT tag: None" in md
+    assert list(outcome.results_dir.glob("vswitchd_*.log"))
+    # reporting reads it like Beaker results, and renders a report of it.
+    loaded = load_results_dir(outcome.results_dir)
+    assert loaded.ovs_version == meta["ovs_version"] and loaded.dpdk_version == meta["dpdk_version"]
+    [run] = loaded.runs
+    assert (run.test, run.deployment, run.vswitch) == ("phy2phy_tput", "p2p", "OvsDpdkVhost")
+    assert [t.frame_size_bytes for t in run.trials] == [64, 1518]
+    assert run.trials[0].rx_pps == ndr64 and run.trials[0].latency_avg_ns == 20000.0
+    assert run.trials[0].frame_loss_percent == 0.0
+    report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
+    assert report.index_html.is_file() and report.overall == "PASS"
+    names = sorted(p.name for p in outcome.results_dir.iterdir())
+    assert names[-1] == "vswitchd_" + outcome.results_dir.name.removeprefix("results_") + ".log"
+
+
+class KillOvsAt(RunObserver):
+    def __init__(self, state_root: Path, trial: int) -> None:
+        self.state_root = state_root
+        self.trial = trial
+        self.size = 0
+
+    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
+        self.size = frame_size_bytes
+
+    def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+        if self.size == 1518 and index == self.trial:
+            [run_dir] = list(self.state_root.iterdir())
+            state = json.loads((run_dir / "state.json").read_text())
+            pid = next(p["pid"] for p in state["processes"] if p["name"] == "ovs-vswitchd")
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ovs_crash_mid_search_keeps_partial_results_and_cleans_up(tmp_path: Path, state_root: Path) -> None:
+    gens: list[FakeTrafficGenerator] = []
+
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        gens.append(FakeTrafficGenerator(capacity_pps=700_000.0))
+        return gens[-1]
+
+    with pytest.raises(OvsError, match=r"ovs-vswitchd \(PID \d+\) died"):
+        run_lab(
+            plan(),
+            FACTS,
+            output_root=tmp_path,
+            state_root=state_root,
+            generator_factory=factory,
+            observer=KillOvsAt(state_root, 2),
+        )
+    assert_nothing_left(state_root)
+    assert gens[0].closed == 1
+    [results] = list(tmp_path.iterdir())
+    rows = read_csv(results / "result_0_phy2phy_tput_p2p.csv")
+    assert [r["packet_size"] for r in rows] == ["64"]
+    meta = json.loads((results / METADATA_FILE).read_text())
+    assert meta["complete"] is False and "ovs-vswitchd" in meta["incomplete_reason"]
+    assert "INCOMPLETE" in (results / "result_0_phy2phy_tput_p2p.md").read_text()
+
+
+def test_generator_crash_mid_search(tmp_path: Path, state_root: Path) -> None:
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        # 64 B: a search and a validation trial; dies in the first 1518 B trial.
+        return FakeTrafficGenerator(capacity_pps=1e9, fail_at_trial=3)
+
+    with pytest.raises(TrafficGeneratorError, match="died in trial 3"):
+        run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
+    assert_nothing_left(state_root)
+    [results] = list(tmp_path.iterdir())
+    assert [r["packet_size"] for r in read_csv(results / "result_0_phy2phy_tput_p2p.csv")] == ["64"]
+    assert json.loads((results / METADATA_FILE).read_text())["complete"] is False
+
+
+def test_failed_search_for_one_size_is_reported_others_kept(tmp_path: Path, state_root: Path) -> None:
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        def cap(spec: TrialSpec) -> float:
+            return 0.0 if spec.frame_size_bytes == 64 else 1e9
+
+        return FakeTrafficGenerator(capacity_for=cap)
+
+    outcome = run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
+    assert not outcome.complete and "phy2phy_tput: 64 B: could not pass" in (outcome.reason or "")
+    assert [r["packet_size"] for r in read_csv(outcome.csv_paths[0])] == ["1518"]
+    assert_nothing_left(state_root)
+
+
+def test_keyboard_interrupt_tears_down(tmp_path: Path, state_root: Path) -> None:
+    class Interrupt(RunObserver):
+        def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+            if index == 2:
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_lab(
+            plan(),
+            FACTS,
+            output_root=tmp_path,
+            state_root=state_root,
+            generator_factory=lambda req: FakeTrafficGenerator(),
+            observer=Interrupt(),
+        )
+    assert_nothing_left(state_root)
+    [results] = list(tmp_path.iterdir())
+    meta = json.loads((results / METADATA_FILE).read_text())
+    assert meta["complete"] is False and "interrupted" in meta["incomplete_reason"]

@@ -1,0 +1,217 @@
+import logging
+
+import pytest
+
+from ovsperf_lab.errors import SearchError, TrafficGeneratorError
+from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.search import (
+    SearchConfig,
+    SearchObserver,
+    TrialKind,
+    TrialOutcome,
+    TrialRecord,
+    search_throughput,
+)
+from tests.ovsperf_lab.fakes import FakeTrafficGenerator
+
+LOG = logging.getLogger("test.search")
+
+
+def config(**kw: object) -> SearchConfig:
+    base: dict[str, object] = dict(
+        frame_size_bytes=64,
+        max_rate_pps=100.0,
+        rate_granularity_pps=10.0,
+        loss_ratio_limit=0.0,
+        search_trial_s=10.0,
+        validation_trial_s=30.0,
+        calibrate=False,
+    )
+    base.update(kw)
+    return SearchConfig(**base)  # type: ignore[arg-type]
+
+
+def steps(result_trials: tuple[TrialRecord, ...]) -> list[tuple[str, float, str]]:
+    return [(t.kind.value, t.rate_pps, t.outcome.value) for t in result_trials]
+
+
+def test_lua_bisection_sequence() -> None:
+    # max 100, granularity 10, capacity 37: 100 F, 50 F, 25 P, 37.5 F, then |31.25-37.5| < 10
+    # makes the next trial the final validation at 31.25 (trafficgen.lua fail branch).
+    gen = FakeTrafficGenerator(capacity_pps=37.0)
+    res = search_throughput(gen, config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "fail"),
+        ("search", 25.0, "pass"),
+        ("search", 37.5, "fail"),
+        ("validation", 31.25, "pass"),
+    ]
+    assert res.rate_pps == 31.25
+    assert res.validation.loss_ratio == 0.0
+    assert [s.duration_s for s in gen.specs] == [10.0, 10.0, 10.0, 10.0, 30.0]
+
+
+def test_pass_at_start_rate_validates_same_rate() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=1000.0)
+    res = search_throughput(gen, config(), log=LOG)
+    assert steps(res.trials) == [("search", 100.0, "pass"), ("validation", 100.0, "pass")]
+
+
+def test_pass_branch_final_when_within_granularity() -> None:
+    # 100 F, 50 P -> next 75 (|25| > 10), 75 P -> next 87.5 (12.5 > 10), 87.5 F -> next 81.25
+    # (|6.25| < 10) -> validation at 81.25 passes.
+    gen = FakeTrafficGenerator(capacity_pps=85.0)
+    res = search_throughput(gen, config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "pass"),
+        ("search", 75.0, "pass"),
+        ("search", 87.5, "fail"),
+        ("validation", 81.25, "pass"),
+    ]
+
+
+def test_failed_validation_steps_down_by_granularity() -> None:
+    # Long trials forward less (capacity 20 at 30 s, 37 at 10 s): validation at 31.25 fails,
+    # the rate drops by one granularity to 21.25 (search), which fails too; the bisection goes
+    # on from there.
+    def cap(spec: TrialSpec) -> float:
+        return 20.0 if spec.duration_s > 10 else 37.0
+
+    gen = FakeTrafficGenerator(capacity_for=cap)
+    res = search_throughput(gen, config(), log=LOG)
+    seq = steps(res.trials)
+    assert seq[:6] == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "fail"),
+        ("search", 25.0, "pass"),
+        ("search", 37.5, "fail"),
+        ("validation", 31.25, "fail"),
+        ("search", 21.25, "pass"),
+    ]
+    assert seq[-1][0] == "validation" and seq[-1][2] == "pass"
+    assert res.rate_pps <= 20.0
+    assert res.validation.loss_ratio == 0.0
+
+
+def test_pdr_accepts_loss_up_to_limit() -> None:
+    # capacity 90 of 100 offered = 10 % loss; with 10 % acceptable the start rate passes.
+    gen = FakeTrafficGenerator(capacity_pps=90.0)
+    res = search_throughput(gen, config(loss_ratio_limit=0.10), log=LOG)
+    assert res.rate_pps == 100.0
+    assert res.validation.loss_ratio == pytest.approx(0.10)
+    ndr = search_throughput(FakeTrafficGenerator(capacity_pps=90.0), config(), log=LOG)
+    assert ndr.rate_pps < 90.0
+
+
+def test_invalid_trials_are_repeated_not_counted() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=37.0, invalid_trials=frozenset({2, 3}))
+    res = search_throughput(gen, config(), log=LOG)
+    outcomes = [(t.rate_pps, t.outcome) for t in res.trials]
+    assert outcomes[1:4] == [
+        (50.0, TrialOutcome.INVALID),
+        (50.0, TrialOutcome.INVALID),
+        (50.0, TrialOutcome.FAIL),
+    ]
+    assert res.rate_pps == 31.25
+    assert res.counted_trials == 5
+    assert len(res.trials) == 7
+
+
+def test_too_many_invalid_trials_fail_the_search() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=37.0, invalid_trials=frozenset(range(2, 10)))
+    with pytest.raises(SearchError, match=r"4 invalid trials in a row at 50 pps.*injected"):
+        search_throughput(gen, config(max_invalid_repeats=3), log=LOG)
+    assert len(gen.specs) == 5
+
+
+def test_nothing_passes_fails_at_minimum_rate() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=0.0)
+    with pytest.raises(SearchError, match="could not pass the minimum rate 10 pps"):
+        search_throughput(gen, config(), log=LOG)
+    assert len(gen.specs) < 10
+
+
+def test_calibration_caps_start_rate_at_generator_limit(caplog: pytest.LogCaptureFixture) -> None:
+    gen = FakeTrafficGenerator(capacity_pps=1e9, max_tx_pps=60.0)
+    with caplog.at_level(logging.WARNING):
+        res = search_throughput(gen, config(calibrate=True), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "invalid"),
+        ("search", pytest.approx(57.0), "pass"),
+        ("validation", pytest.approx(57.0), "pass"),
+    ]
+    assert res.start_rate_pps == pytest.approx(57.0)
+    assert res.rate_pps == pytest.approx(57.0)
+    assert "start rate has been reduced from 100 to 57" in caplog.text
+
+
+def test_trial_bound() -> None:
+    with pytest.raises(SearchError, match="no validated rate after 2 counted trials"):
+        search_throughput(FakeTrafficGenerator(capacity_pps=37.0), config(max_trials=2), log=LOG)
+
+
+def test_generator_crash_propagates() -> None:
+    with pytest.raises(TrafficGeneratorError):
+        search_throughput(FakeTrafficGenerator(capacity_pps=37.0, fail_at_trial=3), config(), log=LOG)
+
+
+def test_observer_sees_every_trial_and_best_so_far() -> None:
+    seen: list[tuple[int, float | None]] = []
+    started: list[int] = []
+
+    class Obs(SearchObserver):
+        def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+            started.append(index)
+
+        def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
+            seen.append((record.index, best_pass_pps))
+
+    search_throughput(FakeTrafficGenerator(capacity_pps=37.0), config(), log=LOG, observer=Obs())
+    assert started == [1, 2, 3, 4, 5]
+    assert seen == [(1, None), (2, None), (3, 25.0), (4, 25.0), (5, 31.25)]
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("max_rate_pps", 0.0),
+        ("rate_granularity_pps", 0.0),
+        ("rate_granularity_pps", 200.0),
+        ("loss_ratio_limit", 1.0),
+        ("search_trial_s", 0.0),
+        ("max_trials", 0),
+    ],
+)
+def test_config_rejects_bad_fields(field: str, value: float) -> None:
+    with pytest.raises(SearchError, match=field):
+        config(**{field: value})
+
+
+def test_tx_limited_trial_with_excess_loss_counts_as_fail() -> None:
+    # The generator tops out at 60 pps; at 100 requested it sends 60 and the DUT (37) loses:
+    # the DUT failed below the requested load, so the trial is a fail and the bisection goes on.
+    gen = FakeTrafficGenerator(capacity_pps=37.0, max_tx_pps=60.0)
+    res = search_throughput(gen, config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "fail"),
+        ("search", 25.0, "pass"),
+        ("search", 37.5, "fail"),
+        ("validation", 31.25, "pass"),
+    ]
+    assert res.trials[0].result.valid is False
+    assert res.counted_trials == 5
+
+
+def test_tx_limited_trial_without_loss_ends_the_search_without_calibration() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=1000.0, max_tx_pps=60.0)
+    with pytest.raises(SearchError, match="achieved TX 60 < requested 100"):
+        search_throughput(gen, config(max_invalid_repeats=1, calibrate=False), log=LOG)
+
+
+def test_drain_time_is_passed_to_every_trial() -> None:
+    gen = FakeTrafficGenerator(capacity_pps=37.0)
+    search_throughput(gen, config(drain_s=0.5), log=LOG)
+    assert {s.drain_s for s in gen.specs} == {0.5}
