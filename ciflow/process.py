@@ -48,7 +48,7 @@ from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import InvalidRecordError, ResultStoreError
 from resultstore.model import ResultStatus
-from resultstore.overview import write_overview
+from resultstore.overview import OVERVIEW_HREF, write_overview
 from resultstore.store import ResultStore
 from resultstore.verdicts import tester_verdict, thresholds_to_record
 
@@ -185,6 +185,9 @@ def _compare_record_move(
             thresholds=scenario.thresholds,
             tester_verdict=_previous_verdict(store, entry.name, report_dir),
             title=title,
+            # The page names the result where it will be: the move follows the report.
+            display_paths={entry.path: destination},
+            overview_href=OVERVIEW_HREF,
         )
     except (ReportingError, OSError) as err:
         if _is_infrastructure(err):

@@ -17,6 +17,7 @@ from pathlib import Path
 from ovsperf_common.atomicio import atomic_directory
 from ovsperf_common.exitcodes import ExitCode
 from reporting.compare import compare
+from reporting.document import PathDisplay
 from reporting.errors import NoResultsError, ReportingError, ReportWriteError
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TesterVerdict, Thresholds
@@ -69,12 +70,23 @@ def generate_report(
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen dataclass, safe default
     tester_verdict: TesterVerdict | None = None,
     title: str | None = None,
+    *,
+    display_paths: Mapping[Path, Path] | None = None,
+    overview_href: str | None = None,
 ) -> ReportOutcome:
     """Load, compare and render; write OUT atomically (a failed write leaves the previous report).
 
     Each directory is a VSperf ``results_<timestamp>`` directory or a directory holding one or
     more. All directories of a side are pooled as samples of that side (repeats); the same
     directory given twice, or two directories with identical result CSVs, count once.
+
+    :param display_paths: directory as read → directory to show instead, for a caller that moves
+        the results right after (``process-ci-results``: ``ci_in/<name>`` → ``ci_processed/<name>``).
+        Paths inside a mapped directory are shown inside its replacement on the page, in
+        ``report.json`` (``path``; ``read_from`` keeps where it was read) and in the warnings
+        (page, ``report.json`` and :attr:`ReportOutcome.warnings`). Default: paths as read.
+    :param overview_href: URL of a page listing all reports, relative to ``output_dir``
+        (``process-ci-results``: ``../index.html``); the page links it at the top. Default: no link.
 
     :raises NoResultsError: (subclass of ReportingError) when no result CSV is found on a side.
     :raises ReportingError: on unreadable input or output (ResultsLoadError, ReportWriteError).
@@ -97,12 +109,24 @@ def generate_report(
     _check_output(output_dir, [*baseline_dirs, *current_dirs])
     if title is None:
         title = _default_title(baseline, current)
+    display = PathDisplay.of(display_paths)
+    warnings = [display.text(w) for w in warnings]
     for message in warnings:
         log.warning("%s", message)
     log.info("Rendering %d test(s) into '%s'.", len(comparison.tests), output_dir)
     try:
         with atomic_directory(output_dir) as tmp:
-            copy_warnings = write_report(tmp, comparison, baseline, current, warnings, tester_verdict, title)
+            copy_warnings = write_report(
+                tmp,
+                comparison,
+                baseline,
+                current,
+                warnings,
+                tester_verdict,
+                title,
+                display=display,
+                overview_href=overview_href,
+            )
     except OSError as err:
         raise ReportWriteError(
             f"{err.strerror or err}; the previous report (if any) is unchanged.", path=output_dir

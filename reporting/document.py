@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ovsperf_common.units import l1_bps
@@ -22,6 +23,37 @@ SCHEMA_VERSION = 1
 """Version of ``report.json``'s layout; bump on incompatible changes."""
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class PathDisplay:
+    """Show paths where they will be, not where they were read (e.g. after a move by the caller).
+
+    ``mapping`` holds (directory as read, directory to show) pairs; a path inside a directory
+    as read is shown inside the directory to show. Empty: every path is shown as read.
+    """
+
+    mapping: tuple[tuple[Path, Path], ...] = ()
+
+    @classmethod
+    def of(cls, mapping: Mapping[Path, Path] | None) -> PathDisplay:
+        """Build from a mapping (None: paths shown as read); longest directory first."""
+        pairs = ((Path(old), Path(new)) for old, new in (mapping or {}).items())
+        return cls(tuple(sorted(pairs, key=lambda pair: len(pair[0].parts), reverse=True)))
+
+    def path(self, path: Path) -> Path:
+        """Return where ``path`` is shown."""
+        for old, new in self.mapping:
+            if path.is_relative_to(old):
+                return new / path.relative_to(old)
+        return path
+
+    def text(self, message: str) -> str:
+        """Return ``message`` (a warning) with every mapped directory replaced by its display path."""
+        for old, new in self.mapping:
+            shown = str(new).replace("\\", "\\\\")  # a literal replacement, not a template
+            message = re.sub(re.escape(str(old)) + r"(?=[/'\"\s]|$)", shown, message)
+        return message
 
 
 @dataclass(frozen=True)
@@ -53,9 +85,10 @@ def _round(value: float | None, digits: int) -> float | None:
     return round(value, digits)
 
 
-def _side_json(rs: ResultSet, links: Sequence[SourceLink]) -> dict[str, Any]:
+def _side_json(rs: ResultSet, links: Sequence[SourceLink], display: PathDisplay) -> dict[str, Any]:
     return {
-        "path": str(rs.path),
+        "path": str(display.path(rs.path)),
+        "read_from": str(rs.path),
         "name": rs.path.name,
         "ovs_version": rs.ovs_version,
         "dpdk_version": rs.dpdk_version,
@@ -140,8 +173,15 @@ def report_data(
     warnings: Sequence[str],
     tester_verdict: TesterVerdict | None,
     title: str,
+    display: PathDisplay = PathDisplay(),
+    overview_href: str | None = None,
 ) -> dict[str, Any]:
-    """Return the ``report.json`` document (schema 1; keys are stable, see docs/reporting.md)."""
+    """Return the ``report.json`` document (schema 1; keys are stable, see docs/reporting.md).
+
+    Paths (``path`` of each side, MoonGen ``log``) are shown through ``display``; ``read_from``
+    keeps where a side was read. ``overview_href`` is the relative URL of the page listing all
+    reports, or None.
+    """
     th = comparison.thresholds
     return {
         "schema": SCHEMA_VERSION,
@@ -159,8 +199,11 @@ def report_data(
         "Mbit/s are L1: fps × (frame + 20 B) × 8",
         "link_bps": comparison.link_bps,
         "link_source": comparison.link_source,
-        "baseline": [_side_json(rs, links.get(f"baseline-{i}", ())) for i, rs in enumerate(baseline)],
-        "current": [_side_json(rs, links.get(f"current-{i}", ())) for i, rs in enumerate(current)],
+        "overview_href": overview_href,
+        "baseline": [
+            _side_json(rs, links.get(f"baseline-{i}", ()), display) for i, rs in enumerate(baseline)
+        ],
+        "current": [_side_json(rs, links.get(f"current-{i}", ()), display) for i, rs in enumerate(current)],
         "tests": [
             {
                 "test": t.test,
@@ -174,7 +217,7 @@ def report_data(
                 "moongen_checks": [
                     {
                         "side": side,
-                        "log": str(m.log_path),
+                        "log": str(display.path(m.log_path)),
                         "frame_size_bytes": m.frame_size_bytes,
                         "tx_frames": m.tx_frames,
                         "rx_frames": m.rx_frames,

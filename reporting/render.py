@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
-from reporting.document import SourceLink, findings, graph_name, report_data, safe_name
+from reporting.document import PathDisplay, SourceLink, findings, graph_name, report_data, safe_name
 from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
 from reporting.resultmodel import ResultSet
 
@@ -214,8 +214,14 @@ def write_report(
     warnings: Sequence[str],
     tester_verdict: TesterVerdict | None,
     title: str,
+    *,
+    display: PathDisplay = PathDisplay(),  # noqa: B008 - frozen dataclass, safe default
+    overview_href: str | None = None,
 ) -> tuple[str, ...]:
     """Fill the (empty, temporary) directory ``out`` with the complete report.
+
+    Paths on the page and in ``report.json`` (and in ``warnings``) are shown through ``display``;
+    ``overview_href`` adds a link to the page listing all reports.
 
     :returns: warnings found while copying VSperf's files (left out, secrets redacted); the
         page and ``report.json`` list them after ``warnings``.
@@ -226,12 +232,15 @@ def write_report(
     for side, sets in (("baseline", baseline), ("current", current)):
         for i, rs in enumerate(sets):
             links[f"{side}-{i}"] = copy_sources(rs, out, f"{side}-{i}", copy_warnings)
+    copy_warnings = [display.text(w) for w in copy_warnings]
     warnings = [*warnings, *copy_warnings]
     graphs = out / "graphs"
     graphs.mkdir()
     for test in comparison.tests:
         plot_test(test, comparison, graphs / graph_name(test))
-    data = report_data(comparison, baseline, current, links, warnings, tester_verdict, title)
+    data = report_data(
+        comparison, baseline, current, links, warnings, tester_verdict, title, display, overview_href
+    )
     (out / "report.json").write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     html = page_template().render(
         report=data,

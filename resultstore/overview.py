@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 OVERVIEW_NAME = "index.html"
 """File name of the overview page inside the reports directory."""
 
+OVERVIEW_HREF = f"../{OVERVIEW_NAME}"
+"""Link from a report page (``<reports>/<name>/index.html``) back to the overview."""
+
 MAX_ROWS = 1000
 """The page lists at most this many comparisons, newest first [1]."""
 

@@ -15,7 +15,7 @@ from reporting.api import ReportOutcome, TesterVerdict, Thresholds, generate_rep
 from reporting.errors import ReportingError
 from resultstore.errors import OverviewError, RenderError
 from resultstore.model import ComparisonRecord, Decision, VerdictRecord
-from resultstore.overview import write_overview
+from resultstore.overview import OVERVIEW_HREF, write_overview
 from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
             thresholds=thresholds_from_record(dict(comparison.thresholds)),
             tester_verdict=None if comparison.verdict is None else tester_verdict(comparison.verdict),
             title=comparison.title,
+            overview_href=OVERVIEW_HREF,  # refresh_pages writes the overview beside the report
         )
     except ReportingError as err:
         raise RenderError(
