@@ -31,10 +31,14 @@ FACTS = probe_machine()
 
 
 def short_plan(
-    name: str, sizes: tuple[int, ...] = (1518,), tests: tuple[VsperfTest, ...] | None = None
+    name: str,
+    sizes: tuple[int, ...] = (1518,),
+    tests: tuple[VsperfTest, ...] | None = None,
+    loss_percent: float | None = None,
 ) -> LabPlan:
     options = LabOptions(
         frame_sizes_bytes=sizes,
+        loss_percent=loss_percent,
         search_trial_s=1,
         validation_trial_s=2,
         granularity_percent=1.0,
@@ -141,7 +145,10 @@ def test_crash_mid_search_leaves_nothing_and_keeps_partial_results(
     killer = KillAt(state_root, victim, 1518, 2)
     with pytest.raises(error, match=message):
         run_lab(
-            short_plan("OVS_DPDK1q", sizes=(1280, 1518)),
+            # 1 % acceptable loss: the 1280 B search must end with a result on a noisy shared
+            # machine too (a zero-loss search may legitimately find none); this test is about
+            # the teardown and the partial results, not the NDR.
+            short_plan("OVS_DPDK1q", sizes=(1280, 1518), loss_percent=1.0),
             FACTS,
             output_root=tmp_path,
             state_root=state_root,
