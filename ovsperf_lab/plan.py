@@ -26,8 +26,9 @@ DEFAULT_RING_SIZE = 8192
 rcu_preempt) take a CPU from a busy-polling thread for ~4 ms at a time, so a ring must hold a
 few ms of frames; larger rings buffer longer stalls but no longer fit in the caches, and the
 generator and OVS slow down once they fill. P2P 64 B NDR, three searches each: 4096 → mean
-0.72 Mpps per direction, CV 9.8 %; 8192 → 0.92 Mpps, CV 1.6 %; 16384 → 1.4 Mpps in two runs,
-the third ended generator-limited."""
+0.72 Mpps per direction, CV 9.8 %; 8192 → 0.92 Mpps, CV 1.6 % (and 0.95 Mpps, CV 26 % in a
+second benchmark while the VM's own capacity halved); 16384 → 1.4 Mpps in two runs, the third
+ended generator-limited."""
 
 RING_SIZES = tuple(1 << n for n in range(8, 16))
 """Ring sizes ``--ring-size`` accepts: powers of two, 256 to 32768 (the virtio maximum)."""
