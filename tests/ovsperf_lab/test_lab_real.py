@@ -163,6 +163,10 @@ def test_crash_mid_search_leaves_nothing_and_keeps_partial_results(
     assert leftovers(state_root, before) == []
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_to_the_cli_tears_down(tmp_path: Path, state_root: Path) -> None:
     before = set(os.listdir(HUGEPAGE_DIR))
     proc = subprocess.Popen(
@@ -188,6 +192,9 @@ def test_sigint_to_the_cli_tears_down(tmp_path: Path, state_root: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell without job control starts background jobs with SIGINT ignored, and Python
+        # keeps an inherited SIG_IGN: give the CLI the SIGINT of a terminal's Ctrl-C.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
