@@ -52,6 +52,11 @@ def test_doctor_reports_this_machine(capsys: pytest.CaptureFixture[str]) -> None
             "8 OVS PMD threads need 9 CPUs",
         ),
         (["run", "--config", "OVS_DPDK1q", "--test", "pvp_tput"], ExitCode.ERROR, "has no test pvp_tput"),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--ring-size", "1000"],
+            ExitCode.ERROR,
+            "Option '--ring-size' must be a power of two in [256, 32768], got 1000.",
+        ),
     ],
 )
 def test_bad_input_exit_codes(
