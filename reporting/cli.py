@@ -30,8 +30,9 @@ replaced only if generate-report wrote it; it must not overlap any input directo
 
 verdicts per (test, frame size): PASS, REGRESSION, IMPROVEMENT (never a failure), UNSTABLE
 (repeats too noisy to decide), INVALID (0, missing or unparsable throughput, a frame size
-missing on a side, a test the baseline has but the current results lack) and NO_BASELINE (a
-new test only the current results have: shown, not compared, does not change the exit code).
+the current results lack, a test the baseline has but the current results lack) and NO_BASELINE
+(a new test, or a frame size the intact baseline never measured: shown, not compared, does not
+change the exit code).
 
 exit codes:
   0  report written, no regression (IMPROVEMENT, UNSTABLE and NO_BASELINE cells allowed)

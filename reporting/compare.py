@@ -16,12 +16,13 @@ Method (stated on the report page):
   when the whole interval lies inside (−regression, +improvement); otherwise UNSTABLE (more
   repeats needed). The relative interval is the difference interval divided by the baseline
   mean (its own uncertainty is neglected).
-* Zero, missing or unparsable throughput, a frame size missing on one side, a test the
+* Zero, missing or unparsable throughput, a frame size the current side lacks, a test the
   baseline has but the current side lacks: INVALID, never a −100 % regression (VSperf writes
   zeros when it cannot parse MoonGen's output, reference vsperf §7.1; LNST's
   NonzeroFlowEvaluator). A test measured before and missing now is suspicious.
 * A test only the current side has (a new test, no baseline yet; no baseline log names it as
-  failed) with valid throughput: NO_BASELINE, shown but not compared. It is neither a pass nor
+  failed), or a frame size the baseline's intact CSVs do not have, with valid throughput:
+  NO_BASELINE, shown but not compared. It is neither a pass nor
   a failure and leaves the exit code to the other cells.
 """
 
@@ -190,11 +191,21 @@ def _cell(
     cur = _side(c_trials)
     per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
     new_test = not b_runs and not baseline_failed
+    # A frame size the baseline never measured (its CSVs are whole, it just has other sizes).
+    new_size = (
+        bool(b_runs) and not b_trials and not baseline_failed and not any(r.rows_skipped for r in b_runs)
+    )
     if new_test and cur is not None:
         decision = _not_compared(
             Verdict.NO_BASELINE,
             "Test not present on the baseline side: a new test, no baseline yet; shown, not compared "
             "(add it to the baseline to compare it).",
+        )
+    elif new_size and cur is not None:
+        decision = _not_compared(
+            Verdict.NO_BASELINE,
+            f"No {size} B row on the baseline side: a new frame size, no baseline yet; shown, not "
+            "compared (add it to the baseline to compare it).",
         )
     elif base is None or cur is None:
         if base is None and not new_test:

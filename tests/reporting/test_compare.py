@@ -1,7 +1,9 @@
+
 """Check the pure comparison: single-run thresholds, t-test statistics and INVALID handling."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -102,13 +104,25 @@ def test_zero_and_missing_are_invalid_never_minus_100() -> None:
     result = compare([base], [cur], TH)
     cells = {c.frame_size_bytes: c for c in result.tests[0].cells}
     assert set(cells) == {64, 128, 256, 512}
-    for size in cells:
+    for size in (64, 128, 256):
         assert cells[size].verdict is Verdict.INVALID and cells[size].rel_change_percent is None
     assert "Throughput 0 on the current side" in cells[64].reason
     assert "missing or unparsable" in cells[128].reason
     assert "No 256 B row on the current side" in cells[256].reason
-    assert "No 512 B row on the baseline side" in cells[512].reason
+    # A size the baseline never measured is new, not broken: shown, not compared.
+    assert cells[512].verdict is Verdict.NO_BASELINE and cells[512].rel_change_percent is None
+    assert "No 512 B row on the baseline side: a new frame size" in cells[512].reason
     assert result.overall == "INVALID"
+
+
+def test_a_size_missing_from_a_damaged_baseline_stays_invalid() -> None:
+    # The baseline CSV lost a row: its 512 B may be the lost one, so the cell is not "new".
+    damaged = dataclasses.replace(_run("t", {64: 10e6}), rows_skipped=1)
+    result = compare([_set("b", damaged)], [_set("c", _run("t", {64: 10e6, 512: 2e6}))], TH)
+    cells = {c.frame_size_bytes: c for c in result.tests[0].cells}
+    assert cells[512].verdict is Verdict.INVALID
+    assert "No 512 B row on the baseline side" in cells[512].reason and "lost rows" in cells[512].reason
+    assert cells[64].verdict is Verdict.PASS
 
 
 def test_improvement_is_never_a_failure() -> None:
