@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"descriptors per vhost-user ring of the generator and VNF ({DEFAULT_RING_SIZE}; "
         "power of two, 256-32768)",
     )
+    run.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run every test this many times; generate-report pools the repeats as samples (1)",
+    )
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
     run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
     run.add_argument(
@@ -180,6 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         drain_s=args.drain_time,
         max_trials=args.max_trials,
         ring_size=args.ring_size,
+        repeats=args.repeats,
         tests=tuple(VsperfTest.from_spec(t) for t in args.test) if args.test else None,  # type: ignore[misc]
     )
     facts = probe_machine()

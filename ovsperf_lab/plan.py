@@ -30,6 +30,9 @@ generator and OVS slow down once they fill. P2P 64 B NDR, three searches each: 4
 second benchmark while the VM's own capacity halved); 16384 → 1.4 Mpps in two runs, the third
 ended generator-limited."""
 
+MAX_REPEATS = 20
+"""Most repeats of a run ``--repeats`` accepts [1]."""
+
 RING_SIZES = tuple(1 << n for n in range(8, 16))
 """Ring sizes ``--ring-size`` accepts: powers of two, 256 to 32768 (the virtio maximum)."""
 
@@ -81,6 +84,9 @@ class LabOptions:
     (``--ring-size``; virtio_user ``queue_size`` and ``--rxd``/``--txd``)."""
     tests: tuple[VsperfTest, ...] | None = None
     """Run only these tests of the scenario (``--test``)."""
+    repeats: int = 1
+    """How often every test runs (``--repeats``); repeat *r* of test *t* writes VSperf result
+    index ``r * len(tests) + t``, which ``generate-report`` pools as samples of one test [1]."""
 
     def __post_init__(self) -> None:
         if self.frame_sizes_bytes is not None:
@@ -110,6 +116,8 @@ class LabOptions:
                 f"Option '--ring-size' must be a power of two in [{RING_SIZES[0]}, {RING_SIZES[-1]}], "
                 f"got {self.ring_size!r}."
             )
+        if not 1 <= self.repeats <= MAX_REPEATS:
+            raise LabError(f"Option '--repeats' must be in [1, {MAX_REPEATS}], got {self.repeats!r}.")
         if self.flows < 1:
             raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
 

@@ -330,10 +330,17 @@ class ResultsWriter:
         self.tests: dict[str, dict[str, Any]] = {}
         log.info("Creating result directory: %s", self.path)
 
-    def add_trial(self, test: VsperfTest, record: TrialRecord, crosscheck: dict[str, Any] | None) -> None:
-        """Append one trial to ``ovsperf-trials.json`` (rewritten atomically)."""
+    def add_trial(
+        self, index: int, test: VsperfTest, record: TrialRecord, crosscheck: dict[str, Any] | None
+    ) -> None:
+        """Append one trial of VSperf result ``index`` to ``ovsperf-trials.json`` (rewritten atomically)."""
         self.trials.append(
-            {"test": test.value, "deployment": test.topology.value, **trial_to_json(record, crosscheck)}
+            {
+                "result_index": index,
+                "test": test.value,
+                "deployment": test.topology.value,
+                **trial_to_json(record, crosscheck),
+            }
         )
         self._write(TRIALS_FILE, json.dumps({"schema": 1, "trials": self.trials}, indent=1) + "\n")
 

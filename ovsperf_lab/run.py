@@ -120,8 +120,9 @@ class RunOutcome:
     """Whether every test and frame size finished."""
     reason: str | None
     """Why the run is incomplete."""
-    results: dict[str, list[SearchResult]] = field(default_factory=dict)
-    """Test name → search results in frame-size order."""
+    results: dict[int, tuple[VsperfTest, list[SearchResult]]] = field(default_factory=dict)
+    """VSperf result index → the test and its search results in frame-size order (with
+    ``--repeats``, one index per repeat of each test)."""
     csv_paths: list[Path] = field(default_factory=list)
     """Result CSVs written."""
 
@@ -130,9 +131,15 @@ class _TrialLogger(SearchObserver):
     """Forward search progress to the observer and write each trial to the results."""
 
     def __init__(
-        self, writer: ResultsWriter, test: VsperfTest, gen: CrossCheckedGenerator, observer: RunObserver
+        self,
+        writer: ResultsWriter,
+        index: int,
+        test: VsperfTest,
+        gen: CrossCheckedGenerator,
+        observer: RunObserver,
     ) -> None:
         self.writer = writer
+        self.index = index
         self.test = test
         self.gen = gen
         self.observer = observer
@@ -142,7 +149,7 @@ class _TrialLogger(SearchObserver):
 
     def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
         check = self.gen.last.to_json() if self.gen.last is not None else None
-        self.writer.add_trial(self.test, record, check)
+        self.writer.add_trial(self.index, self.test, record, check)
         self.observer.trial_finished(record, best_pass_pps)
 
 
@@ -320,10 +327,15 @@ def run_lab(
             renice(daemon_pid, plan.options.nice)
         versions = ovs.versions()
         env = _environment(plan, facts, *versions)
-        for index, test in enumerate(plan.tests):
-            failures += _run_test(
-                plan, facts, state, ovs, writer, env, index, test, generator_factory, obs, outcome
-            )
+        repeats = plan.options.repeats
+        for repeat in range(repeats):
+            if repeats > 1:
+                log.info("Repeat %d of %d.", repeat + 1, repeats)
+            for number, test in enumerate(plan.tests):
+                index = repeat * len(plan.tests) + number
+                failures += _run_test(
+                    plan, facts, state, ovs, writer, env, index, test, generator_factory, obs, outcome
+                )
         outcome.complete = not failures
         reason = None if not failures else "; ".join(failures)
         outcome.reason = reason
@@ -365,8 +377,9 @@ def run_lab(
                 "kernel": facts.kernel,
                 "cpu_model": facts.cpu_model,
                 "warnings": list(plan.warnings),
+                "repeats": plan.options.repeats,
                 "ndr": {
-                    test: [
+                    f"result_{index}_{test.value}": [
                         {
                             "frame_size_bytes": r.config.frame_size_bytes,
                             "rate_pps_per_direction": r.rate_pps,
@@ -376,7 +389,7 @@ def run_lab(
                         }
                         for r in results
                     ]
-                    for test, results in outcome.results.items()
+                    for index, (test, results) in outcome.results.items()
                 },
             },
         )
@@ -457,8 +470,8 @@ def _run_test(
             tuple(p.ofport for p in lay.generator_ports),
             plan.loss_ratio_limit,
         )
-        trial_log = _TrialLogger(writer, test, checked, obs)
-        results: list[SearchResult] = outcome.results.setdefault(test.value, [])
+        trial_log = _TrialLogger(writer, index, test, checked, obs)
+        results: list[SearchResult] = outcome.results.setdefault(index, (test, []))[1]
         for number, size in enumerate(plan.frame_sizes_bytes, start=1):
             obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
             try:

@@ -21,6 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${VALIDATION_TIME_S:=5}"
 : "${GRANULARITY_PERCENT:=0.5}"      # of line rate; also the lowest rate tried
 : "${MAX_TRIALS:=25}"                # per frame size: bounds the run time on a noisy machine
+: "${REPEATS:=1}"                    # runs of the test; > 1 lets the report estimate the noise
 PATH="${VENV}/bin:${PATH}"
 
 [[ ${EUID} -eq 0 ]] || die "run as root (DPDK needs hugepages): sudo $0"
@@ -41,7 +42,8 @@ log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (trials ${SEARC
 lab_status=0
 results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
     --search-time "${SEARCH_TIME_S}" --validation-time "${VALIDATION_TIME_S}" --drain-time 0.5 \
-    --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}" --output "${OUT}/lab") || lab_status=$?
+    --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}" --repeats "${REPEATS}" \
+    --output "${OUT}/lab") || lab_status=$?
 [[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
 compgen -G "${results}/result_*.csv" >/dev/null || die "the lab run wrote no result CSV (see above)"
 # Exit 2 with a results directory: some frame size found no rate; the report shows what is there.

@@ -184,3 +184,43 @@ def test_keyboard_interrupt_tears_down(tmp_path: Path, state_root: Path) -> None
     [results] = list(tmp_path.iterdir())
     meta = json.loads((results / METADATA_FILE).read_text())
     assert meta["complete"] is False and "interrupted" in meta["incomplete_reason"]
+
+
+def test_repeats_write_one_vsperf_index_each_and_report_as_samples(
+    tmp_path: Path, state_root: Path
+) -> None:
+    capacities = iter((700_000.0, 690_000.0, 710_000.0))
+
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        return FakeTrafficGenerator(capacity_pps=next(capacities))
+
+    opts = LabOptions(frame_sizes_bytes=(64,), search_trial_s=1, validation_trial_s=2, repeats=3)
+    outcome = run_lab(
+        plan_run(CATALOG.get("OVS_DPDK1q"), FACTS, opts),
+        FACTS,
+        output_root=tmp_path,
+        state_root=state_root,
+        generator_factory=factory,
+    )
+    assert outcome.complete
+    assert [p.name for p in outcome.csv_paths] == [f"result_{i}_phy2phy_tput_p2p.csv" for i in range(3)]
+    ndr = [float(read_csv(p)[0]["throughput_rx_fps"]) for p in outcome.csv_paths]
+    granularity = 0.01 * 14_880_952  # 1 % of 64 B line rate [pps]
+    for value, capacity in zip(ndr, (700_000.0, 690_000.0, 710_000.0), strict=True):
+        assert 2 * (capacity - granularity) <= value <= 2 * capacity  # each repeat its own capacity
+    assert len(set(ndr)) > 1
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    assert meta["repeats"] == 3
+    assert sorted(meta["ndr"]) == [f"result_{i}_phy2phy_tput" for i in range(3)]
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    assert sorted({t["result_index"] for t in trials}) == [0, 1, 2]
+    loaded = load_results_dir(outcome.results_dir)
+    assert [r.index for r in loaded.runs] == [0, 1, 2]
+    report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
+    [cell] = json.loads(report.report_json.read_text())["tests"][0]["rows"]
+    # The same three samples on both sides: no change, p = 1; n = 3 with this spread is too few to
+    # rule out a 5 % change, so the verdict may be UNSTABLE, never REGRESSION or IMPROVEMENT.
+    assert cell["method"] == "welch-t" and cell["rel_change_percent"] == 0.0 and cell["p_value"] == 1.0
+    assert cell["verdict"] in ("PASS", "UNSTABLE")
+    assert cell["current_n"] == 3 and sorted(cell["current_samples_fps"]) == sorted(ndr)
+    assert_nothing_left(state_root)
