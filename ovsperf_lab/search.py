@@ -10,8 +10,10 @@ lab ran through VSperf; reference: search_and_trending.md §1.3):
    ("Start rate has been reduced from … to …").
 2. *Bisection* with arithmetic midpoints and an absolute granularity [pps]:
    pass → ``next = (prev_fail + rate) / 2``, and when ``|next - rate| <= granularity`` the next
-   trial is the *final validation* at the same rate; fail → ``next = (prev_pass + rate) / 2``,
-   and when ``|next - rate| < granularity`` the next trial is the final validation at ``next``.
+   trial is the *final validation* at the same rate (that pass does not become ``prev_pass``,
+   as in lua, so a failed validation never sends the bisection back up towards it);
+   fail → ``next = (prev_pass + rate) / 2``, and when ``|next - rate| < granularity`` the next
+   trial is the final validation at ``next``.
 3. *Final validation*: a longer trial (``validation_trial_s``); when it passes, its rate is the
    result. When it fails, the rate is lowered by one granularity (commit 55f8d3e "Lower rate by
    rate_granularity if final validation fails") and the search resumes.
@@ -372,7 +374,8 @@ def search_throughput(
                     ceiling,
                 )
                 prev_fail = rate = ceiling
-                final = prev_pass >= ceiling
+                # A search trial at or above the ceiling passed: validate the ceiling directly.
+                final = (runner.best_pass_pps or 0.0) >= ceiling
                 continue
         if record.outcome is TrialOutcome.PASS:
             if final:
@@ -391,9 +394,12 @@ def search_throughput(
                 )
             next_rate = (prev_fail + rate) / 2.0
             if abs(next_rate - rate) <= gran:
+                # The pass is not recorded as prev_pass (trafficgen.lua): if its validation
+                # fails, the bisection below it must not climb back towards it.
                 final = True
                 next_rate = rate
-            prev_pass = rate
+            else:
+                prev_pass = rate
         else:
             if rate <= floor:
                 raise SearchError(

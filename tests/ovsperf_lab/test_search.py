@@ -262,3 +262,26 @@ def test_a_generator_that_never_sustains_its_rate_ends_the_search() -> None:
         search_throughput(gen, config(calibrate=False, max_invalid_repeats=0, max_rate_caps=2), log=LOG)
     assert err.value.achieved_pps == pytest.approx(100.0 * 0.9 * 0.95 * 0.9 * 0.95 * 0.9, rel=1e-3)
     assert len(gen.specs) == 4  # one search trial, three validations (two ceilings)
+
+
+def test_after_a_failed_validation_the_search_never_climbs_back() -> None:
+    # trafficgen.lua keeps prevPassRate at the last pass that did *not* lead into the final
+    # validation. Capacity 65, but trials 5 and 6 lose frames (a noisy machine): after the
+    # validation at 62.5 and the step-down trial at 52.5 fail, the next rate is between the
+    # last real pass (50) and 52.5 -- not back up towards the 62.5 that just failed.
+    calls = iter(range(1, 100))
+
+    def capacity(spec: TrialSpec) -> float:
+        return 0.0 if next(calls) in (5, 6) else 65.0
+
+    res = search_throughput(FakeTrafficGenerator(capacity_for=capacity), config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "pass"),
+        ("search", 75.0, "fail"),
+        ("search", 62.5, "pass"),
+        ("validation", 62.5, "fail"),
+        ("search", 52.5, "fail"),
+        ("validation", 51.25, "pass"),
+    ]
+    assert res.rate_pps == 51.25
