@@ -19,7 +19,10 @@ lab ran through VSperf; reference: search_and_trending.md §1.3):
    rate_granularity if final validation fails") and the search resumes.
 4. A trial passes when every direction's loss ratio is at most the acceptable loss ratio
    (``acceptableLossPct``; per Tx→Rx pair, as ``acceptableLoss()`` does).
-5. *Ceiling*: when every repeat of a later trial falls short of its rate (lua aborts after
+5. *Noise*: a search trial that fails at or below ``prev_pass`` shows that pass was noise
+   (throughput is not monotonic in the offered load); lua would bisect towards it for ever, so
+   ``prev_pass`` falls back to the highest earlier pass below the failing rate (0 if none).
+6. *Ceiling*: when every repeat of a later trial falls short of its rate (lua aborts after
    ``maxRateAttempts`` with "ABORT TEST: difference between actual and requested Tx rate"), the
    rate becomes the search's new upper bound at the achieved rate less the calibration margin,
    as in step 1, at most ``max_rate_caps`` times; a result validated at that ceiling is marked
@@ -106,7 +109,7 @@ class SearchConfig:
     """Upper bound on counted trials (search + validation) [1]; lua has none."""
     max_rate_caps: int = 3
     """How often the search may lower its ceiling because the generator could not sustain a
-    rate (step 5 of the module docstring) [1]."""
+    rate (step 6 of the module docstring) [1]."""
 
     def __post_init__(self) -> None:
         if not self.max_rate_pps > 0:
@@ -354,6 +357,7 @@ def search_throughput(
     final = False
     ceiling: float | None = None
     caps = 0
+    passes: list[float] = []
     for counted in range(config.max_trials):
         if counted > 0:
             kind = TrialKind.VALIDATION if final else TrialKind.SEARCH
@@ -400,6 +404,7 @@ def search_throughput(
                 next_rate = rate
             else:
                 prev_pass = rate
+                passes.append(rate)
         else:
             if rate <= floor:
                 raise SearchError(
@@ -416,6 +421,17 @@ def search_throughput(
                     rate,
                 )
             else:
+                if prev_pass >= rate:
+                    # Not monotonic: a pass at or above this fail was noise. Bisect below the
+                    # highest pass that is still lower (lua would loop here for ever).
+                    passes = [p for p in passes if p < rate]
+                    log.info(
+                        "%d B: fail at %.0f pps below the pass at %.0f pps; the search continues below it.",
+                        config.frame_size_bytes,
+                        rate,
+                        prev_pass,
+                    )
+                    prev_pass = max(passes, default=0.0)
                 next_rate = (prev_pass + rate) / 2.0
                 if abs(next_rate - rate) < gran:
                     final = True

@@ -186,9 +186,7 @@ def test_keyboard_interrupt_tears_down(tmp_path: Path, state_root: Path) -> None
     assert meta["complete"] is False and "interrupted" in meta["incomplete_reason"]
 
 
-def test_repeats_write_one_vsperf_index_each_and_report_as_samples(
-    tmp_path: Path, state_root: Path
-) -> None:
+def test_repeats_write_one_vsperf_index_each_and_report_as_samples(tmp_path: Path, state_root: Path) -> None:
     capacities = iter((700_000.0, 690_000.0, 710_000.0))
 
     def factory(req: GeneratorRequest) -> TrafficGenerator:

@@ -285,3 +285,28 @@ def test_after_a_failed_validation_the_search_never_climbs_back() -> None:
         ("validation", 51.25, "pass"),
     ]
     assert res.rate_pps == 51.25
+
+
+def test_a_lucky_pass_above_the_capacity_does_not_trap_the_search(caplog: pytest.LogCaptureFixture) -> None:
+    # Capacity 40, but trial 2 at 50 passes by luck. Once 46.25 fails below that pass, the pass
+    # is known to be noise and the bisection restarts below 46.25 instead of circling 50.
+    calls = iter(range(1, 100))
+
+    def capacity(spec: TrialSpec) -> float:
+        return 100.0 if next(calls) == 2 else 40.0
+
+    with caplog.at_level(logging.INFO):
+        res = search_throughput(FakeTrafficGenerator(capacity_for=capacity), config(), log=LOG)
+    assert steps(res.trials) == [
+        ("search", 100.0, "fail"),
+        ("search", 50.0, "pass"),
+        ("search", 75.0, "fail"),
+        ("search", 62.5, "fail"),
+        ("validation", 56.25, "fail"),
+        ("search", 46.25, "fail"),
+        ("search", 23.125, "pass"),
+        ("search", 34.6875, "pass"),
+        ("validation", 34.6875, "pass"),
+    ]
+    assert res.rate_pps == 34.6875 and res.validation.loss_ratio == 0.0
+    assert "fail at 46 pps below the pass at 50 pps" in caplog.text
