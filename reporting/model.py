@@ -46,10 +46,12 @@ class Verdict(_SpecEnum):
     UNSTABLE = "UNSTABLE"
     """Repeats too noisy to decide: run more repeats."""
     INVALID = "INVALID"
-    """Zero, missing or unparsable throughput on a side, a frame size missing on a side, or a test
-    the baseline has but the current side lacks; no comparison possible."""
+    """Zero, missing or unparsable throughput on a side, a frame size the current side (or a
+    baseline CSV that lost rows) lacks, or a test the baseline has but the current side lacks;
+    no comparison possible."""
     NO_BASELINE = "NO_BASELINE"
-    """A new test: valid current results, but no baseline side ran the test (and none failed it).
+    """A new test or frame size: valid current results, but no baseline side measured it (and none
+    failed it).
     Shown, not compared; neither a pass nor a failure, so it does not decide the exit code."""
 
 
