@@ -1,0 +1,191 @@
+"""Validate the fields of a parsed config file (YAML/JSON mapping) with one set of rules.
+
+Shared by the scenario catalog, the host inventory, the ciflow configuration and the lab's
+generator configuration. Every validator takes the raw value and the field's dotted name and
+returns the typed value or raises :class:`~ovsperf_common.errors.FieldError` naming the field;
+the loader that knows the file wraps that error with the file and entry
+(:meth:`FieldError.located`). ``bool`` is never accepted where a number is expected (YAML
+``yes`` is not 1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from ovsperf_common.errors import FieldError
+
+SAFE_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+"""A name that is safe as one path component, one shell word and one token of a line: letters,
+digits, ``. _ + -``, not starting with punctuation, at most 128 characters."""
+
+HOSTNAME_RE: Final = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+"""A DNS host name or an IPv4 address (RFC 1123 §2.1 labels)."""
+
+
+def mapping(value: object, field: str | None = None) -> Mapping[str, Any]:
+    """Return ``value`` if it is a mapping with string keys.
+
+    :raises FieldError: when it is not a mapping, or a key is not a string.
+    """
+    if not isinstance(value, Mapping):
+        raise FieldError(f"Expected a mapping, got {_kind(value)}.", field=field)
+    for key in value:
+        if not isinstance(key, str):
+            raise FieldError(f"Key {key!r} is not a string.", field=field)
+    return value
+
+
+def reject_unknown(value: Mapping[str, Any], allowed: Iterable[str], field: str | None = None) -> None:
+    """Raise when ``value`` has keys outside ``allowed`` (a typo must not be silently ignored).
+
+    :raises FieldError: naming the first unknown key and listing the allowed ones.
+    """
+    allowed = tuple(allowed)
+    for key in value:
+        if key not in allowed:
+            name = f"{field}.{key}" if field else key
+            raise FieldError(f"Unknown key; expected one of {', '.join(sorted(allowed))}.", field=name)
+
+
+def required(value: Mapping[str, Any], key: str, field: str | None = None) -> Any:
+    """Return ``value[key]``.
+
+    :raises FieldError: when the key is missing.
+    """
+    name = f"{field}.{key}" if field else key
+    if key not in value:
+        raise FieldError("Required field is missing.", field=name)
+    return value[key]
+
+
+def string(value: object, field: str | None = None, *, allow_empty: bool = False, max_len: int = 4096) -> str:
+    """Return ``value`` if it is a one-line string without control characters.
+
+    :raises FieldError: when it is not a string, empty (unless allowed), longer than ``max_len``,
+        or holds a newline or another control character (it would leave its line or token in a
+        file that another program parses line by line).
+    """
+    if not isinstance(value, str):
+        raise FieldError(f"Expected a string, got {_kind(value)}.", field=field)
+    if not value and not allow_empty:
+        raise FieldError("Must not be empty.", field=field)
+    if len(value) > max_len:
+        raise FieldError(f"Longer than {max_len} characters.", field=field)
+    if any(not ch.isprintable() for ch in value):
+        raise FieldError(f"Contains a control character (newline, tab, …): {value!r}.", field=field)
+    return value
+
+
+def safe_name(value: object, field: str | None = None) -> str:
+    """Return ``value`` if it matches :data:`SAFE_NAME_RE` (a scenario, test or host alias name).
+
+    :raises FieldError: otherwise, quoting the value escaped.
+    """
+    if not isinstance(value, str) or not SAFE_NAME_RE.match(value):
+        raise FieldError(
+            f"{value!r} is not a safe name (letters, digits, '.', '_', '+', '-'; at most 128).", field=field
+        )
+    return value
+
+
+def hostname(value: object, field: str | None = None) -> str:
+    """Return ``value`` if it is a DNS host name or IPv4 address (:data:`HOSTNAME_RE`).
+
+    :raises FieldError: otherwise.
+    """
+    if not isinstance(value, str) or not HOSTNAME_RE.match(value):
+        raise FieldError(f"{value!r} is not a host name (RFC 1123) or IPv4 address.", field=field)
+    return value
+
+
+def integer(
+    value: object, field: str | None = None, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) within ``[minimum, maximum]``.
+
+    :raises FieldError: otherwise, stating the accepted range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FieldError(f"Expected a whole number, got {_kind(value)}.", field=field)
+    _check_range(value, field, minimum, maximum)
+    return value
+
+
+def positive_int(value: object, field: str | None = None, *, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an ``int`` ≥ 1 (see :func:`integer`)."""
+    return integer(value, field, minimum=1, maximum=maximum)
+
+
+def non_negative_int(value: object, field: str | None = None, *, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an ``int`` ≥ 0 (see :func:`integer`)."""
+    return integer(value, field, minimum=0, maximum=maximum)
+
+
+def number(
+    value: object,
+    field: str | None = None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` within the range (ints accepted, bools not).
+
+    :raises FieldError: when it is not a number, not finite, or outside the range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FieldError(f"Expected a number, got {_kind(value)}.", field=field)
+    result = float(value)
+    if not math.isfinite(result):
+        raise FieldError(f"Expected a finite number, got {value!r}.", field=field)
+    if exclusive_minimum and minimum is not None and result <= minimum:
+        raise FieldError(f"{value!r} must be greater than {minimum:g}.", field=field)
+    _check_range(result, field, minimum, maximum)
+    return result
+
+
+def boolean(value: object, field: str | None = None) -> bool:
+    """Return ``value`` if it is a ``bool`` (YAML ``true``/``false``).
+
+    :raises FieldError: otherwise.
+    """
+    if not isinstance(value, bool):
+        raise FieldError(f"Expected true or false, got {_kind(value)}.", field=field)
+    return value
+
+
+def string_list(value: object, field: str | None = None) -> tuple[str, ...]:
+    """Return ``value`` as a tuple of one-line strings; a lone string counts as a list of one.
+
+    :raises FieldError: when it is neither a string nor a list of strings (see :func:`string`).
+    """
+    if isinstance(value, str):
+        return (string(value, field),)
+    if not isinstance(value, list):
+        raise FieldError(f"Expected a list of strings, got {_kind(value)}.", field=field)
+    return tuple(string(item, f"{field}[{i}]" if field else f"[{i}]") for i, item in enumerate(value))
+
+
+def _check_range(value: float, field: str | None, minimum: float | None, maximum: float | None) -> None:
+    if minimum is not None and value < minimum:
+        raise FieldError(f"{value!r} is below the minimum {minimum:g}.", field=field)
+    if maximum is not None and value > maximum:
+        raise FieldError(f"{value!r} is above the maximum {maximum:g}.", field=field)
+
+
+def _kind(value: object) -> str:
+    """Describe ``value`` for messages: ``'a string'``, ``'a list'``, ``'nothing (null)'``."""
+    if value is None:
+        return "nothing (null)"
+    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list"}
+    for kind, name in names.items():
+        if type(value) is kind:
+            return f"{name} ({value!r})" if kind in (bool, int, float) else name
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__

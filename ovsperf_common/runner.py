@@ -1,0 +1,89 @@
+"""Run every ovsperf command the same way: one parser setup, one logging setup, one error policy.
+
+Each ``cli.py`` builds its :class:`argparse.ArgumentParser`, calls :func:`add_verbosity_options`
+(or lets :func:`run_command` do it) and hands a function ``Namespace -> int`` to
+:func:`run_command`. The runner (modelled on tmt's ``__main__.run_cli``, STYLE.md §4):
+
+* parses the arguments (``--help`` exits 0, a usage error 2, both without a traceback);
+* configures logging to stderr from ``-v``/``-q``;
+* turns :class:`~ovsperf_common.errors.OvsperfError` into ``<prog>: error: <message>`` on stderr
+  and the error's own exit code;
+* turns any other exception (a bug) into the traceback at DEBUG level and one line
+  ``<prog>: internal error: <type>: <message>`` with exit 2: a crash never exits 1, which means
+  "regression";
+* turns Ctrl-C that the command did not handle itself into one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+
+from ovsperf_common.errors import OvsperfError
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.logsetup import configure_logging
+
+log = logging.getLogger(__name__)
+
+Command = Callable[[argparse.Namespace], "int | ExitCode"]
+"""What a command does once its arguments are parsed; returns the exit code."""
+
+
+def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-v/--verbose`` and ``-q/--quiet`` (counted) to ``parser``, once.
+
+    Each ``-v`` lowers the log level one step from INFO (DEBUG), each ``-q`` raises it (WARNING,
+    ERROR). Calling it twice on the same parser adds nothing the second time.
+    """
+    if any("--verbose" in action.option_strings for action in parser._actions):
+        return
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (repeatable)")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output (repeatable)")
+
+
+def one_line(text: object) -> str:
+    r"""Return ``str(text)`` with control characters (newline, tab, ESC, …) escaped, for one log line.
+
+    A value from outside (a directory name, a server reply) must not split a stdout or log line or
+    move the terminal's cursor: ``'a\\nb'`` becomes ``'a\\\\nb'``.
+    """
+    value = str(text)
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
+
+
+def run_command(parser: argparse.ArgumentParser, command: Command, argv: list[str] | None = None) -> int:
+    """Parse ``argv`` with ``parser``, set up logging and run ``command``; return the exit code.
+
+    :param parser: the command's parser; ``-v``/``-q`` are added when missing.
+    :param command: called with the parsed arguments; returns the exit code.
+    :param argv: the arguments without the program name; ``None`` means ``sys.argv[1:]``.
+    :returns: 0 for ``--help``; 2 for a usage error; the command's code; the error's ``exit_code``
+        for an :class:`OvsperfError`; 2 for any other exception or an unhandled Ctrl-C.
+    """
+    add_verbosity_options(parser)
+    prog = parser.prog
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors (message already printed)
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        return int(command(args))
+    except OvsperfError as err:
+        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+        return int(err.exit_code)
+    except KeyboardInterrupt:
+        print(f"{prog}: error: interrupted.", file=sys.stderr)
+        return int(ExitCode.ERROR)
+    except Exception as err:
+        log.debug("Unexpected exception in %s.", prog, exc_info=True)
+        print(
+            f"{prog}: internal error: {type(err).__name__}: {one_line(err)} "
+            "(a bug; run with -v for the traceback)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.ERROR)
