@@ -51,7 +51,7 @@ class SpecEnum(enum.Enum):
 def _label(cls: type[enum.Enum]) -> str:
     """Return ``'BuildState'`` as ``'build state'`` for messages."""
     words: list[str] = []
-    for ch in cls.__name__:
+    for ch in cls.__name__.lstrip("_"):
         if ch.isupper() and words:
             words.append(" ")
         words.append(ch.lower())

@@ -1,0 +1,96 @@
+"""The shared CLI runner: exit codes, one-line errors, verbosity, crash policy."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import ClassVar
+
+import pytest
+
+from ovsperf_common.errors import NoResultsError, OvsperfError
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.runner import add_verbosity_options, one_line, run_command
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tool")
+    parser.add_argument("--value", type=int, default=0)
+    return parser
+
+
+class _CustomError(OvsperfError):
+    exit_code: ClassVar[ExitCode] = ExitCode.REGRESSION
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "line"),
+    [
+        (OvsperfError("Field 'x' is bad.\nsecond line"), 2, "tool: error: Field 'x' is bad.\\nsecond line"),
+        (NoResultsError("Nothing in '/r'."), 3, "tool: error: Nothing in '/r'."),
+        (_CustomError("custom"), 1, "tool: error: custom"),
+        (KeyboardInterrupt(), 2, "tool: error: interrupted."),
+    ],
+)
+def test_errors_become_one_line_and_their_exit_code(
+    capsys: pytest.CaptureFixture[str], raised: BaseException, code: int, line: str
+) -> None:
+    def command(_args: argparse.Namespace) -> int:
+        raise raised
+
+    assert run_command(_parser(), command, []) == code
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [line]
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyError("k"), ZeroDivisionError(), OSError(5, "EIO")])
+def test_a_crash_is_exit_2_with_one_line_never_1(capsys: pytest.CaptureFixture[str], exc: Exception) -> None:
+    def command(_args: argparse.Namespace) -> int:
+        raise exc
+
+    assert run_command(_parser(), command, []) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"tool: internal error: {type(exc).__name__}:")
+
+
+def test_a_crash_shows_the_traceback_with_verbose(capsys: pytest.CaptureFixture[str]) -> None:
+    def command(_args: argparse.Namespace) -> int:
+        raise RuntimeError("boom")
+
+    assert run_command(_parser(), command, ["-v"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "RuntimeError: boom" in err
+
+
+def test_help_is_0_usage_error_is_2_and_return_value_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_command(_parser(), lambda a: int(a.value), ["--help"]) == 0
+    assert "-v, --verbose" in capsys.readouterr().out
+    assert run_command(_parser(), lambda a: int(a.value), ["--value", "x"]) == 2
+    assert "invalid int value" in capsys.readouterr().err
+    assert run_command(_parser(), lambda a: int(a.value), ["--value", "3"]) == 3
+    assert run_command(_parser(), lambda _a: ExitCode.REGRESSION, []) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"), [([], logging.INFO), (["-v"], logging.DEBUG), (["-qq"], logging.ERROR)]
+)
+def test_verbosity_sets_the_root_level(argv: list[str], level: int) -> None:
+    seen: list[int] = []
+    run_command(_parser(), lambda _a: seen.append(logging.getLogger().level) or 0, argv)
+    assert seen == [level]
+
+
+def test_verbosity_options_are_added_once() -> None:
+    parser = _parser()
+    add_verbosity_options(parser)
+    add_verbosity_options(parser)
+    assert sum("--verbose" in a.option_strings for a in parser._actions) == 1
+
+
+def test_one_line_escapes_control_characters() -> None:
+    assert one_line("plain name é") == "plain name é"
+    assert one_line("a\nprocessed\tx\x1b[2J") == "a\\nprocessed\\tx\\x1b[2J"
+    assert "\n" not in one_line("x\r\ny")
