@@ -3,25 +3,66 @@
 A crash, a full disk or an exception leaves the previous version in place and no temporary
 file behind (write to a sibling temporary, ``fsync``, then ``os.replace``; POSIX rename(2) is
 atomic within one file system).
+
+Only what is ours is replaced: a target that exists and is not a regular file (a device node such
+as ``/dev/null``, a FIFO, a socket, a directory, a symbolic link) is refused with
+:class:`UnsafeTargetError`, never renamed over — as root, ``--output /dev/null`` must not replace
+``/dev/null``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 
+class UnsafeTargetError(OSError):
+    """The output path exists and is not a regular file; it is left untouched.
+
+    An ``OSError`` so that every caller that already reports write failures reports this one too.
+    """
+
+
+def check_replaceable(path: Path) -> None:
+    """Raise unless ``path`` is absent or a regular file (not a symlink) that may be replaced.
+
+    :raises UnsafeTargetError: naming the path and what it is (device, FIFO, socket, directory, link).
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    kind = next((name for test, name in kinds if test(info.st_mode)), "not a regular file")
+    raise UnsafeTargetError(
+        errno.EEXIST, f"'{path}' exists and is {kind}; only a regular file is replaced, choose another path"
+    )
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically.
 
+    :raises UnsafeTargetError: when ``path`` exists and is not a regular file (left untouched).
     :raises OSError: when the directory is not writable or the disk is full; ``path`` is then
         unchanged and no temporary file remains.
     """
     path = Path(path)
+    check_replaceable(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -37,7 +78,11 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``text`` encoded as UTF-8, atomically (see :func:`atomic_write_bytes`)."""
+    """Replace ``path`` with ``text`` encoded as UTF-8, atomically (see :func:`atomic_write_bytes`).
+
+    :raises UnsafeTargetError: when ``path`` exists and is not a regular file.
+    :raises OSError: when writing fails; ``path`` is unchanged.
+    """
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
