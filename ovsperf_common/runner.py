@@ -67,23 +67,32 @@ def run_command(parser: argparse.ArgumentParser, command: Command, argv: list[st
     add_verbosity_options(parser)
     prog = parser.prog
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors (message already printed)
-        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
-    configure_logging(args.verbose, args.quiet)
-    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors (message already printed)
+            return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
+        configure_logging(args.verbose, args.quiet)
         return int(command(args))
     except OvsperfError as err:
-        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+        print(f"{prog}: error: {message_line(err)}", file=sys.stderr)
         return int(err.exit_code)
     except KeyboardInterrupt:
         print(f"{prog}: error: interrupted.", file=sys.stderr)
         return int(ExitCode.ERROR)
-    except Exception as err:
+    except Exception as err:  # the one place a bug is turned into exit 2 (STYLE.md §4)
         log.debug("Unexpected exception in %s.", prog, exc_info=True)
         print(
-            f"{prog}: internal error: {type(err).__name__}: {one_line(err)} "
+            f"{prog}: internal error: {type(err).__name__}: {message_line(err)} "
             "(a bug; run with -v for the traceback)",
             file=sys.stderr,
         )
         return int(ExitCode.ERROR)
+
+
+def message_line(err: BaseException) -> str:
+    """Return an error's message on one line.
+
+    Runs of white space (newlines and tabs too) become one space; other control characters are
+    escaped (:func:`one_line`).
+    """
+    return one_line(" ".join(str(err).split()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 import pytest
 
@@ -26,7 +26,7 @@ class _CustomError(OvsperfError):
 @pytest.mark.parametrize(
     ("raised", "code", "line"),
     [
-        (OvsperfError("Field 'x' is bad.\nsecond line"), 2, "tool: error: Field 'x' is bad.\\nsecond line"),
+        (OvsperfError("Bad.\n  second\tline\x1b"), 2, "tool: error: Bad. second line\\x1b"),
         (NoResultsError("Nothing in '/r'."), 3, "tool: error: Nothing in '/r'."),
         (_CustomError("custom"), 1, "tool: error: custom"),
         (KeyboardInterrupt(), 2, "tool: error: interrupted."),
@@ -63,6 +63,15 @@ def test_a_crash_shows_the_traceback_with_verbose(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
     assert "RuntimeError: boom" in err
+
+
+def test_an_error_while_parsing_is_reported_like_any_other(capsys: pytest.CaptureFixture[str]) -> None:
+    class _Raising(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise OvsperfError(f"{message} (see 'tool --help').")
+
+    assert run_command(_Raising(prog="tool"), lambda _a: 0, ["--nope"]) == 2
+    assert capsys.readouterr().err == "tool: error: unrecognized arguments: --nope (see 'tool --help').\n"
 
 
 def test_help_is_0_usage_error_is_2_and_return_value_passes(capsys: pytest.CaptureFixture[str]) -> None:
