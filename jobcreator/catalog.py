@@ -16,8 +16,11 @@ from typing import Any
 
 import yaml
 
-from jobcreator.errors import CatalogError, UnknownScenarioError
+from jobcreator.errors import CatalogError
 from jobcreator.model import Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
+from ovsperf_common import fields
+from ovsperf_common.errorfmt import located
+from ovsperf_common.errors import FieldError
 from ovsperf_common.units import RFC2544_FRAME_SIZES_BYTES, check_frame_size
 
 log = logging.getLogger(__name__)
@@ -60,14 +63,14 @@ class Catalog:
     def get(self, name: str) -> Scenario:
         """Return the scenario called ``name``.
 
-        :raises UnknownScenarioError: listing the valid names when there is none.
+        :raises CatalogError: listing the valid names when there is none.
         """
         try:
             return self.scenarios[name]
         except KeyError:
             valid = ", ".join(self.scenarios)
-            raise UnknownScenarioError(
-                f"Unknown scenario '{name}'; valid scenarios are: {valid}.", path=self.path
+            raise CatalogError(
+                located(f"Unknown scenario '{name}'; valid scenarios are: {valid}.", self.path)
             ) from None
 
     def names(self) -> tuple[str, ...]:
@@ -86,63 +89,51 @@ def load_catalog(path: Path | None = None) -> Catalog:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise CatalogError(f"cannot read the scenario catalog: {err}.", path=path) from err
+        raise CatalogError(located(f"cannot read the scenario catalog: {err}.", path)) from err
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise CatalogError(f"not valid YAML: {err}", path=path) from err
+        raise CatalogError(located(f"not valid YAML: {err}", path)) from err
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
-        raise CatalogError("expected a mapping with a 'scenarios' mapping at the top level.", path=path)
-    unknown_top = set(data) - {"defaults", "scenarios"}
-    if unknown_top:
-        raise CatalogError(
-            f"unknown top-level keys {sorted(unknown_top)}; expected 'defaults', 'scenarios'.", path=path
-        )
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise CatalogError("'defaults' must be a mapping.", path=path, key="defaults")
-    unknown_defaults = set(defaults) - _DEFAULT_KEYS
-    if unknown_defaults:
-        raise CatalogError(
-            f"unknown keys {sorted(unknown_defaults)}; expected some of {sorted(_DEFAULT_KEYS)}.",
-            path=path,
-            key="defaults",
-        )
+        raise CatalogError(located("expected a mapping with a 'scenarios' mapping at the top level.", path))
+    try:
+        fields.reject_unknown(data, ("defaults", "scenarios"))
+        defaults = dict(fields.mapping(data.get("defaults") or {}, "defaults"))
+        fields.reject_unknown(defaults, _DEFAULT_KEYS, "defaults")
+    except FieldError as err:
+        raise CatalogError(err.located(path), field=err.field) from err
     scenarios: dict[str, Scenario] = {}
     for name, entry in data["scenarios"].items():
         try:
             scenarios[str(name)] = _parse_scenario(str(name), entry, defaults)
-        except CatalogError as err:
-            raise CatalogError(
-                err.reason,
-                path=path,
-                entry=str(name),
-                key=err.key,
-            ) from err
+        except FieldError as err:
+            raise CatalogError(err.located(path, ("scenario", str(name))), field=err.field) from err
     if not scenarios:
-        raise CatalogError("the catalog defines no scenarios.", path=path)
+        raise CatalogError(located("the catalog defines no scenarios.", path))
     log.debug("Loaded %d scenarios from '%s'.", len(scenarios), path)
     return Catalog(path=path, scenarios=scenarios)
 
 
 def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario:
-    if not isinstance(entry, dict):
-        raise CatalogError("the entry must be a mapping of fields.")
-    unknown = set(entry) - _SCENARIO_KEYS
+    """Return the scenario of one catalog entry merged over ``defaults``.
+
+    :raises FieldError: naming the field that is missing, unknown or invalid.
+    """
+    entry = dict(fields.mapping(entry))
+    unknown = sorted(set(entry) - _SCENARIO_KEYS)
     if unknown:
-        key = sorted(unknown)[0]
-        raise CatalogError(f"unknown field; expected some of {sorted(_SCENARIO_KEYS)}.", key=key)
+        raise FieldError(f"unknown field; expected some of {sorted(_SCENARIO_KEYS)}.", field=unknown[0])
     merged = {**{k: v for k, v in defaults.items() if k != "guest"}, **entry}
 
-    description = _require(merged, "description", str)
-    vswitch = _enum(Vswitch, merged, "vswitch")
-    raw_tests = _require(merged, "tests", list)
-    if not raw_tests:
-        raise CatalogError("at least one VSperf test is required.", key="tests")
-    tests = tuple(_enum_value(VsperfTest, t, "tests") for t in raw_tests)
+    description = fields.string(fields.required(merged, "description"), "description")
+    vswitch = Vswitch.from_spec(fields.required(merged, "vswitch"), field="vswitch")
+    raw_tests = fields.required(merged, "tests")
+    if not isinstance(raw_tests, list) or not raw_tests:
+        raise FieldError("at least one VSperf test is required (a list).", field="tests")
+    tests = tuple(VsperfTest.from_spec(t, field="tests") for t in raw_tests)
     if len(set(tests)) != len(tests):
-        raise CatalogError("a test is listed twice.", key="tests")
-    queues = _positive_int(merged, "queues")
+        raise FieldError("a test is listed twice.", field="tests")
+    queues = fields.positive_int(fields.required(merged, "queues"), "queues")
     frame_sizes = _frame_sizes(merged.get("frame_sizes_bytes"))
     loss_percent = merged.get("acceptable_loss_percent")
     if (
@@ -150,23 +141,26 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
         or not isinstance(loss_percent, (int, float))
         or not 0 <= loss_percent < 100
     ):
-        raise CatalogError(
-            f"{loss_percent!r} is not a percentage in [0, 100).", key="acceptable_loss_percent"
+        raise FieldError(
+            f"{loss_percent!r} is not a percentage in [0, 100).", field="acceptable_loss_percent"
         )
-    search_s = _positive_int(merged, "search_trial_s")
-    validation_s = _positive_int(merged, "validation_trial_s")
-    raw_huge = _require(merged, "hugepages", dict)
+    search_s = fields.positive_int(fields.required(merged, "search_trial_s"), "search_trial_s")
+    validation_s = fields.positive_int(fields.required(merged, "validation_trial_s"), "validation_trial_s")
+    raw_huge = fields.mapping(fields.required(merged, "hugepages"), "hugepages")
     hugepages = Hugepages(size=str(raw_huge.get("size")), count=raw_huge.get("count"))
-    kernel_options = tuple(str(o) for o in _require(merged, "kernel_options", list))
+    raw_options = fields.required(merged, "kernel_options")
+    if not isinstance(raw_options, list):
+        raise FieldError("expected a list of kernel options.", field="kernel_options")
+    kernel_options = tuple(str(o) for o in raw_options)
 
     guest = _parse_guest(entry.get("guest"), defaults.get("guest") or {}, queues)
     needs_guest = any(t is not VsperfTest.PHY2PHY_TPUT for t in tests)
     if needs_guest and guest is None:
-        raise CatalogError("a PVP/PVVP test needs a 'guest' entry.", key="guest")
+        raise FieldError("a PVP/PVVP test needs a 'guest' entry.", field="guest")
     if guest is not None and not needs_guest:
-        raise CatalogError("a guest is given but no test uses it (add 'pvp_tput').", key="guest")
+        raise FieldError("a guest is given but no test uses it (add 'pvp_tput').", field="guest")
     if vswitch is Vswitch.OVS_VANILLA and guest is not None and guest.loopback.uses_dpdk:
-        raise CatalogError("testpmd in the guest needs vhost-user, i.e. vswitch 'OvsDpdkVhost'.", key="guest")
+        raise FieldError("testpmd in the guest needs vhost-user, i.e. vswitch 'OvsDpdkVhost'.", field="guest")
 
     return Scenario(
         name=name,
@@ -186,63 +180,42 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
 
 
 def _parse_guest(raw: Any, defaults: dict[str, Any], queues: int) -> Guest | None:
+    """Return the guest of a scenario entry, or None when it has none.
+
+    :raises FieldError: naming the ``guest.*`` field that is unknown or invalid.
+    """
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise CatalogError("must be a mapping with 'loopback'.", key="guest")
+    raw = fields.mapping(raw, "guest")
     unknown = set(raw) - _GUEST_KEYS
     if unknown:
-        raise CatalogError(
-            f"unknown keys {sorted(unknown)}; expected some of {sorted(_GUEST_KEYS)}.", key="guest"
+        raise FieldError(
+            f"unknown keys {sorted(unknown)}; expected some of {sorted(_GUEST_KEYS)}.", field="guest"
         )
     merged = {**defaults, "nic_queues": queues, **raw}
-    loopback = _enum(GuestLoopback, merged, "loopback", prefix="guest.")
     return Guest(
-        loopback=loopback,
-        vcpus=_positive_int(merged, "vcpus", prefix="guest."),
-        memory_mb=_positive_int(merged, "memory_mb", prefix="guest."),
-        nic_queues=_positive_int(merged, "nic_queues", prefix="guest."),
+        loopback=GuestLoopback.from_spec(
+            fields.required(merged, "loopback", "guest"), field="guest.loopback"
+        ),
+        vcpus=fields.positive_int(fields.required(merged, "vcpus", "guest"), "guest.vcpus"),
+        memory_mb=fields.positive_int(fields.required(merged, "memory_mb", "guest"), "guest.memory_mb"),
+        nic_queues=fields.positive_int(fields.required(merged, "nic_queues", "guest"), "guest.nic_queues"),
     )
 
 
 def _frame_sizes(raw: Any) -> tuple[int, ...]:
+    """Return the frame sizes of ``frame_sizes_bytes`` (a list, or ``'rfc2544'``), ascending [B].
+
+    :raises FieldError: naming ``frame_sizes_bytes`` when a size is invalid or listed twice.
+    """
     if raw == "rfc2544":
         return RFC2544_FRAME_SIZES_BYTES
     if not isinstance(raw, list) or not raw:
-        raise CatalogError("expected a non-empty list of sizes [B] or 'rfc2544'.", key="frame_sizes_bytes")
+        raise FieldError("expected a non-empty list of sizes [B] or 'rfc2544'.", field="frame_sizes_bytes")
     try:
         sizes = [check_frame_size(s) for s in raw]
     except ValueError as err:
-        raise CatalogError(str(err), key="frame_sizes_bytes") from err
+        raise FieldError(str(err), field="frame_sizes_bytes") from err
     if len(set(sizes)) != len(sizes):
-        raise CatalogError("a frame size is listed twice.", key="frame_sizes_bytes")
+        raise FieldError("a frame size is listed twice.", field="frame_sizes_bytes")
     return tuple(sorted(sizes))
-
-
-def _require(data: dict[str, Any], key: str, kind: type, prefix: str = "") -> Any:
-    if key not in data:
-        raise CatalogError("required field is missing.", key=prefix + key)
-    value = data[key]
-    if not isinstance(value, kind):
-        raise CatalogError(f"expected {kind.__name__}, got {value!r}.", key=prefix + key)
-    return value
-
-
-def _positive_int(data: dict[str, Any], key: str, prefix: str = "") -> int:
-    value = _require(data, key, int, prefix)
-    if isinstance(value, bool) or value <= 0:
-        raise CatalogError(f"expected a positive integer, got {value!r}.", key=prefix + key)
-    return int(value)
-
-
-def _enum(cls: Any, data: dict[str, Any], key: str, prefix: str = "") -> Any:
-    if key not in data:
-        raise CatalogError("required field is missing.", key=prefix + key)
-    return _enum_value(cls, data[key], prefix + key)
-
-
-def _enum_value(cls: Any, value: Any, key: str) -> Any:
-    try:
-        return cls.from_spec(value)
-    except CatalogError as err:
-        raise CatalogError(err.reason, key=key) from err

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from jobcreator.catalog import load_catalog
-from jobcreator.errors import JobCreatorError, UsageError
+from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import (
     DEFAULT_MOONGEN_COMMIT,
     DEFAULT_TRAFFICGEN_COMMIT,
@@ -19,7 +19,7 @@ from jobcreator.jobmodel import (
 )
 from jobcreator.workflow import create_job
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import run_command
 
 EXAMPLE = """example:
   jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q_GUEST_DPDK1q \\
@@ -33,10 +33,10 @@ EXIT_CODES = """exit codes: 0 OK (job printed, written or submitted; scenario na
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser that raises :class:`UsageError` instead of printing usage and exiting."""
+    """An ArgumentParser that raises :class:`JobCreatorError` instead of printing usage and exiting."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see 'jobcreator --help').")
+        raise JobCreatorError(f"{message} (see 'jobcreator --help').")
 
 
 def _build_parser() -> _Parser:
@@ -141,24 +141,22 @@ def _build_parser() -> _Parser:
         help="retries after a connection failure, 10 s apart (default: %(default)s)",
     )
     out.add_argument("--list-configs", action="store_true", help="print the scenario names and exit")
-    out.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable)")
-    out.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
     return parser
 
 
 def _request(args: argparse.Namespace) -> JobRequest:
     """Turn parsed arguments into a request; the dataclasses validate the values.
 
-    :raises UsageError: when a required option is missing or --host is not given twice.
-    :raises JobOptionsError: when a value is invalid.
+    :raises JobCreatorError: when a required option is missing, --host is not given twice, or a
+        value is invalid.
     """
     if len(args.host) != 2:
-        raise UsageError(
+        raise JobCreatorError(
             f"expected exactly two --host options (traffic generator, then DUT), got {len(args.host)}."
         )
     for option, value in (("--config", args.config), ("--distro", args.distro)):
         if value is None:
-            raise UsageError(f"missing {option} (see 'jobcreator --help').")
+            raise JobCreatorError(f"missing {option} (see 'jobcreator --help').")
     options = JobOptions(
         trafficgen_host=args.host[0],
         dut_host=args.host[1],
@@ -186,29 +184,23 @@ def _request(args: argparse.Namespace) -> JobRequest:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``jobcreator``; return the exit code (0 OK, 2 error; see ``--help``)."""
-    parser = _build_parser()
-    try:
-        try:
-            args = parser.parse_args(argv)
-        except SystemExit as done:  # --help
-            return int(done.code or 0)
-        configure_logging(args.verbose, args.quiet)
-        if args.list_configs:
-            for name in load_catalog(args.catalog).names():
-                print(name)
-            return ExitCode.OK
-        outcome = create_job(_request(args))
-    except JobCreatorError as err:
-        message = " ".join(str(err).split())
-        print(f"jobcreator: error: {message}", file=sys.stderr)
-        return ExitCode.ERROR
+def _run(args: argparse.Namespace) -> int:
+    """List the catalog, or create the job the arguments ask for and print its id or XML."""
+    if args.list_configs:
+        for name in load_catalog(args.catalog).names():
+            print(name)
+        return ExitCode.OK
+    outcome = create_job(_request(args))
     if outcome.job_id is not None:
         print(outcome.job_id)
     elif outcome.written_to is None:
         sys.stdout.write(outcome.xml)
     return ExitCode.OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``jobcreator``; return the exit code (0 OK, 2 error; see ``--help``)."""
+    return run_command(_build_parser(), _run, argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 ``JobOptions`` (from the command line) and a :class:`~jobcreator.model.Scenario` (from the
 catalog) go into :func:`jobcreator.render.plan_job`, which decides a :class:`JobPlan`; the
 templates only spell that plan in XML. Every record validates itself in ``__post_init__`` and
-raises :class:`~jobcreator.errors.JobOptionsError` naming the command-line option.
+raises :class:`~jobcreator.errors.JobCreatorError` naming the command-line option.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from jobcreator.errors import JobOptionsError
+from jobcreator.errors import option_error
 
 DEFAULT_MOONGEN_COMMIT: Final = "7746ff2f0afdbb222aa9cb220b48355e2d19552b"
 """MoonGen (github.com/emmericp/MoonGen) commit built on the TG: master of 2022-04-10."""
@@ -66,36 +66,34 @@ class DistroMatch(enum.Enum):
 def _check_url(value: str, option: str, schemes: tuple[str, ...]) -> str:
     """Return ``value`` if it is an absolute URL with one of ``schemes`` and no credentials.
 
-    :raises JobOptionsError: naming ``option`` when it is not.
+    :raises JobCreatorError: naming ``option`` when it is not.
     """
     if not value or any(c.isspace() for c in value):
-        raise JobOptionsError(f"'{value}' is not a URL (empty or contains white space).", option=option)
+        raise option_error(option, f"'{value}' is not a URL (empty or contains white space).")
     parsed = urllib.parse.urlsplit(value)
     if parsed.scheme not in schemes or not parsed.netloc:
-        raise JobOptionsError(
-            f"'{value}' is not a URL; expected {'/'.join(schemes)}://host/path.", option=option
-        )
+        raise option_error(option, f"'{value}' is not a URL; expected {'/'.join(schemes)}://host/path.")
     if parsed.username is not None or parsed.password is not None:
-        raise JobOptionsError(
+        raise option_error(
+            option,
             "the URL carries credentials, which would be stored in the job XML; "
             "give a URL without 'user:password@'.",
-            option=option,
         )
     return value
 
 
 def _check_hostname(value: str, option: str) -> str:
     if not _HOSTNAME_RE.match(value):
-        raise JobOptionsError(f"'{value}' is not a valid host name (RFC 1123).", option=option)
+        raise option_error(option, f"'{value}' is not a valid host name (RFC 1123).")
     return value
 
 
 def _check_text(value: str, option: str, max_chars: int) -> str:
     if len(value) > max_chars:
-        raise JobOptionsError(f"longer than {max_chars} characters.", option=option)
+        raise option_error(option, f"longer than {max_chars} characters.")
     if any(not c.isprintable() for c in value):
-        raise JobOptionsError(
-            f"{value!r} contains control characters (newline, tab, …); use one plain line.", option=option
+        raise option_error(
+            option, f"{value!r} contains control characters (newline, tab, …); use one plain line."
         )
     return value
 
@@ -143,28 +141,27 @@ class JobOptions:
         _check_hostname(self.trafficgen_host, "--host")
         _check_hostname(self.dut_host, "--host")
         if self.trafficgen_host.lower() == self.dut_host.lower():
-            raise JobOptionsError(
+            raise option_error(
+                "--host",
                 f"the traffic generator and the DUT are both '{self.dut_host}'; give two different hosts.",
-                option="--host",
             )
         distro_value = self.distro_value
         if not distro_value or not _TOKEN_RE.match(distro_value):
-            raise JobOptionsError(
+            raise option_error(
+                "--distro",
                 f"'{self.distro}' is not a distro name (expected e.g. 'RHEL-7.3' or "
                 "'family:RedHatEnterpriseLinux7'; no spaces).",
-                option="--distro",
             )
         if self.arch not in BEAKER_ARCHES:
-            raise JobOptionsError(
-                f"'{self.arch}' is not an architecture; expected one of {', '.join(BEAKER_ARCHES)}.",
-                option="--arch",
+            raise option_error(
+                "--arch", f"'{self.arch}' is not an architecture; expected one of {', '.join(BEAKER_ARCHES)}."
             )
         if self.variant is not None and not _TOKEN_RE.match(self.variant):
-            raise JobOptionsError(f"'{self.variant}' is not a distro variant.", option="--variant")
+            raise option_error("--variant", f"'{self.variant}' is not a distro variant.")
         for url in self.kick_repos:
             _check_url(url, "--kickrepo", KICK_REPO_SCHEMES)
         if len(set(self.kick_repos)) != len(self.kick_repos):
-            raise JobOptionsError("a repository is given twice.", option="--kickrepo")
+            raise option_error("--kickrepo", "a repository is given twice.")
         if self.tag is not None:
             _check_text(self.tag, "--tag", MAX_TAG_CHARS)
         if self.reserve_hours is not None and (
@@ -172,28 +169,25 @@ class JobOptions:
             or not math.isfinite(self.reserve_hours)
             or self.reserve_hours < 0
         ):
-            raise JobOptionsError(
-                f"{self.reserve_hours!r} is not a duration; expected hours >= 0.", option="--reserve"
-            )
+            raise option_error("--reserve", f"{self.reserve_hours!r} is not a duration; expected hours >= 0.")
         if self.collector is not None:
             if not self.collector or any(c.isspace() or not c.isprintable() for c in self.collector):
-                raise JobOptionsError(
-                    f"'{self.collector}' is not an rsync destination (empty or white space).",
-                    option="--collector",
+                raise option_error(
+                    "--collector", f"'{self.collector}' is not an rsync destination (empty or white space)."
                 )
             if _CREDENTIALS_IN_RSYNC_DEST_RE.match(self.collector) or "://" in self.collector:
-                raise JobOptionsError(
+                raise option_error(
+                    "--collector",
                     "expected 'user@host:/path' without a password or URL scheme; "
                     "the collector is reached with SSH keys.",
-                    option="--collector",
                 )
         for option, commit in (
             ("--moongen-commit", self.moongen_commit),
             ("--trafficgen-commit", self.trafficgen_commit),
         ):
             if not _COMMIT_RE.match(commit):
-                raise JobOptionsError(
-                    f"'{commit}' is not a git commit id (7 to 40 lower-case hex digits).", option=option
+                raise option_error(
+                    option, f"'{commit}' is not a git commit id (7 to 40 lower-case hex digits)."
                 )
         if self.task_repo is not None:
             _check_url(self.task_repo, "--task-repo", TASK_REPO_SCHEMES)
@@ -202,9 +196,8 @@ class JobOptions:
             or any(c.isspace() or not c.isprintable() for c in self.inventory)
             or ".." in self.inventory.split("/")
         ):
-            raise JobOptionsError(
-                f"'{self.inventory}' is not an inventory path (no white space, no '..').",
-                option="--inventory",
+            raise option_error(
+                "--inventory", f"'{self.inventory}' is not an inventory path (no white space, no '..')."
             )
 
     @property
@@ -310,13 +303,11 @@ class HubSettings:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            raise JobOptionsError(
-                f"{self.timeout_s!r} is not a positive number of seconds.", option="--hub-timeout"
-            )
+            raise option_error("--hub-timeout", f"{self.timeout_s!r} is not a positive number of seconds.")
         if isinstance(self.retries, bool) or self.retries < 0:
-            raise JobOptionsError(f"{self.retries!r} is not a count >= 0.", option="--hub-retries")
+            raise option_error("--hub-retries", f"{self.retries!r} is not a count >= 0.")
         if not (math.isfinite(self.retry_interval_s) and self.retry_interval_s >= 0):
-            raise JobOptionsError(f"{self.retry_interval_s!r} is not a pause >= 0 s.", option="--hub-retries")
+            raise option_error("--hub-retries", f"{self.retry_interval_s!r} is not a pause >= 0 s.")
 
     @property
     def worst_case_s(self) -> float:
@@ -342,6 +333,15 @@ class JobRequest:
     """Render and validate only; never contact the hub (``--dry-run``)."""
     hub: HubSettings = HubSettings()
     """Timeouts for the hub."""
+
+
+JOB_ID_RE: Final = re.compile(r"^J:\d+$")
+"""A Beaker job id as ``jobs.upload`` answers it and ``jobcreator --autosubmit`` prints it: ``J:1234``."""
+
+
+def is_job_id(text: object) -> bool:
+    """Return whether ``text`` is a Beaker job id ``J:<n>`` (:data:`JOB_ID_RE`)."""
+    return isinstance(text, str) and JOB_ID_RE.match(text) is not None
 
 
 @dataclass(frozen=True)

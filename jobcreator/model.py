@@ -6,29 +6,14 @@ Names follow VSperf where VSperf has one (``OvsDpdkVhost``, ``phy2phy_tput``, ``
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from jobcreator.errors import CatalogError
+from ovsperf_common.errors import FieldError
+from ovsperf_common.fields import positive_int
+from ovsperf_common.spec import SpecEnum
 
 
-class _SpecEnum(enum.Enum):
-    """An Enum with string values and a ``from_spec`` that lists valid values on rejection."""
-
-    @classmethod
-    def from_spec(cls, spec: object) -> _SpecEnum:
-        """Return the member whose value is ``spec``.
-
-        :raises CatalogError: listing the valid values when ``spec`` is none of them.
-        """
-        for member in cls:
-            if member.value == spec:
-                return member
-        valid = ", ".join(f"'{m.value}'" for m in cls)
-        raise CatalogError(f"'{spec}' is not a valid {cls.__name__}; expected one of {valid}.")
-
-
-class Vswitch(_SpecEnum):
+class Vswitch(SpecEnum):
     """The vswitch flavour, by its VSperf class name (VSperf ``--vswitch``)."""
 
     OVS_DPDK = "OvsDpdkVhost"
@@ -37,7 +22,7 @@ class Vswitch(_SpecEnum):
     """OVS with the kernel datapath, tap/virtio-net toward guests."""
 
 
-class Topology(_SpecEnum):
+class Topology(SpecEnum):
     """Where frames travel, by VSperf deployment name."""
 
     P2P = "p2p"
@@ -48,7 +33,7 @@ class Topology(_SpecEnum):
     """phy → OVS → guest → OVS → guest → OVS → phy."""
 
 
-class VsperfTest(_SpecEnum):
+class VsperfTest(SpecEnum):
     """A VSperf RFC 2544 throughput test case (VSperf ``conf/01_testcases.conf`` names)."""
 
     PHY2PHY_TPUT = "phy2phy_tput"
@@ -65,7 +50,7 @@ class VsperfTest(_SpecEnum):
         }[self]
 
 
-class GuestLoopback(_SpecEnum):
+class GuestLoopback(SpecEnum):
     """What forwards frames inside the guest (VSperf ``GUEST_LOOPBACK`` values)."""
 
     TESTPMD = "testpmd"
@@ -89,12 +74,13 @@ class Hugepages:
     """Number of pages [1]."""
 
     def __post_init__(self) -> None:
+        """Check the page size and count.
+
+        :raises FieldError: naming ``hugepages.size`` or ``hugepages.count``.
+        """
         if self.size not in ("2M", "1G"):
-            raise CatalogError(f"hugepage size '{self.size}' is not '2M' or '1G'.", key="hugepages.size")
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count <= 0:
-            raise CatalogError(
-                f"hugepage count {self.count!r} is not a positive integer.", key="hugepages.count"
-            )
+            raise FieldError(f"hugepage size '{self.size}' is not '2M' or '1G'.", field="hugepages.size")
+        positive_int(self.count, "hugepages.count")
 
     @property
     def kernel_options(self) -> tuple[str, ...]:

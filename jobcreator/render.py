@@ -30,7 +30,7 @@ from typing import Final
 import jinja2
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
-from jobcreator.errors import RenderError
+from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
 from jobcreator.model import Scenario
 
@@ -230,12 +230,12 @@ def render_plan(plan: JobPlan, template: str = "job.xml.j2") -> str:
     """Spell ``plan`` as Beaker job XML with ``templates/beaker/<template>``.
 
     :returns: the job XML, starting with the XML declaration, UTF-8 text.
-    :raises RenderError: when the template is missing or fails (a template bug).
+    :raises JobCreatorError: when the template is missing or fails (a template bug).
     """
     try:
         return _template(template).render(plan=plan)
     except jinja2.TemplateError as err:
-        raise RenderError(f"Template 'beaker/{template}' failed: {err}") from err
+        raise JobCreatorError(f"Template 'beaker/{template}' failed: {err}") from err
 
 
 def render_job(scenario: Scenario, options: JobOptions) -> str:

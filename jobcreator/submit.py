@@ -33,14 +33,8 @@ import gssapi.raw
 from bkr.common.hub import AuthenticationError, HubProxy
 from bkr.common.pyconfig import ImproperlyConfigured, PyConfigParser
 
-from jobcreator.errors import (
-    ClientConfigError,
-    HubUnreachableError,
-    JobRejectedError,
-    LoginRefusedError,
-    SubmitError,
-)
-from jobcreator.jobmodel import HubSettings
+from jobcreator.errors import SubmitError
+from jobcreator.jobmodel import HubSettings, is_job_id
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 
 log = logging.getLogger(__name__)
@@ -51,7 +45,6 @@ SYSTEM_CONFIG: Final = Path("/etc/beaker/client.conf")
 USER_CONFIG: Final = Path("~/.beaker_client/config")
 OLD_USER_CONFIG: Final = Path("~/.beaker")
 AUTH_METHODS: Final = ("password", "krbv", "oauth2", "none")
-_JOB_ID_RE: Final = re.compile(r"^J:\d+$")
 _FAULT_PREFIX_RE: Final = re.compile(r"^<(?:class|type) '[\w.]+'>:\s*")
 _NOT_DELIVERED: Final = (ConnectionRefusedError, socket.gaierror)
 """Connection errors after which the request surely never reached the hub (safe to resend)."""
@@ -86,7 +79,7 @@ def load_client_config(environ: Mapping[str, str] | None = None) -> ClientConfig
 
     :param environ: environment to read ``BEAKER_CLIENT_CONF`` and ``HOME`` from (default
         ``os.environ``).
-    :raises ClientConfigError: when ``BEAKER_CLIENT_CONF`` names a missing file, a file is not
+    :raises SubmitError: when ``BEAKER_CLIENT_CONF`` names a missing file, a file is not
         valid bkr configuration syntax, no file sets ``HUB_URL``, ``AUTH_METHOD`` is unknown, or
         password authentication lacks ``USERNAME``/``PASSWORD``.
     """
@@ -97,7 +90,7 @@ def load_client_config(environ: Mapping[str, str] | None = None) -> ClientConfig
     explicit = env.get("BEAKER_CLIENT_CONF")
     if explicit:
         if not Path(explicit).is_file():
-            raise ClientConfigError(f"BEAKER_CLIENT_CONF names '{explicit}', which is not a readable file.")
+            raise SubmitError(f"BEAKER_CLIENT_CONF names '{explicit}', which is not a readable file.")
         files.append(Path(explicit))
     else:
         home = Path(env.get("HOME", "~"))
@@ -111,22 +104,22 @@ def load_client_config(environ: Mapping[str, str] | None = None) -> ClientConfig
         try:
             values.load_from_file(str(path))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, ImproperlyConfigured) as err:
-            raise ClientConfigError(f"Cannot read the Beaker client configuration '{path}': {err}") from err
+            raise SubmitError(f"Cannot read the Beaker client configuration '{path}': {err}") from err
     config = ClientConfig(values=dict(values), files=tuple(files))
 
     if not config.hub_url:
-        raise ClientConfigError(
+        raise SubmitError(
             f"No HUB_URL in the Beaker client configuration ({config.describe()}); set it in "
             f"$BEAKER_CLIENT_CONF, '{USER_CONFIG}' or '{SYSTEM_CONFIG}', "
             'e.g. HUB_URL = "https://beaker.example.com/bkr".'
         )
     if config.auth_method not in AUTH_METHODS:
-        raise ClientConfigError(
+        raise SubmitError(
             f"AUTH_METHOD '{config.auth_method}' in {config.describe()} is not one of "
             f"{', '.join(AUTH_METHODS)}."
         )
     if config.auth_method == "password" and not (values.get("USERNAME") and values.get("PASSWORD")):
-        raise ClientConfigError(
+        raise SubmitError(
             f"AUTH_METHOD is 'password' but USERNAME or PASSWORD is missing in {config.describe()}."
         )
     return config
@@ -176,12 +169,10 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
 
     :param job_xml: a job that passed :func:`jobcreator.validate.validate_job`.
     :param config: client configuration (default: :func:`load_client_config`).
-    :raises ClientConfigError: see :func:`load_client_config`; also a login method that needs
-        settings the configuration lacks.
-    :raises HubUnreachableError: when the hub cannot be reached or times out.
-    :raises LoginRefusedError: when the hub refuses the credentials.
-    :raises JobRejectedError: when ``jobs.upload`` answers with a Fault.
-    :raises SubmitError: when the hub answers with an HTTP error or something that is not a job id.
+    :raises SubmitError: when the configuration is unusable (see :func:`load_client_config`, or a
+        login method that needs settings it lacks), the hub cannot be reached or times out, refuses
+        the credentials, answers ``jobs.upload`` with a Fault, an HTTP error or something that is
+        not a job id.
     """
     config = config if config is not None else load_client_config()
     hub_url = config.hub_url
@@ -200,14 +191,13 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
         try:
             _call("Login", hub._login, settings, deadline, resend_safe=True)
         except xmlrpc.client.Fault as fault:
-            raise LoginRefusedError(
+            raise SubmitError(
                 f"Beaker hub '{hub_url}' refused the {config.auth_method} login"
-                f"{f' of {user!r}' if user else ''}: {_fault_text(fault)}",
-                hub_url=hub_url,
+                f"{f' of {user!r}' if user else ''}: {_fault_text(fault)}"
             ) from fault
         except (gssapi.raw.GSSError, AuthenticationError) as err:
-            raise LoginRefusedError(
-                f"{config.auth_method} login to Beaker hub '{hub_url}' failed: {err}", hub_url=hub_url
+            raise SubmitError(
+                f"{config.auth_method} login to Beaker hub '{hub_url}' failed: {err}"
             ) from err
         deadline.check()
         try:
@@ -215,38 +205,35 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
                 "Job upload", lambda: hub.jobs.upload(job_xml, False), settings, deadline, resend_safe=False
             )
         except xmlrpc.client.Fault as fault:
-            raise JobRejectedError(
-                f"Beaker hub '{hub_url}' rejected the job: {_fault_text(fault)}", hub_url=hub_url
+            raise SubmitError(
+                f"Beaker hub '{hub_url}' rejected the job: {_fault_text(fault)}"
             ) from fault
     except ImproperlyConfigured as err:
-        raise ClientConfigError(
-            f"Beaker client configuration {config.describe()}: {err}", hub_url=hub_url
+        raise SubmitError(
+            f"Beaker client configuration {config.describe()}: {err}"
         ) from err
     except xmlrpc.client.ProtocolError as err:
         raise SubmitError(
             f"Beaker hub '{hub_url}' answered HTTP {err.errcode} {err.errmsg}; is HUB_URL right "
-            f"in {config.describe()}?",
-            hub_url=hub_url,
+            f"in {config.describe()}?"
         ) from err
     except (xmlrpc.client.ResponseError, xml.parsers.expat.ExpatError) as err:
         raise SubmitError(
-            f"Beaker hub '{hub_url}' sent a reply that is not XML-RPC: {err}", hub_url=hub_url
+            f"Beaker hub '{hub_url}' sent a reply that is not XML-RPC: {err}"
         ) from err
     except ssl.SSLError as err:
-        raise HubUnreachableError(
+        raise SubmitError(
             f"TLS with Beaker hub '{hub_url}' failed: {err}; set CA_CERT (or SSL_VERIFY = False) "
-            f"in {config.describe()}.",
-            hub_url=hub_url,
+            f"in {config.describe()}."
         ) from err
     except (OSError, DeadlineExceededError) as err:
-        raise HubUnreachableError(
-            f"Cannot reach Beaker hub '{hub_url}' (from {config.describe()}): {err or type(err).__name__}; "
-            f"gave up after {deadline.elapsed_s():.1f} s.",
-            hub_url=hub_url,
-        ) from err
-    if not isinstance(job_id, str) or not _JOB_ID_RE.match(job_id):
         raise SubmitError(
-            f"Beaker hub '{hub_url}' answered {job_id!r} instead of a job id 'J:<n>'.", hub_url=hub_url
+            f"Cannot reach Beaker hub '{hub_url}' (from {config.describe()}): {err or type(err).__name__}; "
+            f"gave up after {deadline.elapsed_s():.1f} s."
+        ) from err
+    if not isinstance(job_id, str) or not is_job_id(job_id):
+        raise SubmitError(
+            f"Beaker hub '{hub_url}' answered {job_id!r} instead of a job id 'J:<n>'."
         )
     log.debug("Hub '%s' accepted the job as '%s'.", hub_url, job_id)
     return job_id

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from jobcreator.catalog import load_catalog
-from jobcreator.errors import OutputError, SubmitError
+from jobcreator.errors import JobCreatorError, SubmitError
 from jobcreator.jobmodel import JobOutcome, JobRequest
 from jobcreator.render import render_job
 from jobcreator.validate import validate_job
@@ -24,7 +24,7 @@ def create_job(request: JobRequest) -> JobOutcome:
     :returns: the validated XML, where it was written and the submitted job id.
     :raises CatalogError: when the catalog is unreadable or the scenario unknown.
     :raises JobValidationError: when the rendered job is invalid (nothing is written or sent).
-    :raises OutputError: when ``--output`` cannot be written (the old file is left intact).
+    :raises JobCreatorError: when ``--output`` cannot be written (the old file is left intact).
     :raises SubmitError: when submission fails (the ``--output`` file, if any, stays).
     """
     scenario = load_catalog(request.catalog_path).get(request.scenario_name)
@@ -36,7 +36,7 @@ def create_job(request: JobRequest) -> JobOutcome:
         try:
             atomic_write_text(request.output, xml)
         except OSError as err:
-            raise OutputError(f"Cannot write the job to '{request.output}': {err}") from err
+            raise JobCreatorError(f"Cannot write the job to '{request.output}': {err}") from err
         log.info("Wrote the job for '%s' to '%s'.", scenario.name, request.output)
 
     job_id = None

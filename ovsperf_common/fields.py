@@ -117,7 +117,12 @@ def integer(
 
 
 def positive_int(value: object, field: str | None = None, *, maximum: int | None = None) -> int:
-    """Return ``value`` if it is an ``int`` ≥ 1 (see :func:`integer`)."""
+    """Return ``value`` if it is an ``int`` ≥ 1 (see :func:`integer`).
+
+    :raises FieldError: when it is not a whole number, not positive, or above ``maximum``.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+        raise FieldError(f"Expected a positive integer, got {value!r}.", field=field)
     return integer(value, field, minimum=1, maximum=maximum)
 
 

@@ -77,8 +77,10 @@ def test_integer_and_number_validators() -> None:
     for bad in (True, "3", 3.0, None):
         with pytest.raises(FieldError, match="Expected a whole number"):
             fields.integer(bad, "n")
-    with pytest.raises(FieldError, match="below the minimum 1"):
+    with pytest.raises(FieldError, match="Expected a positive integer, got 0"):
         fields.positive_int(0, "n")
+    with pytest.raises(FieldError, match="below the minimum 0"):
+        fields.non_negative_int(-1, "n")
     with pytest.raises(FieldError, match="above the maximum 8"):
         fields.integer(9, "n", maximum=8)
     for bad_number in (math.nan, math.inf, 1e309):
