@@ -147,7 +147,9 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
     search_s = fields.positive_int(fields.required(merged, "search_trial_s"), "search_trial_s")
     validation_s = fields.positive_int(fields.required(merged, "validation_trial_s"), "validation_trial_s")
     raw_huge = fields.mapping(fields.required(merged, "hugepages"), "hugepages")
-    hugepages = Hugepages(size=str(raw_huge.get("size")), count=raw_huge.get("count"))
+    hugepages = Hugepages(
+        size=str(raw_huge.get("size")), count=fields.positive_int(raw_huge.get("count"), "hugepages.count")
+    )
     raw_options = fields.required(merged, "kernel_options")
     if not isinstance(raw_options, list):
         raise FieldError("expected a list of kernel options.", field="kernel_options")

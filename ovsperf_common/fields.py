@@ -49,7 +49,7 @@ def reject_unknown(value: Mapping[str, Any], allowed: Iterable[str], field: str 
     for key in value:
         if key not in allowed:
             name = f"{field}.{key}" if field else key
-            raise FieldError(f"Unknown key; expected one of {', '.join(sorted(allowed))}.", field=name)
+            raise FieldError(f"unknown field; expected one of {', '.join(sorted(allowed))}.", field=name)
 
 
 def required(value: Mapping[str, Any], key: str, field: str | None = None) -> Any:

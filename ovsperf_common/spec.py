@@ -45,14 +45,17 @@ class SpecEnum(enum.Enum):
                 if wanted in (str(member.value).casefold(), member.name.casefold()):
                     return member
         valid = ", ".join(f"'{m.value}'" for m in cls)
-        raise FieldError(f"{spec!r} is not a valid {_label(cls)}; expected one of {valid}.", field=field)
+        raise FieldError(f"{spec!r} is not a valid {cls.spec_label()}; expected one of {valid}.", field=field)
 
+    @classmethod
+    def spec_label(cls) -> str:
+        """Return what a member is called in messages: ``BuildState`` → ``'build state'``.
 
-def _label(cls: type[enum.Enum]) -> str:
-    """Return ``'BuildState'`` as ``'build state'`` for messages."""
-    words: list[str] = []
-    for ch in cls.__name__.lstrip("_"):
-        if ch.isupper() and words:
-            words.append(" ")
-        words.append(ch.lower())
-    return "".join(words)
+        Override it where the field has a shorter name users know (``HostRole`` → ``'role'``).
+        """
+        words: list[str] = []
+        for ch in cls.__name__.lstrip("_"):
+            if ch.isupper() and words:
+                words.append(" ")
+            words.append(ch.lower())
+        return "".join(words)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import run_command
 from vsperf_configs.errors import VsperfConfigError
 from vsperf_configs.generate import generate_config
 from vsperf_configs.inventory import host_environment, load_inventory, resolve_inventory_path
@@ -48,39 +48,35 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the host's inventory entry as NAME=VALUE lines for the Beaker tasks (no --scenario)",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Print the host's environment, the scenario's tests, or write/print the conf file."""
+    inventory_path = resolve_inventory_path(args.inventory)
+    if args.host_env:
+        env = host_environment(load_inventory(inventory_path).get(args.host))
+        sys.stdout.write("".join(f"{key}={value}\n" for key, value in env.items()))
+        return ExitCode.OK
+    if not args.scenario:
+        raise VsperfConfigError("--scenario is required unless --host-env is given.")
+    config = generate_config(args.scenario, args.host, inventory_path, args.catalog)
+    if args.list_tests:
+        sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))
+    elif args.output is not None:
+        try:
+            atomic_write_text(args.output, config.text)
+        except OSError as err:
+            raise VsperfConfigError(f"cannot write '{args.output}': {err.strerror or err}.") from err
+        print(args.output)
+    else:
+        sys.stdout.write(config.text)
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``vsperf-config``; return the exit code (0 OK, 2 error)."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    inventory_path = resolve_inventory_path(args.inventory)
-    try:
-        if args.host_env:
-            env = host_environment(load_inventory(inventory_path).get(args.host))
-            sys.stdout.write("".join(f"{key}={value}\n" for key, value in env.items()))
-            return ExitCode.OK
-        if not args.scenario:
-            parser.error("--scenario is required unless --host-env is given")
-        config = generate_config(args.scenario, args.host, inventory_path, args.catalog)
-        if args.list_tests:
-            sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))
-        elif args.output is not None:
-            try:
-                atomic_write_text(args.output, config.text)
-            except OSError as err:
-                raise VsperfConfigError(f"cannot write '{args.output}': {err.strerror or err}.") from err
-            print(args.output)
-        else:
-            sys.stdout.write(config.text)
-    except VsperfConfigError as err:
-        print(f"vsperf-config: {err}", file=sys.stderr)
-        return ExitCode.ERROR
-    return ExitCode.OK
+    return run_command(_parser(), _run, argv)
 
 
 if __name__ == "__main__":

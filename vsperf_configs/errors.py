@@ -1,60 +1,47 @@
-"""Define the exceptions of the vsperf_configs package (one base, typed subclasses)."""
+"""Define the exceptions of the vsperf_configs package: one base, the inventory error, CPU overlaps."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ovsperf_common.errorfmt import located
+from ovsperf_common.errors import OvsperfError
 
 
-class VsperfConfigError(Exception):
-    """Base of every error ``vsperf-config`` reports to the user; ``main()`` turns it into exit 2."""
+class VsperfConfigError(OvsperfError):
+    """Base of every error ``vsperf-config`` reports: a scenario that cannot run, an unwritable output."""
 
 
 class InventoryError(VsperfConfigError):
-    """The host inventory cannot be read, or a host entry or field in it is invalid.
+    """The host inventory cannot be read, has no entry for a host, or a field of an entry is invalid.
 
-    ``reason`` is the bare message; ``path`` is the inventory file, ``host`` the host name and
-    ``key`` the field, each ``None`` when not applicable. ``str()`` joins them into one sentence.
+    ``str()`` names the file, the host and the field (``ovsperf_common.errorfmt.located``).
     """
 
     def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | None = None,
-        host: str | None = None,
-        key: str | None = None,
+        self, reason: str, *, path: Path | None = None, host: str | None = None, field: str | None = None
     ) -> None:
-        self.reason = message
-        self.path = path
+        self.reason = reason
+        """The bare message, without the location."""
         self.host = host
-        self.key = key
-        super().__init__(located(message, path, ("host", host), ("field", key)))
-
-
-class UnknownHostError(InventoryError):
-    """The inventory has no entry for a host; the message lists the hosts it has."""
+        """The host entry's name; ``None`` when not about one entry."""
+        self.field = field
+        """The invalid field's dotted name, e.g. ``'cpus.pmd'``; ``None`` when not about a field."""
+        super().__init__(located(reason, path, ("host", host), ("field", field)))
 
 
 class CpuOverlapError(InventoryError):
-    """Two CPU lists of a host share CPUs (e.g. a PMD CPU is also the OVS lcore).
-
-    ``cpus`` holds the shared CPU ids, ascending.
-    """
+    """Two CPU lists of a host share CPUs (e.g. a PMD CPU is also the OVS lcore)."""
 
     def __init__(
         self,
-        message: str,
+        reason: str,
         *,
         cpus: tuple[int, ...],
         path: Path | None = None,
         host: str | None = None,
-        key: str | None = None,
+        field: str | None = None,
     ) -> None:
         self.cpus = cpus
-        super().__init__(message, path=path, host=host, key=key)
-
-
-class ScenarioError(VsperfConfigError):
-    """The scenario catalog cannot be loaded, or a scenario cannot run on the given host."""
+        """The shared CPU ids, ascending."""
+        super().__init__(reason, path=path, host=host, field=field)

@@ -17,7 +17,8 @@ from pathlib import Path
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
 from jobcreator.model import GuestLoopback, Scenario, Topology, Vswitch
-from vsperf_configs.errors import InventoryError, ScenarioError
+from ovsperf_common.errors import FieldError
+from vsperf_configs.errors import InventoryError, VsperfConfigError
 from vsperf_configs.inventory import cpu_mask, format_cpu_list, load_inventory
 from vsperf_configs.model import HostInventory, HostRole, Layer, Setting
 
@@ -91,7 +92,7 @@ def vm_count(scenario: Scenario) -> int:
 def scenario_settings(scenario: Scenario) -> list[Setting]:
     """Return the scenario layer: vswitch, frame sizes, trial duration, loss limit, queues, guest.
 
-    :raises ScenarioError: when a DPDK guest has fewer than 2 vCPUs (testpmd needs a main core and a
+    :raises VsperfConfigError: when a DPDK guest has fewer than 2 vCPUs (testpmd needs a main core and a
         forwarding core).
     """
     s = Layer.SCENARIO
@@ -136,7 +137,7 @@ def scenario_settings(scenario: Scenario) -> list[Setting]:
     ]
     if guest.loopback is GuestLoopback.TESTPMD:
         if guest.vcpus < 2:
-            raise ScenarioError(
+            raise VsperfConfigError(
                 f"scenario '{scenario.name}': testpmd in the guest needs at least 2 vCPUs, got {guest.vcpus}."
             )
         forwarding = guest.vcpus - 1
@@ -159,15 +160,13 @@ def scenario_settings(scenario: Scenario) -> list[Setting]:
 def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]:
     """Return the inventory layer: test NICs, MoonGen peer, DPDK memory, CPU masks, guest pinning.
 
-    :raises InventoryError: when ``host`` is not a DUT, or lacks what the scenario needs (guest
-        CPUs for every vCPU, a guest image).
+    :raises FieldError: naming the host's field when ``host`` is not a DUT, or lacks what the
+        scenario needs (guest CPUs for every vCPU, a guest image).
     """
     i = Layer.INVENTORY
     if host.role is not HostRole.DUT or host.moongen is None:
-        raise InventoryError(
-            "is a traffic generator; vsperf-config needs the DUT that runs VSperf.",
-            host=host.hostname,
-            key="role",
+        raise FieldError(
+            "is a traffic generator; vsperf-config needs the DUT that runs VSperf.", field="role"
         )
     peer = host.moongen
     settings = [
@@ -215,17 +214,15 @@ def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]
     if guest is not None and vms:
         needed = guest.vcpus * vms
         if len(host.guest_cpus) < needed:
-            raise InventoryError(
+            raise FieldError(
                 f"scenario '{scenario.name}' pins {vms} guest(s) x {guest.vcpus} vCPUs = {needed} CPUs, "
                 f"but the host lists {len(host.guest_cpus)} guest CPU(s).",
-                host=host.hostname,
-                key="cpus.guest",
+                field="cpus.guest",
             )
         if host.guest_image is None:
-            raise InventoryError(
+            raise FieldError(
                 f"scenario '{scenario.name}' boots a guest; give its qcow2 image.",
-                host=host.hostname,
-                key="guest_image",
+                field="guest_image",
             )
         binding = [
             tuple(str(c) for c in host.guest_cpus[vm * guest.vcpus : (vm + 1) * guest.vcpus])
@@ -275,21 +272,20 @@ def generate_config(
 ) -> GeneratedConfig:
     """Build the VSperf conf file for ``scenario_name`` on the DUT ``hostname``.
 
-    :raises ScenarioError: when the catalog cannot be loaded or has no such scenario.
+    :raises VsperfConfigError: when the catalog cannot be loaded or has no such scenario.
     :raises InventoryError: when the inventory cannot be read, has no entry for ``hostname``, the
         entry is not a DUT or lacks what the scenario needs.
-    :raises CpuOverlapError: when the DUT's CPU lists overlap.
     """
     try:
         scenario = load_catalog(catalog_path).get(scenario_name)
     except CatalogError as err:
-        raise ScenarioError(str(err)) from err
+        raise VsperfConfigError(str(err)) from err
     inventory = load_inventory(inventory_path)
     host = inventory.get(hostname)
     try:
         layers = [default_settings(), scenario_settings(scenario), inventory_settings(scenario, host)]
-    except InventoryError as err:
-        raise type(err)(err.reason, path=inventory.path, host=err.host, key=err.key) from err
+    except FieldError as err:
+        raise InventoryError(err.reason, path=inventory.path, host=host.hostname, field=err.field) from err
     settings = merge_layers(layers)
     tests = tuple((index, test.value, test.topology.value) for index, test in enumerate(scenario.tests))
     header = [

@@ -18,7 +18,9 @@ from typing import Any
 
 import yaml
 
-from vsperf_configs.errors import CpuOverlapError, InventoryError, UnknownHostError
+from ovsperf_common import fields
+from ovsperf_common.errors import FieldError
+from vsperf_configs.errors import CpuOverlapError, InventoryError
 from vsperf_configs.model import HostInventory, HostRole, MoongenPeer
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class Inventory:
     def get(self, hostname: str) -> HostInventory:
         """Return the entry for ``hostname`` (exact, then case-insensitive match).
 
-        :raises UnknownHostError: listing the known hosts when there is no entry.
+        :raises InventoryError: listing the known hosts when there is no entry.
         """
         if hostname in self.hosts:
             return self.hosts[hostname]
@@ -58,7 +60,7 @@ class Inventory:
             if name.lower() == hostname.lower():
                 return entry
         known = ", ".join(f"'{h}'" for h in self.hosts) or "none"
-        raise UnknownHostError(
+        raise InventoryError(
             f"no inventory entry for this host; the inventory describes {known}. Add an entry "
             "for it (see vsperf_configs/inventory.example.yaml).",
             path=self.path,
@@ -83,31 +85,31 @@ def parse_cpu_list(raw: object, *, key: str) -> tuple[int, ...]:
     """
     items: list[int] = []
     if isinstance(raw, bool):
-        raise InventoryError(f"{raw!r} is not a CPU list.", key=key)
+        raise InventoryError(f"{raw!r} is not a CPU list.", field=key)
     if isinstance(raw, int):
         items = [raw]
     elif isinstance(raw, list):
         for item in raw:
             if isinstance(item, bool) or not isinstance(item, int):
-                raise InventoryError(f"{item!r} is not a CPU id.", key=key)
+                raise InventoryError(f"{item!r} is not a CPU id.", field=key)
             items.append(item)
     elif isinstance(raw, str):
         for part in raw.replace(" ", "").split(","):
             match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
             if match is None:
-                raise InventoryError(f"'{raw}' is not a cpulist like '2-5,8'.", key=key)
+                raise InventoryError(f"'{raw}' is not a cpulist like '2-5,8'.", field=key)
             first = int(match.group(1))
             last = int(match.group(2)) if match.group(2) is not None else first
             if last < first:
-                raise InventoryError(f"range '{part}' runs backwards.", key=key)
+                raise InventoryError(f"range '{part}' runs backwards.", field=key)
             items.extend(range(first, last + 1))
     else:
-        raise InventoryError(f"{raw!r} is not a CPU list (cpulist text or list of ids).", key=key)
+        raise InventoryError(f"{raw!r} is not a CPU list (cpulist text or list of ids).", field=key)
     for cpu in items:
         if not 0 <= cpu <= _MAX_CPU:
-            raise InventoryError(f"CPU id {cpu} is outside 0..{_MAX_CPU}.", key=key)
+            raise InventoryError(f"CPU id {cpu} is outside 0..{_MAX_CPU}.", field=key)
     if len(set(items)) != len(items):
-        raise InventoryError("a CPU is listed twice.", key=key)
+        raise InventoryError("a CPU is listed twice.", field=key)
     return tuple(items)
 
 
@@ -145,7 +147,7 @@ def normalize_pci(raw: object, *, key: str) -> str:
     text = str(raw).strip().lower()
     match = _PCI_RE.match(text)
     if not isinstance(raw, str) or match is None:
-        raise InventoryError(f"{raw!r} is not a PCI address like '0000:03:00.0'.", key=key)
+        raise InventoryError(f"{raw!r} is not a PCI address like '0000:03:00.0'.", field=key)
     domain, bus, dev, fn = match.groups()
     return f"{domain or '0000'}:{bus}:{dev}.{fn}"
 
@@ -156,7 +158,7 @@ def load_inventory(path: Path) -> Inventory:
     :returns: the inventory with every host entry validated.
     :raises InventoryError: naming the file, the host and the field when the file cannot be read, is
         not YAML, or an entry is malformed (unknown key, wrong type, bad PCI address or cpulist).
-    :raises CpuOverlapError: when a host's CPU lists overlap (PMD or guest CPUs on the OVS lcore,
+    :raises InventoryError: also when a host's CPU lists overlap (PMD or guest CPUs on the OVS lcore,
         guest on PMD CPUs, the OVS lcore isolated).
     """
     path = Path(path)
@@ -181,47 +183,49 @@ def load_inventory(path: Path) -> Inventory:
         try:
             hosts[str(name)] = _parse_host(str(name), entry)
         except CpuOverlapError as err:
-            raise CpuOverlapError(err.reason, cpus=err.cpus, path=path, host=str(name), key=err.key) from err
-        except InventoryError as err:
-            raise InventoryError(err.reason, path=path, host=str(name), key=err.key) from err
+            raise CpuOverlapError(
+                err.reason, cpus=err.cpus, path=path, host=str(name), field=err.field
+            ) from err
+        except (InventoryError, FieldError) as err:
+            raise InventoryError(err.reason, path=path, host=str(name), field=err.field) from err
     log.debug("Loaded %d hosts from '%s'.", len(hosts), path)
     return Inventory(path=path, hosts=hosts)
 
 
 def _parse_host(name: str, entry: Any) -> HostInventory:
     if not isinstance(entry, dict):
-        raise InventoryError("the entry must be a mapping of fields.")
-    _reject_unknown(entry, _HOST_KEYS, "")
-    role = HostRole.from_spec(entry.get("role"))
+        raise FieldError("the entry must be a mapping of fields.")
+    fields.reject_unknown(entry, _HOST_KEYS)
+    role = HostRole.from_spec(entry.get("role"), field="role")
     raw_nics = entry.get("nics")
     if not isinstance(raw_nics, list) or not raw_nics:
-        raise InventoryError("expected a non-empty list of PCI addresses.", key="nics")
+        raise FieldError("expected a non-empty list of PCI addresses.", field="nics")
     nics = tuple(normalize_pci(n, key="nics") for n in raw_nics)
     if len(set(nics)) != len(nics):
-        raise InventoryError("a NIC is listed twice.", key="nics")
+        raise FieldError("a NIC is listed twice.", field="nics")
     numa_node = _non_negative_int(entry, "numa_node", default=None)
     numa_nodes = _non_negative_int(entry, "numa_nodes", default=numa_node + 1)
     if numa_nodes <= numa_node:
-        raise InventoryError(f"{numa_nodes} nodes cannot include node {numa_node}.", key="numa_nodes")
+        raise FieldError(f"{numa_nodes} nodes cannot include node {numa_node}.", field="numa_nodes")
     socket_mem_mb = _non_negative_int(entry, "socket_mem_mb", default=DEFAULT_SOCKET_MEM_MB)
     raw_cpus = entry.get("cpus")
     if not isinstance(raw_cpus, dict):
-        raise InventoryError("expected a mapping of CPU lists.", key="cpus")
-    _reject_unknown(raw_cpus, _CPU_KEYS, "cpus.")
+        raise FieldError("expected a mapping of CPU lists.", field="cpus")
+    fields.reject_unknown(raw_cpus, _CPU_KEYS, "cpus")
     cpus = {k: parse_cpu_list(v, key=f"cpus.{k}") for k, v in raw_cpus.items()}
     guest_image = entry.get("guest_image")
     if guest_image is not None and (not isinstance(guest_image, str) or not guest_image.startswith("/")):
-        raise InventoryError(f"{guest_image!r} is not an absolute path.", key="guest_image")
+        raise FieldError(f"{guest_image!r} is not an absolute path.", field="guest_image")
 
     if role is HostRole.DUT:
         return _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
     if "moongen" in entry:
-        raise InventoryError("only a DUT names a MoonGen peer.", key="moongen")
+        raise FieldError("only a DUT names a MoonGen peer.", field="moongen")
     for dut_only in ("ovs_lcore", "pmd", "guest"):
         if dut_only in cpus:
-            raise InventoryError("only a DUT has this CPU list.", key=f"cpus.{dut_only}")
+            raise FieldError("only a DUT has this CPU list.", field=f"cpus.{dut_only}")
     if "isolated" not in cpus:
-        raise InventoryError("a traffic generator needs its isolated CPUs.", key="cpus.isolated")
+        raise FieldError("a traffic generator needs its isolated CPUs.", field="cpus.isolated")
     return HostInventory(
         hostname=name,
         role=role,
@@ -250,12 +254,12 @@ def _dut(
     guest_image: str | None,
 ) -> HostInventory:
     if len(nics) != 2:
-        raise InventoryError(f"a DUT needs exactly 2 test NICs (VSperf p2p), got {len(nics)}.", key="nics")
+        raise FieldError(f"a DUT needs exactly 2 test NICs (VSperf p2p), got {len(nics)}.", field="nics")
     for required in ("ovs_lcore", "pmd"):
         if required not in cpus or not cpus[required]:
-            raise InventoryError("required CPU list is missing.", key=f"cpus.{required}")
+            raise FieldError("required CPU list is missing.", field=f"cpus.{required}")
     if "moongen" in cpus:
-        raise InventoryError("only a traffic generator has this CPU list.", key="cpus.moongen")
+        raise FieldError("only a traffic generator has this CPU list.", field="cpus.moongen")
     lcore, pmd, guest = cpus["ovs_lcore"], cpus["pmd"], cpus.get("guest", ())
     _disjoint(pmd, lcore, "cpus.pmd", "the OVS lcore CPU list 'cpus.ovs_lcore'")
     _disjoint(guest, lcore, "cpus.guest", "the OVS lcore CPU list 'cpus.ovs_lcore'")
@@ -287,26 +291,26 @@ def _disjoint(cpus: tuple[int, ...], other: tuple[int, ...], key: str, other_nam
         raise CpuOverlapError(
             f"CPU(s) {format_cpu_list(shared)} also appear in {other_name}; the lists must not overlap.",
             cpus=shared,
-            key=key,
+            field=key,
         )
 
 
 def _moongen(raw: Any) -> MoongenPeer:
     if not isinstance(raw, dict):
-        raise InventoryError("a DUT needs its MoonGen peer: host, address, ports.", key="moongen")
-    _reject_unknown(raw, _MOONGEN_KEYS, "moongen.")
+        raise FieldError("a DUT needs its MoonGen peer: host, address, ports.", field="moongen")
+    fields.reject_unknown(raw, _MOONGEN_KEYS, "moongen")
     host = raw.get("host")
     if not isinstance(host, str) or not host:
-        raise InventoryError("expected the traffic generator's host name.", key="moongen.host")
+        raise FieldError("expected the traffic generator's host name.", field="moongen.host")
     address = raw.get("address", host)
     if not isinstance(address, str) or not re.fullmatch(r"[A-Za-z0-9.:_-]+", address):
-        raise InventoryError(f"{address!r} is not a host name or IP address.", key="moongen.address")
+        raise FieldError(f"{address!r} is not a host name or IP address.", field="moongen.address")
     user = raw.get("user", "root")
     if not isinstance(user, str) or not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
-        raise InventoryError(f"{user!r} is not a user name.", key="moongen.user")
+        raise FieldError(f"{user!r} is not a user name.", field="moongen.user")
     base_dir = raw.get("base_dir", "/root/lua-trafficgen")
     if not isinstance(base_dir, str) or not base_dir.startswith("/"):
-        raise InventoryError(f"{base_dir!r} is not an absolute path.", key="moongen.base_dir")
+        raise FieldError(f"{base_dir!r} is not an absolute path.", field="moongen.base_dir")
     ports = raw.get("ports", [0, 1])
     if (
         not isinstance(ports, list)
@@ -314,23 +318,19 @@ def _moongen(raw: Any) -> MoongenPeer:
         or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in ports)
         or ports[0] == ports[1]
     ):
-        raise InventoryError(f"{ports!r} is not two distinct MoonGen port ids.", key="moongen.ports")
+        raise FieldError(f"{ports!r} is not two distinct MoonGen port ids.", field="moongen.ports")
     return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
 
 
-def _reject_unknown(raw: dict[str, Any], allowed: frozenset[str], prefix: str) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise InventoryError(f"unknown field; expected some of {sorted(allowed)}.", key=prefix + unknown[0])
-
-
 def _non_negative_int(entry: dict[str, Any], key: str, default: int | None) -> int:
+    """Return ``entry[key]`` (or ``default``) as an int ≥ 0.
+
+    :raises FieldError: naming ``key`` when it is missing without a default or not an int ≥ 0.
+    """
     value = entry.get(key, default)
     if value is None:
-        raise InventoryError("required field is missing.", key=key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InventoryError(f"expected a non-negative integer, got {value!r}.", key=key)
-    return value
+        raise FieldError("required field is missing.", field=key)
+    return fields.non_negative_int(value, key)
 
 
 def host_environment(host: HostInventory) -> dict[str, str]:

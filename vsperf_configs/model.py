@@ -10,10 +10,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from vsperf_configs.errors import InventoryError
+from ovsperf_common.errors import FieldError
+from ovsperf_common.spec import SpecEnum
 
 
-class HostRole(enum.Enum):
+class HostRole(SpecEnum):
     """What a lab machine does in a run."""
 
     DUT = "dut"
@@ -22,18 +23,9 @@ class HostRole(enum.Enum):
     """Traffic generator: runs MoonGen, driven over SSH by VSperf on the DUT."""
 
     @classmethod
-    def from_spec(cls, spec: object) -> HostRole:
-        """Return the member whose value is ``spec``.
-
-        :raises InventoryError: listing the valid values when ``spec`` is none of them.
-        """
-        try:
-            return cls(spec)
-        except ValueError:
-            valid = ", ".join(f"'{m.value}'" for m in cls)
-            raise InventoryError(
-                f"'{spec}' is not a valid role; expected one of {valid}.", key="role"
-            ) from None
+    def spec_label(cls) -> str:
+        """Return ``'role'``, the inventory field's name."""
+        return "role"
 
 
 @dataclass(frozen=True)
@@ -88,8 +80,12 @@ class HostInventory:
     """DUT: the MoonGen host it sends traffic with; None on a traffic generator."""
 
     def __post_init__(self) -> None:
+        """Check that the host has a test NIC.
+
+        :raises FieldError: naming ``nics`` when it has none.
+        """
         if not self.nics:
-            raise InventoryError("at least one test NIC is required.", host=self.hostname, key="nics")
+            raise FieldError("at least one test NIC is required.", field="nics")
 
 
 class Layer(enum.Enum):

@@ -231,7 +231,7 @@ def test_run_without_collector_keeps_results_on_the_dut(dut: Lab, tmp_path: Path
     ("extra", "message"),
     [
         ({"DUT_HOSTNAME": "dut99.example.com"}, "Cannot read the inventory entry of 'dut99.example.com'"),
-        ({"SCENARIO": "NOPE"}, "vsperf-config failed: vsperf-config: '"),
+        ({"SCENARIO": "NOPE"}, "vsperf-config failed: vsperf-config: error: '"),
         ({"SHIM_SSH_RC": "255"}, "Cannot reach MoonGen at root@192.0.2.10:/root/lua-trafficgen over SSH"),
         ({"COLLECTOR": "ci_in"}, "COLLECTOR 'ci_in' is not user@host:/absolute/path"),
     ],

@@ -87,7 +87,9 @@ def test_missing_inventory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "cannot read the host inventory" in capsys.readouterr().err
 
 
-def test_scenario_required_without_host_env(example_inventory: Path) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["--host", DUT, "--inventory", str(example_inventory)])
-    assert info.value.code == 2
+def test_scenario_required_without_host_env(
+    example_inventory: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--host", DUT, "--inventory", str(example_inventory)]) == 2
+    err = capsys.readouterr().err
+    assert err == "vsperf-config: error: --scenario is required unless --host-env is given.\n"

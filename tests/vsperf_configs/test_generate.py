@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from jobcreator.catalog import load_catalog
-from vsperf_configs.errors import CpuOverlapError, InventoryError, ScenarioError, UnknownHostError
+from vsperf_configs.errors import CpuOverlapError, InventoryError, VsperfConfigError
 from vsperf_configs.generate import DEFAULT_FLOWS, generate_config
 
 from .vsperf_loader import VSPERF_DEFAULTS, load_like_vsperf
@@ -125,7 +125,7 @@ def test_pmd_on_ovs_lcore_is_a_clear_error(example_inventory: Path) -> None:
     with pytest.raises(CpuOverlapError) as info:
         generate_config("OVS_DPDK1q", DUT, example_inventory)
     assert info.value.cpus == (0,)
-    assert info.value.key == "cpus.pmd"
+    assert info.value.field == "cpus.pmd"
     message = str(info.value)
     assert f"'{example_inventory}'" in message and f"host '{DUT}'" in message
     assert "CPU(s) 0 also appear in the OVS lcore CPU list 'cpus.ovs_lcore'" in message
@@ -145,7 +145,7 @@ def test_guest_cpus_on_pmd_cpus_is_a_clear_error(example_inventory: Path) -> Non
 
 
 def test_missing_host_lists_known_hosts(example_inventory: Path) -> None:
-    with pytest.raises(UnknownHostError) as info:
+    with pytest.raises(InventoryError) as info:
         generate_config("OVS_DPDK1q", "dut99.example.com", example_inventory)
     assert "host 'dut99.example.com'" in str(info.value)
     assert "'dut01.example.com', 'moongen01.example.com'" in str(info.value)
@@ -172,7 +172,7 @@ def test_guest_scenario_needs_image(example_inventory: Path) -> None:
 
 def test_unknown_scenario(example_inventory: Path) -> None:
     with pytest.raises(
-        ScenarioError, match="Unknown scenario 'NOPE'; valid scenarios are: OVS_DPDK1q_GUEST_DPDK1q"
+        VsperfConfigError, match="Unknown scenario 'NOPE'; valid scenarios are: OVS_DPDK1q_GUEST_DPDK1q"
     ):
         generate_config("NOPE", DUT, example_inventory)
 
