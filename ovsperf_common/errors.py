@@ -28,8 +28,8 @@ class NoResultsError(OvsperfError):
     exit_code: ClassVar[ExitCode] = ExitCode.NO_RESULTS
 
 
-class FieldError(OvsperfError):
-    """One field of an input (YAML, JSON, CLI value) is invalid.
+class FieldError(OvsperfError, ValueError):
+    """One field of an input (YAML, JSON, CLI value) is invalid (also a ``ValueError``: a bad value).
 
     Raised by the validators of :mod:`ovsperf_common.fields` with the bare ``reason`` and the
     dotted ``field`` name; a loader that knows the file re-raises it with :meth:`in_file` (or wraps

@@ -116,10 +116,11 @@ def find_results_dirs(root: Path, *, max_depth: int = MAX_SEARCH_DEPTH) -> Disco
     """Return the results directories at ``root``: itself when it is one, else the ones below it.
 
     ``root`` is one when :func:`is_results_dir` says so (a symlink given as ``root`` is followed).
-    Otherwise directories holding a result CSV, or named ``results_<timestamp>`` and holding one,
-    are looked for at most ``max_depth`` levels deep, skipping hidden directories and not following
-    symbolic links (they are reported in ``skipped_links``); a results directory is not searched
-    further.
+    Otherwise results directories (named ``results_<timestamp>``, or holding a result CSV — a
+    ``results_<timestamp>`` directory without CSV is a run whose tests all failed, and is kept so
+    that its logs can say why) are looked for at most ``max_depth`` levels deep, skipping hidden
+    directories and not following symbolic links (those named like a results directory are
+    reported in ``skipped_links``); a results directory is not searched further.
 
     :raises FileNotFoundError: when ``root`` does not exist.
     :raises NotADirectoryError: when ``root`` is not a directory.
@@ -141,7 +142,7 @@ def find_results_dirs(root: Path, *, max_depth: int = MAX_SEARCH_DEPTH) -> Disco
         here = Path(current)
         names = sorted(d for d in dirnames if not d.startswith("."))
         links += [here / d for d in names if (here / d).is_symlink() and RESULTS_DIR_RE.match(d)]
-        if here != root and any(is_result_csv(f) for f in filenames):
+        if here != root and (RESULTS_DIR_RE.match(here.name) or any(is_result_csv(f) for f in filenames)):
             found.append(here)
             dirnames[:] = []
             continue

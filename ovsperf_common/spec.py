@@ -17,15 +17,21 @@ from ovsperf_common.errors import FieldError
 _E = TypeVar("_E", bound="SpecEnum")
 
 
-class SpecEnum(enum.Enum):
+class SpecEnum(str, enum.Enum):  # noqa: UP042 - enum.StrEnum needs Python 3.11; lab hosts run 3.9
     """An ``Enum`` with string values and one spelling rule (:meth:`from_spec`).
 
-    ``str(member)`` is its value, so members format as they are spelled in files and on pages.
+    Members are strings: they compare equal to their value, serialise to JSON as it, and
+    ``str()``/``format()`` give the value, so they read as they are spelled in files and on pages.
+    (``str`` mixin rather than ``enum.StrEnum``: this module runs on Python ≥ 3.9.)
     """
 
     def __str__(self) -> str:
         """Return the member's value."""
         return str(self.value)
+
+    def __format__(self, format_spec: str) -> str:
+        """Format the member's value (``f"{Verdict.PASS}"`` is ``'PASS'``)."""
+        return format(str(self.value), format_spec)
 
     @classmethod
     def from_spec(cls: type[_E], spec: object, *, field: str | None = None) -> _E:

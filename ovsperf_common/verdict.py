@@ -8,12 +8,11 @@ stdout, so "report written, some cells INVALID" (exit 2, one path on stdout) is 
 
 from __future__ import annotations
 
-import enum
-
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.spec import SpecEnum
 
 
-class Overall(enum.Enum):
+class Overall(SpecEnum):
     """The overall verdict of one comparison (one report page), worst cell first."""
 
     PASS = "PASS"
@@ -29,10 +28,6 @@ class Overall(enum.Enum):
     def exit_code(self) -> ExitCode:
         """Return the process exit code of a command whose outcome is this verdict."""
         return _EXIT_BY_OVERALL[self]
-
-    def __str__(self) -> str:
-        """Return the value (``'PASS'``), as written in reports and on stdout."""
-        return self.value
 
 
 _EXIT_BY_OVERALL = {

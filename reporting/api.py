@@ -7,7 +7,6 @@ contract (docs/reporting.md). Load (``load.py``) â†’ compare (``compare.py``) â†
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -16,9 +15,11 @@ from pathlib import Path
 
 from ovsperf_common.atomicio import atomic_directory
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.resultdir import fingerprint
+from ovsperf_common.verdict import Overall
 from reporting.compare import compare
 from reporting.document import PathDisplay
-from reporting.errors import NoResultsError, ReportingError, ReportWriteError
+from reporting.errors import NoResultsError, ReportingError, write_error
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TesterVerdict, Thresholds
 from reporting.render import MARKER_NAME, write_report
@@ -35,14 +36,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_EXIT_BY_OVERALL = {
-    "PASS": ExitCode.OK,
-    "REGRESSION": ExitCode.REGRESSION,
-    "INVALID": ExitCode.ERROR,
-    "NO_RESULTS": ExitCode.NO_RESULTS,
-}
-
-
 @dataclass(frozen=True)
 class ReportOutcome:
     """What :func:`generate_report` wrote and decided."""
@@ -50,8 +43,8 @@ class ReportOutcome:
     exit_code: ExitCode
     """OK, REGRESSION (any REGRESSION cell), ERROR (INVALID cells, no regression), NO_RESULTS.
     NO_BASELINE cells (tests only the current side has) do not change it."""
-    overall: str
-    """'PASS' | 'REGRESSION' | 'INVALID' | 'NO_RESULTS'."""
+    overall: Overall
+    """The page's overall verdict; its ``exit_code`` is :attr:`exit_code`."""
     index_html: Path
     """OUT/index.html."""
     report_json: Path
@@ -89,7 +82,7 @@ def generate_report(
         (``process-ci-results``: ``../index.html``); the page links it at the top. Default: no link.
 
     :raises NoResultsError: (subclass of ReportingError) when no result CSV is found on a side.
-    :raises ReportingError: on unreadable input or output (ResultsLoadError, ReportWriteError).
+    :raises ReportingError: on unreadable input or unwritable output.
     """
     warnings: list[str] = []
     baseline_seen: dict[str, Path] = {}
@@ -128,8 +121,8 @@ def generate_report(
                 overview_href=overview_href,
             )
     except OSError as err:
-        raise ReportWriteError(
-            f"{err.strerror or err}; the previous report (if any) is unchanged.", path=output_dir
+        raise write_error(
+            f"{err.strerror or err}; the previous report (if any) is unchanged.", output_dir
         ) from err
     for message in copy_warnings:
         log.warning("%s", message)
@@ -137,7 +130,7 @@ def generate_report(
     overall = comparison.overall
     log.info("Report written: '%s' (overall %s).", output_dir / "index.html", overall)
     return ReportOutcome(
-        exit_code=_EXIT_BY_OVERALL[overall],
+        exit_code=overall.exit_code,
         overall=overall,
         index_html=output_dir / "index.html",
         report_json=output_dir / "report.json",
@@ -146,25 +139,13 @@ def generate_report(
     )
 
 
-def _fingerprint(rs: ResultSet) -> str:
-    """Hash of the result CSVs' names and bytes (detects the same results copied twice)."""
-    digest = hashlib.sha256()
-    for run in sorted(rs.runs, key=lambda r: r.csv_path.name):
-        digest.update(run.csv_path.name.encode())
-        try:
-            digest.update(run.csv_path.read_bytes())
-        except OSError:
-            digest.update(b"<unreadable>")
-    return digest.hexdigest()
-
-
 def _load_side(
     side: str, dirs: Sequence[Path], seen: dict[str, Path], warnings: list[str]
 ) -> list[ResultSet]:
     """Load every results directory of one side, skipping duplicates with a warning.
 
     :raises NoResultsError: when no result CSV is found in any of ``dirs``.
-    :raises ResultsLoadError: when a directory does not exist or cannot be listed.
+    :raises ReportingError: when a directory does not exist or cannot be listed.
     """
     sets: list[ResultSet] = []
     resolved_seen: dict[Path, str] = {}
@@ -189,7 +170,7 @@ def _load_side(
         warnings.extend(str(w) for w in rs.warnings)
         if not rs.runs:
             continue
-        key = _fingerprint(rs)
+        key = fingerprint(rs.path)
         if key in seen:
             warnings.append(
                 f"'{path}': same result CSVs as '{seen[key]}' (duplicate results directory); "
@@ -216,29 +197,29 @@ def _check_versions(side: str, sets: Sequence[ResultSet], warnings: list[str]) -
 def _check_output(output_dir: Path, inputs: Sequence[Path]) -> None:
     """Refuse an output directory that would replace or sit inside a user's results.
 
-    :raises ReportWriteError: when ``output_dir`` overlaps an input, or exists, is not empty and
+    :raises ReportingError: when ``output_dir`` overlaps an input, or exists, is not empty and
         is not a report written by this tool.
     """
     out = output_dir.resolve()
     for given in inputs:
         src = Path(given).resolve()
         if out == src or src.is_relative_to(out) or out.is_relative_to(src):
-            raise ReportWriteError(
+            raise write_error(
                 f"it overlaps the results directory '{given}'; choose a separate output directory.",
-                path=output_dir,
+                output_dir,
             )
     if output_dir.is_symlink() or (output_dir.exists() and not output_dir.is_dir()):
-        raise ReportWriteError("it exists and is not a directory.", path=output_dir)
+        raise write_error("it exists and is not a directory.", output_dir)
     if output_dir.is_dir():
         try:
             entries = os.listdir(output_dir)
         except OSError as err:
-            raise ReportWriteError(f"cannot list it: {err.strerror}.", path=output_dir) from err
+            raise write_error(f"cannot list it: {err.strerror}.", output_dir) from err
         if entries and MARKER_NAME not in entries:
-            raise ReportWriteError(
+            raise write_error(
                 "it exists, is not empty and is not a report written by generate-report; "
                 "refusing to replace it.",
-                path=output_dir,
+                output_dir,
             )
 
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
-from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import one_line, run_command
 from reporting.api import generate_report
-from reporting.errors import NoResultsError, ReportingError
 from reporting.model import Thresholds
 
 log = logging.getLogger(__name__)
@@ -37,10 +34,12 @@ change the exit code).
 exit codes:
   0  report written, no regression (IMPROVEMENT, UNSTABLE and NO_BASELINE cells allowed)
   1  report written, at least one REGRESSION
-  2  error: bad input or output, or report written with INVALID cells and no regression
+  2  report written with INVALID cells and no regression (OUT/index.html printed on stdout),
+     or error, no report (nothing on stdout)
   3  no results found (no result CSV on a side)
 
-The report path (OUT/index.html) is printed on stdout; logs go to stderr.
+Whenever a report was written its path (OUT/index.html) is printed on stdout, whatever the
+exit code; nothing is printed on stdout when no report was written. Logs go to stderr.
 """
 
 
@@ -95,8 +94,6 @@ def _parser() -> argparse.ArgumentParser:
             help=f"{text} (default %(default)s)",
         )
     parser.add_argument("--title", metavar="T", help="page title (default: the compared versions)")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     parser.add_argument(
         "result_dirs",
         nargs="+",
@@ -107,26 +104,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``generate-report``; return the exit code (see the epilog)."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
-        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.ERROR)
-    configure_logging(args.verbose, args.quiet)
-    try:
-        thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
-        outcome = generate_report(
-            args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
-        )
-    except NoResultsError as err:
-        print(f"generate-report: {err}", file=sys.stderr)
-        return int(ExitCode.NO_RESULTS)
-    except ReportingError as err:
-        print(f"generate-report: {err}", file=sys.stderr)
-        return int(ExitCode.ERROR)
-    print(outcome.index_html)
+def _run(args: argparse.Namespace) -> int:
+    """Write the report; print its index.html path; return the overall verdict's exit code."""
+    thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
+    outcome = generate_report(
+        args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
+    )
+    print(one_line(outcome.index_html))
     counts = ", ".join(f"{k} {v}" for k, v in outcome.counts.items() if v)
     log.info("Overall %s (%s); %d warning(s).", outcome.overall, counts, len(outcome.warnings))
     return int(outcome.exit_code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``generate-report``; return the exit code (see the epilog)."""
+    return run_command(_parser(), _run, argv)

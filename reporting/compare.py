@@ -37,7 +37,7 @@ from scipy import stats as scipy_stats
 
 from ovsperf_common.units import l1_bps, line_rate_pps
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
-from reporting.resultmodel import ResultSet, TestRun, TrialResult
+from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
 
 DEFAULT_LINK_BPS = 2 * 10e9
 """Aggregate line speed assumed when the results carry no rate percentage: 2 × 10 GbE [bit/s]
@@ -65,7 +65,7 @@ def link_speed(result_sets: Sequence[ResultSet]) -> LinkSpeed:
         l1_bps(t.rx_pps * 100.0 / t.rx_line_rate_percent, t.frame_size_bytes)
         for rs in result_sets
         for run in rs.runs
-        for t in run.trials
+        for t in run.rows
         if t.valid and t.rx_pps is not None and t.rx_line_rate_percent and t.rx_line_rate_percent > 1.0
     ]
     if not estimates:
@@ -112,7 +112,7 @@ def compare(
                 warnings.append(
                     f"Test '{test}' ({deployment}) has no result on the {side} side{why}; {outcome}."
                 )
-        sizes = sorted({t.frame_size_bytes for r in [*b_runs, *c_runs] for t in r.trials})
+        sizes = sorted({t.frame_size_bytes for r in [*b_runs, *c_runs] for t in r.rows})
         cells = tuple(
             _cell(size, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
             for size in sizes
@@ -143,8 +143,8 @@ def _runs(sets: Sequence[ResultSet], test: str, deployment: str) -> tuple[TestRu
     return tuple(r for rs in sets for r in rs.runs if r.test == test and r.deployment == deployment)
 
 
-def _trials(runs: Sequence[TestRun], size: int) -> list[TrialResult]:
-    return [t for r in runs for t in r.trials if t.frame_size_bytes == size]
+def _rows(runs: Sequence[TestRun], size: int) -> list[ThroughputRow]:
+    return [t for r in runs for t in r.rows if t.frame_size_bytes == size]
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -152,12 +152,12 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def _side(trials: list[TrialResult]) -> SideStats | None:
+def _side(trials: list[ThroughputRow]) -> SideStats | None:
     samples = tuple(t.rx_pps for t in trials if t.valid and t.rx_pps is not None)
     return SideStats(samples) if samples else None
 
 
-def _invalid_reason(side: str, trials: list[TrialResult], runs: Sequence[TestRun], size: int) -> str:
+def _invalid_reason(side: str, trials: list[ThroughputRow], runs: Sequence[TestRun], size: int) -> str:
     if not runs:
         return f"Test not present on the {side} side."
     if not trials:
@@ -185,8 +185,8 @@ def _cell(
     thresholds: Thresholds,
     baseline_failed: bool,
 ) -> Cell:
-    b_trials = _trials(b_runs, size)
-    c_trials = _trials(c_runs, size)
+    b_trials = _rows(b_runs, size)
+    c_trials = _rows(c_runs, size)
     base = _side(b_trials)
     cur = _side(c_trials)
     per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
@@ -243,7 +243,7 @@ def _cell(
 
 
 def _run_value(rs: ResultSet, test: str, deployment: str, size: int, base: SideStats | None) -> RunValue:
-    trials = _trials([r for r in rs.runs if r.test == test and r.deployment == deployment], size)
+    trials = _rows([r for r in rs.runs if r.test == test and r.deployment == deployment], size)
     valid = [t.rx_pps for t in trials if t.valid and t.rx_pps is not None]
     value = sum(valid) / len(valid) if valid else None
     rel = (value / base.mean_pps - 1.0) * 100.0 if value is not None and base is not None else None

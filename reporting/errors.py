@@ -1,37 +1,22 @@
-"""Define the exceptions of the reporting package (one base, typed subclasses with fields)."""
+"""Define the exceptions of the reporting package: one base and "no results" (exit 3)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-
-class ReportingError(Exception):
-    """Base of every error ``generate-report`` reports to the user; ``main()`` turns it into exit 2."""
+from ovsperf_common import errors as common
 
 
-class ResultsLoadError(ReportingError):
-    """A results directory or file cannot be read at all.
-
-    ``path`` is the offending file or directory, ``line`` the 1-based line when known.
-    """
-
-    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
-        self.reason = message
-        self.path = path
-        self.line = line
-        where = f"'{path}'" + (f" line {line}" if line is not None else "")
-        super().__init__(f"{where}: {message}")
+class ReportingError(common.OvsperfError):
+    """Base of every error ``generate-report`` reports: unreadable input, unwritable output (exit 2)."""
 
 
-class NoResultsError(ReportingError):
-    """No VSperf result CSV was found for one side of the comparison (exit code 3).
-
-    ``side`` is ``'baseline'`` or ``'current'``; ``paths`` are the directories searched.
-    """
+class NoResultsError(ReportingError, common.NoResultsError):
+    """No VSperf result CSV was found for one side of the comparison (exit code 3)."""
 
     def __init__(self, side: str, paths: tuple[Path, ...]) -> None:
         self.side = side
-        self.paths = paths
+        """``'baseline'`` or ``'current'``."""
         shown = ", ".join(f"'{p}'" for p in paths) or "(none given)"
         super().__init__(
             f"No VSperf result CSV ('result_*_<test>_<deployment>.csv') found for the {side} in "
@@ -39,22 +24,15 @@ class NoResultsError(ReportingError):
         )
 
 
-class ReportWriteError(ReportingError):
-    """The report directory cannot be written (permissions, full disk, unsafe target).
+def load_error(message: str, path: Path, line: int | None = None) -> ReportingError:
+    """Return the error for a results file or directory that cannot be read at all.
 
-    ``path`` is the output directory; the previous report there, if any, is left intact.
+    :param line: the 1-based line when known.
     """
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        self.reason = message
-        self.path = path
-        super().__init__(f"Cannot write report '{path}': {message}")
+    where = f"'{path}'" + (f" line {line}" if line is not None else "")
+    return ReportingError(f"{where}: {message}")
 
 
-class ThresholdError(ReportingError):
-    """A threshold or statistics setting is out of range; ``field`` names it."""
-
-    def __init__(self, field: str, value: float, expected: str) -> None:
-        self.field = field
-        self.value = value
-        super().__init__(f"Setting '{field}' = {value!r} is invalid; expected {expected}.")
+def write_error(message: str, path: Path) -> ReportingError:
+    """Return the error for a report directory that cannot be written (the previous one is intact)."""
+    return ReportingError(f"Cannot write report '{path}': {message}")

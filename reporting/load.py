@@ -18,22 +18,16 @@ import csv
 import io
 import logging
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from ovsperf_common import resultdir
 from reporting import load_text
-from reporting.errors import ResultsLoadError
-from reporting.resultmodel import LoadWarning, ResultSet, TestRun, TrialResult
+from reporting.errors import load_error
+from reporting.resultmodel import LoadWarning, ResultSet, TestRun, ThroughputRow
 
 log = logging.getLogger(__name__)
-
-RESULTS_DIR_RE = re.compile(r"^results_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}$")
-"""VSperf ``results_<%Y-%m-%d_%H-%M-%S>`` directory name (``vsperf`` ``main()``)."""
-
-RESULT_CSV_RE = re.compile(r"^result_(?:(\d+)_)?(.+)_([a-z0-9]+)\.csv$")
-"""``result_[<idx>_]<test>_<deployment>.csv``; the index is absent before Fraser (opnfv-6.0.0)."""
 
 MISSING_VALUES = frozenset({"", "unknown"})
 """Values VSperf writes for "not measured" (``DictWriter`` restval, ``UNKNOWN_VALUE``)."""
@@ -70,34 +64,28 @@ LOG_PATTERNS = (
 
 
 def find_results_dirs(path: Path) -> tuple[tuple[Path, ...], tuple[LoadWarning, ...]]:
-    """Return the VSperf results directories at ``path``: itself, or the ones it holds.
+    """Return the VSperf results directories at ``path``: itself, or the ones below it.
 
-    ``path`` is a results directory when it holds a ``result_*.csv`` or is named
-    ``results_<timestamp>``; otherwise its ``results_<timestamp>`` children (sorted by name) are
-    returned. Symbolic links to directories are followed only for ``path`` itself.
+    Discovery is :func:`ovsperf_common.resultdir.find_results_dirs`; this adds the reporting
+    package's error and warning records.
 
-    :returns: (directories, warnings); directories may be empty.
-    :raises ResultsLoadError: when ``path`` does not exist or is not a readable directory.
+    :returns: (directories sorted by path, warnings for skipped symbolic links); directories may
+        be empty.
+    :raises ReportingError: when ``path`` does not exist or is not a readable directory.
     """
-    if not path.exists():
-        raise ResultsLoadError("No such results directory.", path=path)
-    if not path.is_dir():
-        raise ResultsLoadError(
-            "Not a directory; expected a VSperf 'results_<timestamp>' directory.", path=path
-        )
     try:
-        entries = sorted(path.iterdir())
+        found = resultdir.find_results_dirs(path)
+    except FileNotFoundError as err:
+        raise load_error("No such results directory.", path) from err
+    except NotADirectoryError as err:
+        raise load_error("Not a directory; expected a VSperf 'results_<timestamp>' directory.", path) from err
     except OSError as err:
-        raise ResultsLoadError(f"Cannot list directory: {err.strerror}.", path=path) from err
-    if RESULTS_DIR_RE.match(path.name) or any(RESULT_CSV_RE.match(e.name) for e in entries):
-        return (path,), ()
-    found = tuple(e for e in entries if RESULTS_DIR_RE.match(e.name) and e.is_dir() and not e.is_symlink())
+        raise load_error(f"Cannot list directory: {err.strerror}.", path) from err
     warnings = tuple(
-        LoadWarning(e, None, "Skipped a symbolic link named like a results directory.")
-        for e in entries
-        if RESULTS_DIR_RE.match(e.name) and e.is_symlink()
+        LoadWarning(link, None, "Skipped a symbolic link named like a results directory.")
+        for link in found.skipped_links
     )
-    return found, warnings
+    return found.dirs, warnings
 
 
 def load_results_dir(path: Path) -> ResultSet:
@@ -108,16 +96,16 @@ def load_results_dir(path: Path) -> ResultSet:
     raw logs (``moongen-run*.log`` anywhere below), and the overall log for tests that ran
     but wrote no CSV.
 
-    :raises ResultsLoadError: when the directory cannot be listed.
+    :raises ReportingError: when the directory cannot be listed.
     """
     try:
         names = sorted(p.name for p in path.iterdir())
     except OSError as err:
-        raise ResultsLoadError(f"Cannot list directory: {err.strerror}.", path=path) from err
+        raise load_error(f"Cannot list directory: {err.strerror}.", path) from err
     warnings: list[LoadWarning] = []
     runs: list[TestRun] = []
     for name in names:
-        match = RESULT_CSV_RE.match(name)
+        match = resultdir.parse_result_csv_name(name)
         file = path / name
         if not match:
             continue
@@ -165,7 +153,9 @@ def _measured(value: float | None) -> float | None:
     return None if value is None or value == 0 else value
 
 
-def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> TestRun | None:
+def _load_csv(
+    file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWarning]
+) -> TestRun | None:
     """Read one result CSV; malformed rows become warnings, never exceptions."""
     try:
         raw = file.read_bytes()
@@ -191,7 +181,7 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
             )
             return None
     ends_cleanly = text.endswith("\n")
-    trials: list[TrialResult] = []
+    parsed: list[ThroughputRow] = []
     meta: dict[str, str] = {}
     unknown_lines: dict[str, list[int]] = {}
     seen_sizes: set[int] = set()
@@ -246,7 +236,7 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
             if value is not None and value.strip().lower() in MISSING_VALUES:
                 unknown_lines.setdefault(column, []).append(line)
         rx = _num(row.get(COL_RX_FPS), COL_RX_FPS, file, line, warnings)
-        trial = TrialResult(
+        result = ThroughputRow(
             frame_size_bytes=size,
             rx_pps=rx,
             tx_pps=_num(row.get(COL_TX_FPS), COL_TX_FPS, file, line, warnings),
@@ -271,7 +261,7 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
             warnings.append(
                 LoadWarning(file, line, f"Throughput is negative ({rx:g}) at {size} B; marked INVALID.")
             )
-        trials.append(trial)
+        parsed.append(result)
         for key in (COL_ID, COL_DEPLOYMENT, COL_VSWITCH, COL_TYPE, COL_START, COL_STOP, COL_EXEC_TIME):
             value = row.get(key, "").strip()
             if value and value.lower() not in MISSING_VALUES:
@@ -285,18 +275,17 @@ def _load_csv(file: Path, match: re.Match[str], warnings: list[LoadWarning]) -> 
                 f"Column '{column}' is empty or 'Unknown' on line(s) {_ranges(lines)}; {effect}.",
             )
         )
-    if not trials:
+    if not parsed:
         warnings.append(LoadWarning(file, None, "No usable data row; test skipped."))
         return None
-    index_text, name_test, name_deployment = match.groups()
-    test = meta.get(COL_ID, name_test)
-    deployment = meta.get(COL_DEPLOYMENT, name_deployment)
+    test = meta.get(COL_ID, match.test)
+    deployment = meta.get(COL_DEPLOYMENT, match.deployment)
     return TestRun(
         test=test,
         deployment=deployment,
-        index=int(index_text) if index_text is not None else None,
+        index=match.index,
         csv_path=file,
-        trials=tuple(trials),
+        rows=tuple(parsed),
         vswitch=meta.get(COL_VSWITCH),
         traffic_kind=meta.get(COL_TYPE),
         start_time=meta.get(COL_START),

@@ -306,7 +306,7 @@ def cross_check(
         parts = set(mlog.path.relative_to(results_dir).parts[:-1])
         if run.test not in parts and parts & all_tests:
             continue
-        trial = next((t for t in run.trials if t.frame_size_bytes == mlog.frame_size_bytes), None)
+        trial = next((t for t in run.rows if t.frame_size_bytes == mlog.frame_size_bytes), None)
         if trial is None:
             continue
         mismatches: list[str] = []

@@ -7,34 +7,17 @@ Data flows ``load.py`` (VSperf files → :class:`~reporting.resultmodel.ResultSe
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Self
 
-from reporting.errors import ThresholdError
+from ovsperf_common.errors import FieldError
+from ovsperf_common.spec import SpecEnum
+from ovsperf_common.verdict import Overall
 from reporting.resultmodel import TestRun
 
 
-class _SpecEnum(enum.StrEnum):
-    """A string Enum whose ``from_spec`` accepts any case and lists the valid values on rejection."""
-
-    @classmethod
-    def from_spec(cls, spec: str) -> Self:
-        """Return the member whose value is ``spec`` (case-insensitive).
-
-        :raises ValueError: naming the valid values, when ``spec`` is none of them.
-        """
-        wanted = spec.strip().casefold()
-        for member in cls:
-            if member.value.casefold() == wanted:
-                return member
-        valid = ", ".join(v.value for v in cls)
-        raise ValueError(f"Unknown {cls.__name__.lower()} {spec!r}; valid: {valid}.")
-
-
-class Verdict(_SpecEnum):
+class Verdict(SpecEnum):
     """Outcome of one (test, deployment, frame size) cell of a comparison."""
 
     PASS = "PASS"
@@ -55,7 +38,7 @@ class Verdict(_SpecEnum):
     Shown, not compared; neither a pass nor a failure, so it does not decide the exit code."""
 
 
-class Method(_SpecEnum):
+class Method(SpecEnum):
     """How a cell was compared."""
 
     SINGLE = "single"
@@ -85,9 +68,11 @@ class Thresholds:
         for name in ("regression_percent", "improvement_percent", "warning_percent"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and 0 < value < 100):
-                raise ThresholdError(name, value, "a percentage in (0, 100)")
+                raise FieldError(f"{value!r} is invalid; expected a percentage in (0, 100).", field=name)
         if not (isinstance(self.alpha, int | float) and 0 < self.alpha < 0.5):
-            raise ThresholdError("alpha", self.alpha, "a significance level in (0, 0.5)")
+            raise FieldError(
+                f"{self.alpha!r} is invalid; expected a significance level in (0, 0.5).", field="alpha"
+            )
 
 
 @dataclass(frozen=True)
@@ -227,19 +212,19 @@ class Comparison:
         return counts
 
     @property
-    def overall(self) -> str:
+    def overall(self) -> Overall:
         """Return the page's overall verdict, decided by the compared cells only.
 
-        'NO_RESULTS' with no cells; else 'REGRESSION' if any; else 'INVALID' if any cell is
-        INVALID, or when every cell is NO_BASELINE (nothing was compared, so nothing passed);
-        else 'PASS'. NO_BASELINE cells (new tests) never decide it otherwise.
+        NO_RESULTS with no cells; else REGRESSION if any; else INVALID if any cell is INVALID, or
+        when every cell is NO_BASELINE (nothing was compared, so nothing passed); else PASS.
+        NO_BASELINE cells (new tests) never decide it otherwise.
         """
         counts = self.counts
         if not any(counts.values()):
-            return "NO_RESULTS"
+            return Overall.NO_RESULTS
         if counts[Verdict.REGRESSION.value]:
-            return "REGRESSION"
+            return Overall.REGRESSION
         compared = sum(counts.values()) - counts[Verdict.NO_BASELINE.value]
         if counts[Verdict.INVALID.value] or not compared:
-            return "INVALID"
-        return "PASS"
+            return Overall.INVALID
+        return Overall.PASS

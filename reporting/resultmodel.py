@@ -32,8 +32,12 @@ class LoadWarning:
 
 
 @dataclass(frozen=True)
-class TrialResult:
-    """One RFC 2544 throughput result for one frame size, as VSperf wrote it in one CSV row."""
+class ThroughputRow:
+    """The RFC 2544 throughput result of one test at one frame size, as VSperf wrote it in one CSV row.
+
+    Not a trial: a trial is one transmission at one offered load; this row is the outcome of a
+    whole search of many trials.
+    """
 
     frame_size_bytes: int
     """Ethernet frame size including FCS [B]."""
@@ -123,7 +127,7 @@ class TestRun:
     index: int | None
     """Test index in the file name; None for pre-Fraser names."""
     csv_path: Path
-    trials: tuple[TrialResult, ...]
+    rows: tuple[ThroughputRow, ...]
     """One per frame size, in file order."""
     vswitch: str | None
     traffic_kind: str | None

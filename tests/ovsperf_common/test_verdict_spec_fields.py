@@ -131,3 +131,12 @@ def test_mapping_keys_and_lists() -> None:
     assert fields.boolean(True, "b") is True
     with pytest.raises(FieldError, match="true or false"):
         fields.boolean("yes", "b")
+
+
+def test_spec_enum_members_are_their_strings() -> None:
+    import json
+
+    assert _Colour.BLUE == "blue"
+    assert f"{_Colour.DARK_RED:>9}" == " dark-red"
+    assert json.dumps({"c": _Colour.BLUE}) == '{"c": "blue"}'
+    assert Overall.from_spec("regression") is Overall.REGRESSION

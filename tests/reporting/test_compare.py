@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from ovsperf_common.errors import FieldError
 from reporting.compare import compare, decide, link_speed
-from reporting.errors import ThresholdError
 from reporting.model import Method, SideStats, Thresholds, Verdict
-from reporting.resultmodel import ResultSet, TestRun, TrialResult
+from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
 
 TH = Thresholds()
 
@@ -88,7 +88,7 @@ def _run(
     test: str, values: dict[int, float | None], path: Path = Path("/r/results_x/result_0_t_p2p.csv")
 ) -> TestRun:
     trials = tuple(
-        TrialResult(size, rx, None, None, None, None, None, None, path, line)
+        ThroughputRow(size, rx, None, None, None, None, None, None, path, line)
         for line, (size, rx) in enumerate(values.items(), start=2)
     )
     return TestRun(test, "p2p", 0, path, trials, None, None, None, None, None)
@@ -143,7 +143,7 @@ def test_partly_invalid_repeats_use_the_valid_samples() -> None:
 
 def test_link_speed_from_vsperf_percent_and_default() -> None:
     path = Path("/r/x.csv")
-    trial = TrialResult(64, 14203716.0, None, 47.724, None, None, None, None, path, 2)
+    trial = ThroughputRow(64, 14203716.0, None, 47.724, None, None, None, None, path, 2)
     run = TestRun("t", "p2p", 0, path, (trial,), None, None, None, None, None)
     assert link_speed([_set("a", run)]).bps == 20e9
     assert link_speed([_set("b", _run("t", {64: 1e6}))]).source.startswith("assumed")
@@ -159,14 +159,14 @@ def test_link_speed_from_vsperf_percent_and_default() -> None:
     ],
 )
 def test_threshold_validation(kwargs: dict[str, float], field: str) -> None:
-    with pytest.raises(ThresholdError) as info:
+    with pytest.raises(FieldError) as info:
         Thresholds(**kwargs)
     assert info.value.field == field and field in str(info.value)
 
 
 def test_verdict_from_spec() -> None:
     assert Verdict.from_spec(" regression ") is Verdict.REGRESSION
-    with pytest.raises(ValueError, match="PASS, REGRESSION, IMPROVEMENT, UNSTABLE, INVALID"):
+    with pytest.raises(ValueError, match="'PASS', 'REGRESSION', 'IMPROVEMENT', 'UNSTABLE', 'INVALID'"):
         Verdict.from_spec("FAILED")
     assert Method.from_spec("welch-t") is Method.WELCH_T
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reporting.api import generate_report
-from reporting.errors import ResultsLoadError
+from reporting.errors import ReportingError
 from reporting.load import find_results_dirs, load_results_dir
 from tests.reporting.conftest import BASELINE, CANDIDATE, LEGACY, MOONGEN, REPEATS
 
@@ -24,10 +24,10 @@ def test_find_results_dirs_parent_and_self(tmp_path: Path) -> None:
     (tmp_path / "results_2020-01-01_00-00-00").symlink_to(BASELINE / TS)
     found2, warnings2 = find_results_dirs(tmp_path)
     assert found2 == () and "symbolic link" in str(warnings2[0])
-    with pytest.raises(ResultsLoadError, match="No such results directory"):
+    with pytest.raises(ReportingError, match="No such results directory"):
         find_results_dirs(tmp_path / "missing")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ResultsLoadError, match="Not a directory"):
+    with pytest.raises(ReportingError, match="Not a directory"):
         find_results_dirs(tmp_path / "file")
 
 
@@ -36,8 +36,8 @@ def test_current_layout_fields() -> None:
     p2p, pvp = rs.runs
     assert (p2p.test, p2p.deployment, p2p.index, p2p.vswitch) == ("phy2phy_tput", "p2p", 0, "OvsDpdkVhost")
     assert (pvp.test, pvp.deployment, pvp.index) == ("pvp_tput", "pvp", 1)
-    assert [t.frame_size_bytes for t in p2p.trials] == [64, 128, 256, 512, 1024, 1280, 1518]
-    first = p2p.trials[0]
+    assert [t.frame_size_bytes for t in p2p.rows] == [64, 128, 256, 512, 1024, 1280, 1518]
+    first = p2p.rows[0]
     assert first.rx_pps == 14203716.0 and first.tx_pps == 14203923.0
     assert first.rx_line_rate_percent == 47.724 and first.line == 2
     # MoonGen writes 0.000 latency: "not measured", never 0 ns.
@@ -86,7 +86,7 @@ def test_pidstat_shown_on_page(tmp_path: Path) -> None:
 def test_repeats_share_one_directory() -> None:
     rs = load_results_dir(REPEATS / "results_2018-04-11_03-30-12")
     assert [(r.test, r.index) for r in rs.runs] == [("phy2phy_tput", 0), ("phy2phy_tput", 1)]
-    assert rs.runs[1].trials[0].rx_pps == 13750463.0
+    assert rs.runs[1].rows[0].rx_pps == 13750463.0
 
 
 def _with_moongen_log(copy_results: Any, log: Path, rx_mpps: str | None = None) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reporting.api import generate_report
-from reporting.errors import ReportWriteError
+from reporting.errors import ReportingError
 from tests.reporting.conftest import BASELINE, CANDIDATE
 
 
@@ -37,7 +37,7 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path: Path) -> None:
     out = tmp_path / "precious"
     out.mkdir()
     (out / "my-results.csv").write_text("keep me\n")
-    with pytest.raises(ReportWriteError, match="not a report written by generate-report"):
+    with pytest.raises(ReportingError, match="not a report written by generate-report"):
         generate_report([BASELINE], [CANDIDATE], out)
     assert (out / "my-results.csv").read_text() == "keep me\n"
 
@@ -45,9 +45,9 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path: Path) -> None:
 def test_refuses_output_inside_results(tmp_path: Path, copy_results) -> None:  # type: ignore[no-untyped-def]
     src = copy_results(CANDIDATE)
     before = _snapshot(src)
-    with pytest.raises(ReportWriteError, match="overlaps the results directory"):
+    with pytest.raises(ReportingError, match="overlaps the results directory"):
         generate_report([BASELINE], [src], src / "report")
-    with pytest.raises(ReportWriteError, match="overlaps the results directory"):
+    with pytest.raises(ReportingError, match="overlaps the results directory"):
         generate_report([BASELINE], [src], src)
     assert _snapshot(src) == before
 
@@ -84,7 +84,7 @@ def test_full_disk_keeps_previous_report(tiny_tmpfs: Path) -> None:
             assert err.errno == errno.ENOSPC
     # Leave room for part of a report only, so the write fails half-way through.
     os.truncate(filler, filler.stat().st_size - 96 * 1024)
-    with pytest.raises(ReportWriteError) as info:
+    with pytest.raises(ReportingError) as info:
         generate_report([BASELINE], [CANDIDATE], out, title="new")
     assert "previous report" in str(info.value) and str(out) in str(info.value)
     assert _snapshot(out) == before
