@@ -17,9 +17,10 @@ from typing import Any, Final
 
 from ovsperf_common.errors import FieldError
 
-SAFE_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
-"""A name that is safe as one path component, one shell word and one token of a line: letters,
-digits, ``. _ + -``, not starting with punctuation, at most 128 characters."""
+SAFE_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@=,-]{0,199}$")
+"""A name that is safe as one path component, one shell word and one token of a line: 1..200
+characters from ``A-Za-z0-9._+@=,-``, starting with a letter or digit (and, see :func:`is_safe_name`,
+without ``..``): it cannot climb out of a directory, hide as a dotfile or break a log line."""
 
 HOSTNAME_RE: Final = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
@@ -81,15 +82,23 @@ def string(value: object, field: str | None = None, *, allow_empty: bool = False
     return value
 
 
+def is_safe_name(value: object) -> bool:
+    """Return whether ``value`` is a safe name: :data:`SAFE_NAME_RE` and no ``..``."""
+    return isinstance(value, str) and SAFE_NAME_RE.match(value) is not None and ".." not in value
+
+
 def safe_name(value: object, field: str | None = None) -> str:
-    """Return ``value`` if it matches :data:`SAFE_NAME_RE` (a scenario, test or host alias name).
+    """Return ``value`` if it is a safe name (:func:`is_safe_name`): a scenario, result or test name.
 
     :raises FieldError: otherwise, quoting the value escaped.
     """
-    if not isinstance(value, str) or not SAFE_NAME_RE.match(value):
+    if not is_safe_name(value):
         raise FieldError(
-            f"{value!r} is not a safe name (letters, digits, '.', '_', '+', '-'; at most 128).", field=field
+            f"{value!r} is not a safe name: use 1-200 characters from A-Z a-z 0-9 . _ + @ = , - "
+            "starting with a letter or digit, without '..'.",
+            field=field,
         )
+    assert isinstance(value, str)
     return value
 
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ovsperf_common.fields import is_safe_name
 
 METADATA_FILE = "ovsperf-metadata.json"
 """The file's name inside a delivery."""
@@ -45,7 +46,6 @@ MAX_METADATA_BYTES = 1 << 20
 MAX_JSON_DEPTH = 16
 """Deepest accepted nesting of JSON containers [levels]."""
 
-_SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _KNOWN_KEYS = ("schema", "producer", "scenario", "complete", "incomplete_reason", "results_dir",
                "started_at", "finished_at", "tests", "hosts", "packages")
 
@@ -91,7 +91,7 @@ class RunMetadata:
         :raises MetadataError: when ``scenario`` is not a safe name, or ``complete`` is false
             without a reason.
         """
-        if not isinstance(self.scenario, str) or not _SCENARIO_RE.match(self.scenario):
+        if not is_safe_name(self.scenario):
             raise MetadataError(f"field 'scenario': {self.scenario!r} is not a valid scenario name.")
         if not self.complete and not self.incomplete_reason:
             raise MetadataError("field 'incomplete_reason': an incomplete run must say why.")

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import run_command
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
-from resultstore.errors import ResultStoreError
 from resultstore.model import ComparisonRecord, Decision
 from resultstore.store import ResultStore
 from resultstore.verdicts import record_verdict, refresh_pages
@@ -34,8 +32,6 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--db", metavar="URL", help="database URL or SQLite file (see below)")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lst = sub.add_parser("list", help="list comparisons, newest first")
@@ -153,54 +149,53 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
         )
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Open the store and run the sub-command; return 0, or 3 when 'list' matched nothing."""
+    with ResultStore.open(database_url(args.db)) as store:
+        if args.command == "list":
+            records = store.comparisons(
+                scenario=args.scenario, undecided_only=args.undecided, limit=args.limit or None
+            )
+            if args.json:
+                print(json.dumps([_comparison_json(r) for r in records], indent=2))
+            elif records:
+                _print_table(records)
+            return int(ExitCode.OK if records else ExitCode.NO_RESULTS)
+        if args.command == "show":
+            record = store.comparison(args.comparison)
+            if args.json:
+                data = _comparison_json(record)
+                result = store.result(record.result_name)
+                data["result_metadata"] = None if result is None else dict(result.metadata)
+                data["verdict_history"] = [
+                    {
+                        "verdict": v.decision.value,
+                        "bug_id": v.bug_id,
+                        "comment": v.comment,
+                        "tester": v.tester,
+                        "recorded_at": v.recorded_at.isoformat(),
+                    }
+                    for v in store.verdict_history(record.id)
+                ]
+                print(json.dumps(data, indent=2))
+            else:
+                _print_show(store, record)
+            return int(ExitCode.OK)
+        if args.command == "verdict":
+            record = record_verdict(
+                store,
+                args.comparison,
+                args.decision,
+                bug_id=args.bug,
+                comment=args.comment,
+                tester=args.tester,
+            )
+        else:
+            record = refresh_pages(store, store.comparison(args.comparison))
+        print(record.report_dir / "index.html")
+        return int(ExitCode.OK)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``ovsperf-results``; return the exit code (0 ok, 2 error, 3 nothing listed)."""
-    args = _parser().parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    try:
-        with ResultStore.open(database_url(args.db)) as store:
-            if args.command == "list":
-                records = store.comparisons(
-                    scenario=args.scenario, undecided_only=args.undecided, limit=args.limit or None
-                )
-                if args.json:
-                    print(json.dumps([_comparison_json(r) for r in records], indent=2))
-                elif records:
-                    _print_table(records)
-                return int(ExitCode.OK if records else ExitCode.NO_RESULTS)
-            if args.command == "show":
-                record = store.comparison(args.comparison)
-                if args.json:
-                    data = _comparison_json(record)
-                    result = store.result(record.result_name)
-                    data["result_metadata"] = None if result is None else dict(result.metadata)
-                    data["verdict_history"] = [
-                        {
-                            "verdict": v.decision.value,
-                            "bug_id": v.bug_id,
-                            "comment": v.comment,
-                            "tester": v.tester,
-                            "recorded_at": v.recorded_at.isoformat(),
-                        }
-                        for v in store.verdict_history(record.id)
-                    ]
-                    print(json.dumps(data, indent=2))
-                else:
-                    _print_show(store, record)
-                return int(ExitCode.OK)
-            if args.command == "verdict":
-                record = record_verdict(
-                    store,
-                    args.comparison,
-                    args.decision,
-                    bug_id=args.bug,
-                    comment=args.comment,
-                    tester=args.tester,
-                )
-            else:
-                record = refresh_pages(store, store.comparison(args.comparison))
-            print(record.report_dir / "index.html")
-            return int(ExitCode.OK)
-    except ResultStoreError as err:
-        print(f"ovsperf-results: error: {err}", file=sys.stderr)
-        return int(ExitCode.ERROR)
+    return run_command(_parser(), _run, argv)

@@ -6,60 +6,30 @@ them live in :mod:`resultstore.schema` and never leave the store.
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from ovsperf_common import fields
+from ovsperf_common.errors import FieldError
+from ovsperf_common.spec import SpecEnum
 from resultstore.errors import InvalidRecordError
-
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@=,-]{0,199}")
-"""Accepted result and scenario names: one path component, no leading dot, no '..' (checked apart)."""
 
 
 def check_name(value: object, field: str) -> str:
-    """Return ``value`` if it is a safe result or scenario name (usable as one path component).
-
-    Safe: 1..200 characters from ``A-Za-z0-9._+@=,-``, not starting with a dot or dash and not
-    containing ``..``; so it cannot climb out of a directory, hide as a dotfile or break a log line.
+    """Return ``value`` if it is a safe result or scenario name (``ovsperf_common.fields.safe_name``).
 
     :raises InvalidRecordError: naming ``field`` when it is not.
     """
-    if not isinstance(value, str) or NAME_PATTERN.fullmatch(value) is None or ".." in value:
-        raise InvalidRecordError(
-            f"{field} {value!r} is not a safe name: use 1-200 characters from A-Z a-z 0-9 . _ + @ = , - "
-            "starting with a letter or digit, without '..'.",
-            field=field,
-            value=value,
-        )
+    if not fields.is_safe_name(value):
+        try:
+            fields.safe_name(value, field)
+        except FieldError as err:
+            raise InvalidRecordError(f"{field} {err.reason}", field=field) from err
+    assert isinstance(value, str)
     return value
-
-
-_E = TypeVar("_E", bound="SpecEnum")
-
-
-class SpecEnum(enum.Enum):
-    """An Enum with string values and a ``from_spec`` that lists the valid values on rejection."""
-
-    @classmethod
-    def from_spec(cls: type[_E], spec: object) -> _E:
-        """Return the member whose value is ``spec`` (case-insensitive, surrounding blanks ignored).
-
-        :raises InvalidRecordError: listing the valid values when ``spec`` is none of them.
-        """
-        if isinstance(spec, str):
-            for member in cls:
-                if str(member.value).lower() == spec.strip().lower():
-                    return member
-        valid = ", ".join(f"'{m.value}'" for m in cls)
-        raise InvalidRecordError(
-            f"{spec!r} is not a valid {cls.__name__}; expected one of {valid}.",
-            field=cls.__name__,
-            value=spec,
-        )
 
 
 class Decision(SpecEnum):

@@ -105,8 +105,7 @@ def write_overview(store: ResultStore, reports_dir: Path) -> Path:
         atomic_write_text(path, page)
     except OSError as err:
         raise OverviewError(
-            f"Cannot write the overview '{path}': {err.strerror or err}; the previous page is unchanged.",
-            path=path,
+            f"Cannot write the overview '{path}': {err.strerror or err}; the previous page is unchanged."
         ) from err
     log.info("Overview '%s': %d comparison(s), %d awaiting a verdict.", path, len(records), len(undecided))
     return path

@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 from resultstore.connect import masked_url, open_engine
 from resultstore.errors import (
     InvalidRecordError,
+    ResultStoreError,
     SchemaVersionError,
     StoreDatabaseError,
-    UnknownComparisonError,
 )
 from resultstore.model import (
     ComparisonRecord,
@@ -58,6 +58,13 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _unknown_comparison(ref: str) -> ResultStoreError:
+    """Return the error for a comparison id or result name ``ref`` that matches nothing."""
+    return ResultStoreError(
+        f"No comparison '{ref}' in the results store; 'ovsperf-results list' shows the ids."
+    )
+
+
 def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
     """Strip ``value``; None/empty → None; reject over-long or (single-line) control characters."""
     if value is None:
@@ -67,13 +74,12 @@ def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool)
         return None
     if len(text) > limit:
         raise InvalidRecordError(
-            f"{field} is {len(text)} characters long; at most {limit} are allowed.", field=field, value=value
+            f"{field} is {len(text)} characters long; at most {limit} are allowed.", field=field
         )
     if single_line and _CONTROL.search(text):
         raise InvalidRecordError(
             f"{field} {text!r} contains control characters (e.g. a newline); give one line.",
             field=field,
-            value=value,
         )
     return text
 
@@ -307,13 +313,13 @@ class ResultStore:
     ) -> ComparisonRecord:
         """Store the outcome of re-rendering comparison ``comparison_id``.
 
-        :raises UnknownComparisonError: when there is no such comparison.
+        :raises ResultStoreError: when there is no such comparison.
         :raises StoreDatabaseError: when the database fails.
         """
         with self._session() as session:
             row = session.get(ComparisonRow, comparison_id)
             if row is None:
-                raise UnknownComparisonError(str(comparison_id))
+                raise _unknown_comparison(str(comparison_id))
             row.overall = overall
             row.counts = {str(k): int(v) for k, v in counts.items()}
             row.warnings = [str(w) for w in warnings]
@@ -324,7 +330,7 @@ class ResultStore:
     def comparison(self, ref: str | int) -> ComparisonRecord:
         """Return the comparison with id ``ref``, or the newest one of the result named ``ref``.
 
-        :raises UnknownComparisonError: when nothing matches.
+        :raises ResultStoreError: when nothing matches.
         :raises StoreDatabaseError: when the database fails.
         """
         text = str(ref).strip()
@@ -340,7 +346,7 @@ class ResultStore:
                     .order_by(ComparisonRow.id.desc())
                 ).first()
             if row is None:
-                raise UnknownComparisonError(text)
+                raise _unknown_comparison(text)
             return self._comparison_record(session, row)
 
     def comparisons(
@@ -390,7 +396,7 @@ class ResultStore:
     ) -> VerdictRecord:
         """Record a tester's decision on comparison ``comparison_id``; earlier ones stay as history.
 
-        :raises UnknownComparisonError: when there is no such comparison.
+        :raises ResultStoreError: when there is no such comparison.
         :raises InvalidRecordError: when bug id or tester is longer than 255 characters or not one
             line, or the comment is longer than 10000 characters.
         :raises StoreDatabaseError: when the database fails.
@@ -405,7 +411,7 @@ class ResultStore:
         )
         with self._session() as session:
             if session.get(ComparisonRow, comparison_id) is None:
-                raise UnknownComparisonError(str(comparison_id))
+                raise _unknown_comparison(str(comparison_id))
             session.add(row)
             session.flush()
             return verdict_record(row)
@@ -427,7 +433,7 @@ class ResultStore:
     def _result_row(session: Session, name: str, field: str) -> ResultRow:
         row = session.scalar(select(ResultRow).where(ResultRow.name == name))
         if row is None:
-            raise InvalidRecordError(f"No result '{name}' in the results store.", field=field, value=name)
+            raise InvalidRecordError(f"No result '{name}' in the results store.", field=field)
         return row
 
     @staticmethod

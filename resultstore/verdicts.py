@@ -68,7 +68,6 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
         raise RenderError(
             f"Report '{comparison.report_dir}' of comparison {comparison.id} could not be re-rendered "
             f"(the previous page is unchanged): {err}",
-            comparison_id=comparison.id,
         ) from err
     log.info("Re-rendered '%s' (overall %s).", outcome.index_html, outcome.overall)
     return store.update_outcome(
@@ -90,7 +89,7 @@ def record_verdict(
     ``tester`` defaults to the login name. The verdict is committed first (the database is the
     record); the pages are re-rendered afterwards (:func:`refresh_pages`).
 
-    :raises UnknownComparisonError: when ``ref`` matches no comparison.
+    :raises ResultStoreError: when ``ref`` matches no comparison.
     :raises InvalidRecordError: when bug id, comment or tester is invalid.
     :raises RenderError: when the verdict was stored but a page could not be re-rendered
         (``ovsperf-results render`` retries).
@@ -131,7 +130,7 @@ def refresh_pages(store: ResultStore, comparison: ComparisonRecord) -> Compariso
     except OverviewError as err:
         problems.append(str(err))
     if problems:
-        raise RenderError(" ".join(problems), comparison_id=comparison.id)
+        raise RenderError(" ".join(problems))
     return comparison
 
 

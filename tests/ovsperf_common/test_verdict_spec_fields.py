@@ -99,7 +99,8 @@ def test_string_validators_refuse_what_leaves_a_line() -> None:
             fields.string(bad, "host")
         assert info.value.field == "host"
     assert fields.safe_name("OVS_DPDK1q", "scenario") == "OVS_DPDK1q"
-    for bad in ("../x", "a b", "-rf", "x" * 129, "a;b"):
+    assert fields.safe_name("user@example.com,v=2") == "user@example.com,v=2"
+    for bad in ("../x", "a b", "-rf", "x" * 201, "a;b", "a..b", ".hidden", "a/b", "a\nb"):
         with pytest.raises(FieldError, match="not a safe name"):
             fields.safe_name(bad, "scenario")
     assert fields.hostname("dut01.lab.example.com") == "dut01.lab.example.com"
