@@ -11,11 +11,10 @@ from pathlib import Path
 from types import FrameType
 
 from ciflow.config import load_config
-from ciflow.errors import CiflowError
 from ciflow.model import EntryState, OutcomeKind, failed_reason_file
 from ciflow.process import preview, run_pass
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import one_line, run_command
 
 EPILOG = """\
 output: one tab-separated line per result handled, on stdout:
@@ -50,8 +49,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list what a pass would do with each entry of ci_in (ready, busy, rejected); change nothing",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     return parser
 
 
@@ -74,32 +71,30 @@ def _stop_on_signals() -> Iterator[Callable[[], bool]]:
             signal.signal(signum, old)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one pass; return the exit code documented in ``--help``."""
-    args = _parser().parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    try:
-        config = load_config(Path(args.config))
-        if args.dry_run:
-            entries = preview(config)
-        else:
-            with _stop_on_signals() as stop_requested:
-                summary = run_pass(config, stop_requested=stop_requested)
-    except CiflowError as err:
-        print(f"process-ci-results: error: {err}", file=sys.stderr)
-        return int(ExitCode.ERROR)
+def _run(args: argparse.Namespace) -> int:
+    """Preview (``--dry-run``) or run one pass; print one line per entry; return the exit code."""
+    config = load_config(Path(args.config))
     if args.dry_run:
+        entries = preview(config)
         for entry in entries:
-            print(f"{entry.state.value}\t{entry.name}\t{entry.reason or ''}".rstrip("\t"))
+            print(f"{entry.state.value}\t{one_line(entry.name)}\t{one_line(entry.reason or '')}".rstrip("\t"))
         todo = [e for e in entries if e.state is not EntryState.BUSY]
         return int(ExitCode.OK if todo else ExitCode.NO_RESULTS)
+    with _stop_on_signals() as stop_requested:
+        summary = run_pass(config, stop_requested=stop_requested)
     for problem in summary.problems:
-        print(f"process-ci-results: error: {problem}", file=sys.stderr)
+        print(f"process-ci-results: error: {one_line(problem)}", file=sys.stderr)
     for outcome in summary.outcomes:
+        name = one_line(outcome.name)
         if outcome.kind is OutcomeKind.PROCESSED:
-            print(f"processed\t{outcome.name}\t{outcome.overall}\t{outcome.report_index}")
+            print(f"processed\t{name}\t{outcome.overall}\t{one_line(outcome.report_index)}")
         elif outcome.kind is OutcomeKind.FAILED:
-            print(f"failed\t{outcome.name}\t{failed_reason_file(outcome.location)}")
+            print(f"failed\t{name}\t{one_line(failed_reason_file(outcome.location))}")
         elif outcome.kind is OutcomeKind.ERROR:
-            print(f"error\t{outcome.name}\t{outcome.reason}")
+            print(f"error\t{name}\t{one_line(outcome.reason)}")
     return int(summary.exit_code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one pass; return the exit code documented in ``--help``."""
+    return run_command(_parser(), _run, argv)

@@ -26,7 +26,6 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -34,6 +33,8 @@ from ciflow.errors import ConfigError
 from ciflow.model import BaselineSource, CiConfig, ScenarioConfig
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
+from ovsperf_common import fields
+from ovsperf_common.errors import FieldError
 from reporting.api import Thresholds
 from reporting.errors import ReportingError
 from resultstore.connect import database_url
@@ -83,25 +84,38 @@ def load_config(path: Path) -> CiConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"not valid YAML: {err}", path=path) from err
-    mapping = _mapping(data, path, None)
-    _check_keys(mapping, _TOP_KEYS, path, None)
+    try:
+        return _config(path, data)
+    except FieldError as err:
+        raise ConfigError(err.reason, path=path, key=err.field) from err
+
+
+def _config(path: Path, data: object) -> CiConfig:
+    """Return the configuration of the parsed file ``path``.
+
+    :raises FieldError: naming the field that is unknown, missing or invalid.
+    """
+    if not isinstance(data, dict):
+        raise FieldError(f"the file must be a mapping, not {type(data).__name__}.")
+    mapping = fields.mapping(data)
+    fields.reject_unknown(mapping, _TOP_KEYS)
     for key in _REQUIRED_DIRS:
         if key not in mapping:
-            raise ConfigError(f"missing; name the {key} directory.", path=path, key=key)
+            raise FieldError(f"missing; name the {key} directory.", field=key)
     base = path.parent
-    dirs = {key: _path(mapping[key], path, key, base) for key in _REQUIRED_DIRS}
+    dirs = {key: _path(mapping[key], key, base) for key in _REQUIRED_DIRS}
     if not dirs["ci_in"].is_dir():
-        raise ConfigError(f"directory '{dirs['ci_in']}' does not exist.", path=path, key="ci_in")
-    _check_disjoint(dirs, path)
+        raise FieldError(f"directory '{dirs['ci_in']}' does not exist.", field="ci_in")
+    _check_disjoint(dirs)
 
     db_spec = mapping.get("database")
     if db_spec is not None and not isinstance(db_spec, str):
-        raise ConfigError("must be a database URL or an SQLite file path.", path=path, key="database")
+        raise FieldError("must be a database URL or an SQLite file path.", field="database")
     if db_spec is not None and "://" not in db_spec:
-        db_spec = str(_path(db_spec, path, "database", base))
-    thresholds = _thresholds(mapping.get("thresholds"), Thresholds(), path, "thresholds")
-    scenarios_raw = _mapping(mapping.get("scenarios", {}), path, "scenarios")
-    scenarios = {name: _scenario(name, spec, thresholds, path, base) for name, spec in scenarios_raw.items()}
+        db_spec = str(_path(db_spec, "database", base))
+    thresholds = _thresholds(mapping.get("thresholds"), Thresholds(), "thresholds")
+    scenarios_raw = fields.mapping(mapping.get("scenarios") or {}, "scenarios")
+    scenarios = {name: _scenario(name, spec, thresholds, base) for name, spec in scenarios_raw.items()}
     if not scenarios:
         log.warning("'%s' configures no scenarios: every result will go to ci_failed.", path)
     _warn_unknown_scenarios(scenarios, mapping.get("catalog"), path, base)
@@ -113,11 +127,11 @@ def load_config(path: Path) -> CiConfig:
         reports_dir=dirs["reports"],
         database_url=database_url(db_spec),
         scenarios=scenarios,
-        quiet_period_s=_seconds(
-            mapping.get("quiet_period_s", DEFAULT_QUIET_PERIOD_S), path, "quiet_period_s"
+        quiet_period_s=fields.number(
+            mapping.get("quiet_period_s", DEFAULT_QUIET_PERIOD_S), "quiet_period_s", minimum=0
         ),
-        marker_timeout_s=_seconds(
-            mapping.get("marker_timeout_s", DEFAULT_MARKER_TIMEOUT_S), path, "marker_timeout_s"
+        marker_timeout_s=fields.number(
+            mapping.get("marker_timeout_s", DEFAULT_MARKER_TIMEOUT_S), "marker_timeout_s", minimum=0
         ),
     )
 
@@ -127,13 +141,13 @@ def _warn_unknown_scenarios(
 ) -> None:
     """Warn about configured scenarios the catalog does not know (a typo never matches a result).
 
-    :raises ConfigError: when the ``catalog`` given cannot be loaded.
+    :raises FieldError: naming ``catalog`` when the catalog given cannot be loaded.
     """
-    catalog_path = None if spec is None else _path(spec, path, "catalog", base)
+    catalog_path = None if spec is None else _path(spec, "catalog", base)
     try:
         known = set(load_catalog(catalog_path).names())
     except CatalogError as err:
-        raise ConfigError(str(err), path=path, key="catalog") from err
+        raise FieldError(str(err), field="catalog") from err
     for name in sorted(set(scenarios) - known):
         log.warning(
             "'%s': scenario '%s' is not in the catalog; results name their scenario as the catalog does.",
@@ -142,101 +156,68 @@ def _warn_unknown_scenarios(
         )
 
 
-def _scenario(name: object, spec: object, defaults: Thresholds, path: Path, base: Path) -> ScenarioConfig:
+def _scenario(name: object, spec: object, defaults: Thresholds, base: Path) -> ScenarioConfig:
     key = f"scenarios.{name}"
     try:
         scenario = check_name(name, "Scenario name")
     except InvalidRecordError as err:
-        raise ConfigError(str(err), path=path, key=key) from err
+        raise FieldError(err.reason, field=key) from err
     if isinstance(spec, str | list):
         spec = {"baseline": spec}
-    fields = _mapping(spec, path, key)
-    _check_keys(fields, _SCENARIO_KEYS, path, key)
-    if "baseline" not in fields:
-        raise ConfigError(
-            "missing; give a directory, a list of directories or 'latest-pass'.",
-            path=path,
-            key=f"{key}.baseline",
+    entry = fields.mapping(spec, key)
+    fields.reject_unknown(entry, _SCENARIO_KEYS, key)
+    if "baseline" not in entry:
+        raise FieldError(
+            "missing; give a directory, a list of directories or 'latest-pass'.", field=f"{key}.baseline"
         )
-    baseline = fields["baseline"]
-    thresholds = _thresholds(fields.get("thresholds"), defaults, path, f"{key}.thresholds")
+    baseline = entry["baseline"]
+    thresholds = _thresholds(entry.get("thresholds"), defaults, f"{key}.thresholds")
     if baseline == BaselineSource.LATEST_PASS.value:
-        fallback = fields.get("fallback")
-        dirs = () if fallback is None else _dirs(fallback, path, f"{key}.fallback", base)
+        fallback = entry.get("fallback")
+        dirs = () if fallback is None else _dirs(fallback, f"{key}.fallback", base)
         return ScenarioConfig(scenario, BaselineSource.LATEST_PASS, dirs, thresholds)
-    if "fallback" in fields:
-        raise ConfigError("only allowed with 'baseline: latest-pass'.", path=path, key=f"{key}.fallback")
+    if "fallback" in entry:
+        raise FieldError("only allowed with 'baseline: latest-pass'.", field=f"{key}.fallback")
     return ScenarioConfig(
-        scenario, BaselineSource.DIRS, _dirs(baseline, path, f"{key}.baseline", base), thresholds
+        scenario, BaselineSource.DIRS, _dirs(baseline, f"{key}.baseline", base), thresholds
     )
 
 
-def _dirs(value: object, path: Path, key: str, base: Path) -> tuple[Path, ...]:
+def _dirs(value: object, key: str, base: Path) -> tuple[Path, ...]:
     items = value if isinstance(value, list) else [value]
     if not items:
-        raise ConfigError("empty list; give at least one directory.", path=path, key=key)
-    dirs = tuple(_path(item, path, key, base) for item in items)
+        raise FieldError("empty list; give at least one directory.", field=key)
+    dirs = tuple(_path(item, key, base) for item in items)
     for directory in dirs:
         if not directory.is_dir():
-            raise ConfigError(f"baseline directory '{directory}' does not exist.", path=path, key=key)
+            raise FieldError(f"baseline directory '{directory}' does not exist.", field=key)
     return dirs
 
 
-def _thresholds(value: object, defaults: Thresholds, path: Path, key: str) -> Thresholds:
+def _thresholds(value: object, defaults: Thresholds, key: str) -> Thresholds:
     if value is None:
         return defaults
-    fields = _mapping(value, path, key)
-    known = tuple(f.name for f in dataclasses.fields(Thresholds))
-    _check_keys(fields, known, path, key)
-    for name, number in fields.items():
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            raise ConfigError(f"{number!r} is not a number.", path=path, key=f"{key}.{name}")
+    given = fields.mapping(value, key)
+    fields.reject_unknown(given, tuple(f.name for f in dataclasses.fields(Thresholds)), key)
+    numbers = {name: fields.number(number, f"{key}.{name}") for name, number in given.items()}
     try:
-        return dataclasses.replace(defaults, **{k: float(v) for k, v in fields.items()})
+        return dataclasses.replace(defaults, **numbers)
     except (ReportingError, ValueError) as err:
-        raise ConfigError(str(err), path=path, key=key) from err
+        raise FieldError(str(err), field=key) from err
 
 
-def _mapping(value: object, path: Path, key: str | None) -> Mapping[str, Any]:
-    if value is None and key is not None:
-        return {}
-    if not isinstance(value, dict):
-        what = "the file" if key is None else "this field"
-        raise ConfigError(f"{what} must be a mapping, not {type(value).__name__}.", path=path, key=key)
-    for name in value:
-        if not isinstance(name, str):
-            raise ConfigError(f"key {name!r} is not a string.", path=path, key=key)
-    return value
-
-
-def _check_keys(mapping: Mapping[str, Any], allowed: tuple[str, ...], path: Path, key: str | None) -> None:
-    unknown = sorted(set(mapping) - set(allowed))
-    if unknown:
-        where = f"{key}.{unknown[0]}" if key else unknown[0]
-        raise ConfigError(f"unknown key; valid keys are: {', '.join(allowed)}.", path=path, key=where)
-
-
-def _path(value: object, path: Path, key: str, base: Path) -> Path:
+def _path(value: object, key: str, base: Path) -> Path:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{value!r} is not a path.", path=path, key=key)
+        raise FieldError(f"{value!r} is not a path.", field=key)
     candidate = Path(value).expanduser()
     return candidate if candidate.is_absolute() else (base / candidate).absolute()
 
 
-def _seconds(value: object, path: Path, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigError(f"{value!r} is not a non-negative number of seconds.", path=path, key=key)
-    return float(value)
-
-
-def _check_disjoint(dirs: Mapping[str, Path], path: Path) -> None:
+def _check_disjoint(dirs: Mapping[str, Path]) -> None:
     resolved = {key: value.resolve() for key, value in dirs.items()}
     for key, one in resolved.items():
         for other_key, other in resolved.items():
             if key != other_key and (one == other or one.is_relative_to(other)):
-                raise ConfigError(
+                raise FieldError(
                     f"'{dirs[key]}' lies inside or equals {other_key} '{dirs[other_key]}'; "
-                    "use separate directories.",
-                    path=path,
-                    key=key,
-                )
+                    "use separate directories.", field=key)

@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ciflow.errors import CiflowError
-from ciflow.model import MARKER_NAME, EntryState, InboxEntry
+from ciflow.model import EntryState, InboxEntry
+from ovsperf_common.metadata import METADATA_FILE
 from resultstore.errors import InvalidRecordError
 from resultstore.model import check_name
 
@@ -198,17 +199,17 @@ def _classify_tree(root: Path, *, quiet_period_s: float, marker_timeout_s: float
         return InboxEntry(
             name, root, EntryState.BUSY, f"changed {age_s:.0f} s ago (quiet period {quiet_period_s:.0f} s)"
         )
-    marker = root / MARKER_NAME
+    marker = root / METADATA_FILE
     if not marker.exists() and not marker.is_symlink():
         if age_s >= marker_timeout_s:
             return InboxEntry(
                 name,
                 root,
                 EntryState.REJECTED,
-                f"no '{MARKER_NAME}' after {age_s / 3600:.1f} h without changes; the copy never finished "
+                f"no '{METADATA_FILE}' after {age_s / 3600:.1f} h without changes; the copy never finished "
                 "or the writer does not write the marker.",
             )
-        return InboxEntry(name, root, EntryState.BUSY, f"no '{MARKER_NAME}' yet")
+        return InboxEntry(name, root, EntryState.BUSY, f"no '{METADATA_FILE}' yet")
     return InboxEntry(name, root, EntryState.READY)
 
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.spec import SpecEnum
+from ovsperf_common.verdict import Overall, combine
 from reporting.api import Thresholds
-from resultstore.model import SpecEnum
-
-MARKER_NAME = "ovsperf-metadata.json"
-"""File the Beaker task (and the local lab) writes as the LAST step of a result; its presence
-(together with a quiet period and no copy temporaries) means the result is complete."""
 
 LOCK_NAME = ".process-ci-results.lock"
 """Lock file in ``ci_in`` held (``fcntl.flock``) by the pass that is running."""
@@ -106,19 +102,6 @@ class InboxEntry:
     """Why it is busy or rejected; None when ready."""
 
 
-@dataclass(frozen=True)
-class ResultMetadata:
-    """The contents of a result's ``ovsperf-metadata.json``."""
-
-    scenario: str
-    """Scenario name (required)."""
-    raw: Mapping[str, Any] = field(default_factory=dict)
-    """Every key of the file as parsed (versions, job id, hosts, ...), kept in the store."""
-    incomplete_reason: str | None = None
-    """Why the producer marked the run incomplete (``"complete": false`` from ``ovsperf-lab``,
-    ``"status": "FAIL"`` with ``missing_tests`` from the Beaker task); None when complete."""
-
-
 class OutcomeKind(enum.Enum):
     """What happened to one entry in a pass."""
 
@@ -144,7 +127,7 @@ class ResultOutcome:
     """Where the entry is now."""
     reason: str | None = None
     """Why it failed, was deferred or errored; None when processed."""
-    overall: str | None = None
+    overall: Overall | None = None
     """Report's overall verdict (PASS, REGRESSION, INVALID) when processed."""
     report_index: Path | None = None
     """The report page when processed."""
@@ -176,11 +159,9 @@ class PassSummary:
         when any report shows a regression; else OK (0) when at least one result was processed;
         else NO_RESULTS (3): nothing new, everything still being copied, or another pass running.
         """
-        processed = self.of_kind(OutcomeKind.PROCESSED)
         if self.problems or self.of_kind(OutcomeKind.FAILED) or self.of_kind(OutcomeKind.ERROR):
             return ExitCode.ERROR
-        if any(o.overall not in ("PASS", "REGRESSION") for o in processed):
-            return ExitCode.ERROR
-        if any(o.overall == "REGRESSION" for o in processed):
-            return ExitCode.REGRESSION
-        return ExitCode.OK if processed else ExitCode.NO_RESULTS
+        processed = self.of_kind(OutcomeKind.PROCESSED)
+        # A processed result always has a report, so a missing verdict cannot happen; INVALID
+        # stands in for it so that it could never pass.
+        return combine([o.overall or Overall.INVALID for o in processed]).exit_code

@@ -73,7 +73,6 @@ def free_destination(directory: Path, name: str) -> Path:
     raise MoveError(
         f"'{directory}' already holds '{name}' and {_MAX_SUFFIX} numbered copies; clean it up.",
         source=directory / name,
-        destination=candidate,
     )
 
 
@@ -90,7 +89,6 @@ def move_result(source: Path, destination: Path) -> None:
             raise MoveError(
                 f"Cannot move '{source}' to '{destination}': {err.strerror}.",
                 source=source,
-                destination=destination,
             ) from err
     else:
         _fsync_dir(destination.parent)
@@ -117,7 +115,6 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
             f"Cannot copy '{source}' to '{destination}' (another file system): {err}; "
             "the source is unchanged.",
             source=source,
-            destination=destination,
         ) from err
     shutil.rmtree(tmp, ignore_errors=True)
     _fsync_dir(destination.parent)

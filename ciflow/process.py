@@ -36,14 +36,15 @@ from ciflow.model import (
     InboxEntry,
     OutcomeKind,
     PassSummary,
-    ResultMetadata,
     ResultOutcome,
     ScenarioConfig,
     failed_reason_file,
 )
 from ciflow.moves import free_destination, move_result, sweep_temporaries
-from ciflow.resultdir import fingerprint, read_metadata, relocate, vsperf_result_dirs
+from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.metadata import RunMetadata
+from ovsperf_common.resultdir import fingerprint, result_csvs
 from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import InvalidRecordError, ResultStoreError
@@ -141,7 +142,7 @@ def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
     if entry.state is EntryState.REJECTED:
         return _fail(config, store, entry, entry.reason or "rejected", None)
-    metadata: ResultMetadata | None = None
+    metadata: RunMetadata | None = None
     try:
         metadata = read_metadata(entry.path)
         return _compare_record_move(config, store, entry, metadata)
@@ -150,7 +151,7 @@ def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOu
 
 
 def _compare_record_move(
-    config: CiConfig, store: ResultStore, entry: InboxEntry, metadata: ResultMetadata
+    config: CiConfig, store: ResultStore, entry: InboxEntry, metadata: RunMetadata
 ) -> ResultOutcome:
     destination = config.ci_processed / entry.name
     try:
@@ -170,7 +171,7 @@ def _compare_record_move(
         )
     baseline_dirs, baseline_name = _baseline(store, scenario, entry.name)
     current_dirs = vsperf_result_dirs(entry.path)
-    if not current_dirs:
+    if not any(result_csvs(d) for d in current_dirs):
         raise ResultRejectedError(
             f"no VSperf result CSV (result_*.csv) in '{entry.path}' or its subdirectories.", name=entry.name
         )
@@ -205,7 +206,7 @@ def _compare_record_move(
             location=destination,
             vsperf_dirs=final_dirs,
             status=ResultStatus.PROCESSED,
-            metadata=metadata.raw,
+            metadata=metadata.to_json(),
             fingerprint=delivered,
         )
         comparison = store.record_comparison(
@@ -314,7 +315,7 @@ def _baseline(store: ResultStore, scenario: ScenarioConfig, name: str) -> tuple[
 
 
 def _fail(
-    config: CiConfig, store: ResultStore, entry: InboxEntry, reason: str, metadata: ResultMetadata | None
+    config: CiConfig, store: ResultStore, entry: InboxEntry, reason: str, metadata: RunMetadata | None
 ) -> ResultOutcome:
     """Move ``entry`` to ``ci_failed`` and write why beside it; record it in the store when possible."""
     try:
@@ -348,7 +349,7 @@ def _fail(
 
 
 def _record_failure(
-    store: ResultStore, entry: InboxEntry, destination: Path, reason: str, metadata: ResultMetadata | None
+    store: ResultStore, entry: InboxEntry, destination: Path, reason: str, metadata: RunMetadata | None
 ) -> None:
     """Record a failed result, unless its name is unsafe or a processed result already has it."""
     try:
@@ -366,7 +367,7 @@ def _record_failure(
             vsperf_dirs=(),
             status=ResultStatus.FAILED,
             failure_reason=reason,
-            metadata={} if metadata is None else metadata.raw,
+            metadata={} if metadata is None else metadata.to_json(),
         )
     except InvalidRecordError as err:
         log.debug("Not recording '%s' in the store: %s", entry.name, err)

@@ -120,7 +120,7 @@ def integer(
     :raises FieldError: otherwise, stating the accepted range.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldError(f"Expected a whole number, got {_kind(value)}.", field=field)
+        raise FieldError(f"{value!r} is not a whole number.", field=field)
     _check_range(value, field, minimum, maximum)
     return value
 
@@ -153,7 +153,7 @@ def number(
     :raises FieldError: when it is not a number, not finite, or outside the range.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise FieldError(f"Expected a number, got {_kind(value)}.", field=field)
+        raise FieldError(f"{value!r} is not a number.", field=field)
     result = float(value)
     if not math.isfinite(result):
         raise FieldError(f"Expected a finite number, got {value!r}.", field=field)

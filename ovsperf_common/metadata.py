@@ -84,6 +84,8 @@ class RunMetadata:
     """Package name → version-release.arch of the DUT (``rpm -qa``)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Every other key of the file (job id, kernel, lab options, ...), kept as it is."""
+    schema: int = SCHEMA_VERSION
+    """The file's schema version (1 for files read in an old dialect)."""
 
     def __post_init__(self) -> None:
         """Check the scenario name and the completeness fields.
@@ -92,7 +94,10 @@ class RunMetadata:
             without a reason.
         """
         if not is_safe_name(self.scenario):
-            raise MetadataError(f"field 'scenario': {self.scenario!r} is not a valid scenario name.")
+            raise MetadataError(
+                f"field 'scenario': {self.scenario!r} is not a safe name (1-200 characters from "
+                "A-Z a-z 0-9 . _ + @ = , - starting with a letter or digit, without '..')."
+            )
         if not self.complete and not self.incomplete_reason:
             raise MetadataError("field 'incomplete_reason': an incomplete run must say why.")
         clash = sorted(set(self.extra) & set(_KNOWN_KEYS))
@@ -102,7 +107,7 @@ class RunMetadata:
     def to_json(self) -> dict[str, Any]:
         """Return the JSON object written to the file (schema fields first, then ``extra``)."""
         data: dict[str, Any] = {
-            "schema": SCHEMA_VERSION,
+            "schema": self.schema,
             "producer": self.producer,
             "scenario": self.scenario,
             "complete": self.complete,
@@ -187,7 +192,7 @@ def from_json(data: Mapping[str, Any]) -> RunMetadata:
     if schema not in (1, 2):
         raise MetadataError(f"field 'schema': {schema!r} is not a known schema version (1 or 2).")
     if "scenario" not in data:
-        raise MetadataError("field 'scenario' is missing.")
+        raise MetadataError("has no 'scenario' field.")
     complete, reason = _completeness(data)
     producer = data.get("producer", data.get("tool", "vsperf_test" if "status" in data else "unknown"))
     extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
@@ -203,6 +208,7 @@ def from_json(data: Mapping[str, Any]) -> RunMetadata:
         hosts=_typed(data, "hosts", dict),
         packages={str(k): str(v) for k, v in _typed(data, "packages", dict).items()},
         extra=extra,
+        schema=schema,
     )
 
 

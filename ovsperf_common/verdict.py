@@ -39,15 +39,16 @@ _EXIT_BY_OVERALL = {
 
 
 def combine(verdicts: list[Overall]) -> Overall:
-    """Return the overall verdict of several comparisons (a nightly pass).
+    """Return the overall verdict of several comparisons (a nightly pass over several results).
 
-    Order of precedence: INVALID (something is untrustworthy) over REGRESSION over PASS; an empty
-    list is NO_RESULTS; NO_RESULTS entries are ignored when others exist.
+    An empty list is NO_RESULTS (nothing was processed). Otherwise a comparison that is INVALID,
+    or that compared nothing (NO_RESULTS), makes the whole INVALID: something delivered cannot be
+    trusted, which outranks a regression; else REGRESSION if any; else PASS.
     """
-    present = [v for v in verdicts if v is not Overall.NO_RESULTS]
-    if not present:
+    if not verdicts:
         return Overall.NO_RESULTS
-    for verdict in (Overall.INVALID, Overall.REGRESSION):
-        if verdict in present:
-            return verdict
+    if any(v in (Overall.INVALID, Overall.NO_RESULTS) for v in verdicts):
+        return Overall.INVALID
+    if Overall.REGRESSION in verdicts:
+        return Overall.REGRESSION
     return Overall.PASS

@@ -53,11 +53,11 @@ def test_postgresql_url_is_kept(tmp_path: Path) -> None:
     [
         ({"ci_in": None}, "field 'ci_in': missing"),
         ({"ci_in": "nowhere"}, "field 'ci_in': directory"),
-        ({"colour": "blue"}, "field 'colour': unknown key"),
+        ({"colour": "blue"}, "field 'colour': unknown field"),
         ({"ci_processed": "ci_in/processed"}, "field 'ci_processed':"),
         ({"reports": "ci_failed"}, "use separate directories"),
         ({"quiet_period_s": -1}, "field 'quiet_period_s'"),
-        ({"thresholds": {"regression_percnt": 5}}, "field 'thresholds.regression_percnt': unknown key"),
+        ({"thresholds": {"regression_percnt": 5}}, "field 'thresholds.regression_percnt': unknown field"),
         ({"thresholds": {"alpha": "low"}}, "field 'thresholds.alpha': 'low' is not a number"),
         ({"thresholds": {"regression_percent": 150}}, "field 'thresholds':"),
         ({"scenarios": {SCENARIO: "/does/not/exist"}}, f"field 'scenarios.{SCENARIO}.baseline'"),

@@ -18,8 +18,9 @@ from ciflow.model import (
     ResultOutcome,
 )
 from ciflow.moves import free_destination, move_result, rename_no_replace
-from ciflow.resultdir import fingerprint, read_metadata, vsperf_result_dirs
+from ciflow.resultdir import read_metadata, vsperf_result_dirs
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.resultdir import fingerprint
 from tests.ciflow.helpers import CANDIDATE, MARKER, REPEATS, deliver
 
 HOUR_S = 3600.0
@@ -150,7 +151,7 @@ def test_metadata_keeps_every_field(tmp_path: Path) -> None:
     result = deliver(tmp_path, "r", CANDIDATE, metadata={"kernel": "5.14.0-70.el9"})
     metadata = read_metadata(result)
     assert metadata.scenario == "OVS_DPDK1q_GUEST_DPDK1q"
-    assert metadata.raw["kernel"] == "5.14.0-70.el9"
+    assert metadata.extra["kernel"] == "5.14.0-70.el9"
 
 
 def _outcome(kind: OutcomeKind, overall: str | None = None) -> ResultOutcome:

@@ -120,7 +120,7 @@ def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
     files = snapshot(deliver(ci_in, "night-1", CANDIDATE))
 
     def refuse(source: Path, destination: Path) -> None:
-        raise MoveError("simulated failure", source=source, destination=destination)
+        raise MoveError("simulated failure", source=source)
 
     monkeypatch.setattr(ciflow.process, "move_result", refuse)
     code, lines = run(config, capsys)

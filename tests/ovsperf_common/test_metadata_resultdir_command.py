@@ -61,7 +61,7 @@ def test_reads_both_schema_1_dialects(tmp_path: Path) -> None:
         (b"[1, 2]", "must hold a JSON object"),
         (b"{not json", "not readable UTF-8 JSON"),
         (b"\xff\xfe", "not readable UTF-8 JSON"),
-        (b'{"schema": 1}', "field 'scenario' is missing"),
+        (b'{"schema": 1}', "has no 'scenario' field"),
         (b'{"scenario": "../etc"}', "field 'scenario'"),
         (b'{"scenario": "S", "complete": "yes"}', "field 'complete'"),
         (b'{"scenario": "S", "schema": 7}', "field 'schema'"),
