@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from kojiwatch.errors import BuildRejectedError, KojiWatchError, NotTaggedError, SubmitError
+from kojiwatch.errors import BatchSubmitError, BuildRejectedError, KojiWatchError
 from kojiwatch.koji_client import KojiClient, resolve_server
 from kojiwatch.message import read_message_file
 from kojiwatch.model import (
@@ -29,12 +29,12 @@ from kojiwatch.repo import prepare_repo, write_repo_record
 from kojiwatch.submit import submit_scenarios, write_job_ids
 from kojiwatch.watch import Watcher
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import add_verbosity_options, run_command
 
 log = logging.getLogger(__name__)
 
 EPILOG = (
-    "exit codes: 0 OK; 2 error (bad input, Koji/createrepo_c/jobcreator failure, a submission failed); "
+    "exit codes: 0 OK; 2 error (bad input, Koji/createrepo_c/Beaker failure, a submission failed); "
     "3 nothing to test (prepare-repo: the build is not in the watched --tag)"
 )
 
@@ -82,9 +82,8 @@ def _add_lab(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--reserve", type=float, help="hours to keep the hosts reserved after the run (fractions allowed)"
     )
-    group.add_argument(
-        "--jobcreator", default="jobcreator", help="jobcreator executable (default: from PATH)"
-    )
+    # Accepted so that existing job definitions keep working; jobcreator now runs in-process.
+    group.add_argument("--jobcreator", help=argparse.SUPPRESS)
     group.add_argument(
         "--job-xml-dir",
         type=Path,
@@ -99,8 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn new OVS/DPDK Koji builds into a yum repo and Beaker perf jobs.",
         epilog=EPILOG,
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    add_verbosity_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     prep = sub.add_parser(
@@ -135,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_publish(prep)
 
     sub_p = sub.add_parser(
-        "submit", help="run 'jobcreator --autosubmit' per scenario; print job ids", epilog=EPILOG
+        "submit",
+        help="submit one Beaker job per scenario (as 'jobcreator --autosubmit'); print job ids",
+        epilog=EPILOG,
     )
     sub_p.add_argument("--repo", action="append", required=True, help="kick repo URL (repeatable)")
     sub_p.add_argument("--tag", default="ovsperf", help="Beaker whiteboard text (default 'ovsperf')")
@@ -183,7 +183,6 @@ def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> 
         tag=tag,
         baseline=args.baseline,
         reserve_h=args.reserve,
-        jobcreator=args.jobcreator,
         job_xml_dir=args.job_xml_dir,
     )
 
@@ -204,9 +203,7 @@ def _selection(args: argparse.Namespace) -> BuildSelection:
         raise BuildRejectedError(
             f"Message '{args.ci_message_file}' announces build {message.build_id} as "
             f"{message.new_state.value}, "
-            "not COMPLETE; nothing to test.",
-            nvr=str(message.build_id),
-            field="state",
+            "not COMPLETE; nothing to test."
         )
     log.info("CI message names build %d (%s).", message.build_id, message.name or "package not given")
     return BuildSelection(kind=SelectionKind.BUILD, ref=str(message.build_id), **common)
@@ -241,7 +238,7 @@ def _submit(args: argparse.Namespace) -> int:
     request = _request(args, tuple(args.repo), args.tag)
     try:
         jobs = submit_scenarios(request)
-    except SubmitError as err:
+    except BatchSubmitError as err:
         done = [SubmittedJob(scenario=s, job_id=j) for s, j in err.submitted]
         if args.ids_file is not None and done:
             write_job_ids(args.ids_file, request, done)
@@ -304,19 +301,15 @@ def _prepare_bound(
     return prepare_repo(client, selection, publish_dir, base_url, arches=arches)
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Run the sub-command; a build not in the watched tag exits 3 (``NotTaggedError``)."""
+    commands = {"prepare-repo": _prepare, "submit": _submit, "watch": _watch}
+    return commands[args.command](args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``ovsperf-koji``; return the process exit code (see ``--help``)."""
-    args = build_parser().parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    commands = {"prepare-repo": _prepare, "submit": _submit, "watch": _watch}
-    try:
-        return commands[args.command](args)
-    except NotTaggedError as err:
-        print(f"ovsperf-koji: {err}", file=sys.stderr)
-        return ExitCode.NO_RESULTS
-    except KojiWatchError as err:
-        print(f"ovsperf-koji: error: {err}", file=sys.stderr)
-        return ExitCode.ERROR
+    return run_command(build_parser(), _run, argv)
 
 
 if __name__ == "__main__":

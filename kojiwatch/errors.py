@@ -1,113 +1,50 @@
-"""Define the exceptions of the kojiwatch package (one base, typed subclasses with fields)."""
+"""Define the exceptions of the kojiwatch package: one base and the ones callers tell apart."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import ClassVar
+
+from ovsperf_common.errors import OvsperfError
+from ovsperf_common.exitcodes import ExitCode
 
 
-class KojiWatchError(Exception):
-    """Base of every error ``ovsperf-koji`` reports to the user; ``main()`` turns it into exit 2."""
-
-
-class KojiConfigError(KojiWatchError):
-    """The Koji profile or the hub/topurl options are missing or unusable.
-
-    ``profile`` names the koji profile looked up, ``None`` when the hub URL was given directly.
-    """
-
-    def __init__(self, message: str, *, profile: str | None = None) -> None:
-        self.profile = profile
-        super().__init__(message)
+class KojiWatchError(OvsperfError):
+    """Base of every error ``ovsperf-koji`` reports: configuration, CI message, state file (exit 2)."""
 
 
 class KojiHubError(KojiWatchError):
-    """The Koji hub could not be reached or refused a call.
-
-    ``hub_url`` is the XML-RPC URL, ``method`` the hub call that failed.
-    """
-
-    def __init__(self, message: str, *, hub_url: str, method: str) -> None:
-        self.hub_url = hub_url
-        self.method = method
-        super().__init__(message)
+    """The Koji hub could not be reached or failed a call: the watcher retries on its next poll."""
 
 
 class KojiHubRefusedError(KojiHubError):
     """The hub answered but refused the call (Koji fault: no such tag, bad argument): not transient."""
 
 
-class BuildNotFoundError(KojiWatchError):
-    """No Koji build (or no tagged build) matches what was asked for.
-
-    ``ref`` is the build id, NVR, task id or ``tag/package`` asked for.
-    """
-
-    def __init__(self, message: str, *, ref: str) -> None:
-        self.ref = ref
-        super().__init__(message)
-
-
 class BuildRejectedError(KojiWatchError):
-    """A build exists but must not be tested: wrong state, package, owner or tag.
+    """A build must not or cannot be tested: not found, wrong state, package or owner, no RPMs.
 
-    ``nvr`` names the build and ``field`` the property that did not match (``state``,
-    ``package``, ``owner`` or ``tag``).
+    The watcher records it as skipped and goes on with the next build.
     """
-
-    def __init__(self, message: str, *, nvr: str, field: str) -> None:
-        self.nvr = nvr
-        self.field = field
-        super().__init__(message)
 
 
 class NotTaggedError(BuildRejectedError):
-    """A COMPLETE build of a watched package is not (yet) in the watched tag: not ours to test."""
+    """A COMPLETE build of a watched package is not (yet) in the watched tag: not ours to test (exit 3)."""
 
-
-class NoRpmsError(KojiWatchError):
-    """A build or task has no RPM for the requested architectures. ``ref`` names it."""
-
-    def __init__(self, message: str, *, ref: str) -> None:
-        self.ref = ref
-        super().__init__(message)
+    exit_code: ClassVar[ExitCode] = ExitCode.NO_RESULTS
 
 
 class DownloadError(KojiWatchError):
-    """An RPM could not be downloaded from the Koji file server, or arrived damaged.
-
-    ``url`` is the file's URL.
-    """
-
-    def __init__(self, message: str, *, url: str) -> None:
-        self.url = url
-        super().__init__(message)
+    """An RPM could not be downloaded from the Koji file server, or arrived damaged (retried once)."""
 
 
 class RepoError(KojiWatchError):
-    """``createrepo_c`` failed or the publish directory is unusable. ``path`` is the directory."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        self.path = path
-        super().__init__(message)
+    """``createrepo_c`` failed or the publish directory is unusable; the watcher retries the build."""
 
 
-class MessageError(KojiWatchError):
-    """A CI message (``CI_MESSAGE``) is not a Koji build message we understand.
+class BatchSubmitError(KojiWatchError):
+    """One or more Beaker submissions of a build's scenarios failed, or the request is invalid.
 
-    ``path`` is the message file, ``key`` the JSON field that is missing or wrong.
-    """
-
-    def __init__(self, message: str, *, path: Path | None = None, key: str | None = None) -> None:
-        self.path = path
-        self.key = key
-        super().__init__(message)
-
-
-class SubmitError(KojiWatchError):
-    """One or more ``jobcreator --autosubmit`` calls failed, or the request is invalid.
-
-    ``failed`` maps scenario name → one-line reason; ``submitted`` lists the
-    ``(scenario, job_id)`` pairs that did succeed before or despite the failures.
+    Raised after every scenario was tried, so that the ones submitted are recorded.
     """
 
     def __init__(
@@ -118,13 +55,7 @@ class SubmitError(KojiWatchError):
         submitted: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.failed = dict(failed or {})
+        """Scenario name → one-line reason."""
         self.submitted = submitted
-        super().__init__(message)
-
-
-class StateFileError(KojiWatchError):
-    """The watch state file is unreadable, malformed or locked by another watcher. ``path`` names it."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        self.path = path
+        """``(scenario, job_id)`` of the submissions that did succeed."""
         super().__init__(message)

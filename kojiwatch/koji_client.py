@@ -18,7 +18,6 @@ import contextlib
 import logging
 import os
 import shutil
-import subprocess
 import xml.parsers.expat
 import xmlrpc.client
 from collections.abc import Iterable
@@ -29,14 +28,14 @@ import koji
 import requests
 
 from kojiwatch.errors import (
-    BuildNotFoundError,
+    BuildRejectedError,
     DownloadError,
-    KojiConfigError,
     KojiHubError,
     KojiHubRefusedError,
-    NoRpmsError,
+    KojiWatchError,
 )
 from kojiwatch.model import BuildState, KojiBuild, KojiServer, RpmFile, TaskRpms
+from ovsperf_common.command import CommandError, run_command
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def resolve_server(
     ``/etc/koji.conf.d/``, ``~/.koji/config``; section ``[profile]``, keys ``server``, ``topurl``
     and ``serverca``, the CA bundle for TLS).
 
-    :raises KojiConfigError: when the profile does not exist, no hub URL or topurl results, or the
+    :raises KojiWatchError: when the profile does not exist, no hub URL or topurl results, or the
         CA bundle is not a file.
     """
     config: dict[str, Any] = {}
@@ -75,24 +74,22 @@ def resolve_server(
         try:
             config = koji.read_config(profile)
         except koji.ConfigurationError as err:
-            raise KojiConfigError(
+            raise KojiWatchError(
                 f"Koji profile '{profile}' not found ({err}); give --hub and --topurl or add the profile "
-                "to /etc/koji.conf.d/.",
-                profile=profile,
+                "to /etc/koji.conf.d/."
             ) from err
     hub = hub_url or config.get("server")
     top = topurl or config.get("topurl")
     if not hub:
-        raise KojiConfigError("No Koji hub: give --hub URL or --profile NAME.", profile=profile)
+        raise KojiWatchError("No Koji hub: give --hub URL or --profile NAME.")
     if not top:
-        raise KojiConfigError(
+        raise KojiWatchError(
             f"No Koji topurl for hub '{hub}': give --topurl URL (the file server, e.g. "
-            "https://kojipkgs.fedoraproject.org) or set topurl in the profile.",
-            profile=profile,
+            "https://kojipkgs.fedoraproject.org) or set topurl in the profile."
         )
     ca = ca_bundle or config.get("serverca") or None
     if ca is not None and not os.path.isfile(ca):
-        raise KojiConfigError(f"Koji CA bundle '{ca}' is not a file.", profile=profile)
+        raise KojiWatchError(f"Koji CA bundle '{ca}' is not a file.")
     return KojiServer(hub_url=hub, topurl=top, profile=profile, timeout_s=timeout_s, ca_bundle=ca)
 
 
@@ -148,33 +145,23 @@ class KojiClient:
         try:
             return self._session.callMethod(method, *args, **kwargs)
         except (koji.ServerOffline, koji.RetryError) as err:
-            raise KojiHubError(
-                f"Koji hub '{self.server.hub_url}' is offline during {method}: {err}",
-                hub_url=self.server.hub_url,
-                method=method,
-            ) from err
+            raise KojiHubError(f"Koji hub '{self.server.hub_url}' is offline during {method}: {err}") from err
         except koji.GenericError as err:
-            raise KojiHubRefusedError(
-                f"Koji hub '{self.server.hub_url}' refused {method}: {err}",
-                hub_url=self.server.hub_url,
-                method=method,
-            ) from err
+            raise KojiHubRefusedError(f"Koji hub '{self.server.hub_url}' refused {method}: {err}") from err
         except _HUB_ERRORS as err:
             raise KojiHubError(
-                f"Koji hub '{self.server.hub_url}' unreachable during {method}: {type(err).__name__}: {err}",
-                hub_url=self.server.hub_url,
-                method=method,
+                f"Koji hub '{self.server.hub_url}' unreachable during {method}: {type(err).__name__}: {err}"
             ) from err
 
     def get_build(self, ref: str) -> KojiBuild:
         """Return the build with id or NVR ``ref``.
 
-        :raises BuildNotFoundError: when the hub knows no such build.
+        :raises BuildRejectedError: when the hub knows no such build.
         :raises KojiHubError: when the hub cannot be reached.
         """
         info = self._call("getBuild", int(ref) if ref.isdigit() else ref)
         if not info:
-            raise BuildNotFoundError(f"Koji has no build '{ref}' (hub '{self.server.hub_url}').", ref=ref)
+            raise BuildRejectedError(f"Koji has no build '{ref}' (hub '{self.server.hub_url}').")
         return _build_from_info(info)
 
     def build_of_task(self, task_id: int) -> KojiBuild | None:
@@ -198,14 +185,13 @@ class KojiClient:
     def latest_tagged(self, tag: str, package: str) -> KojiBuild:
         """Return the latest build of ``package`` in ``tag`` (``koji download-build --latestfrom``).
 
-        :raises BuildNotFoundError: when the tag holds no build of that package.
+        :raises BuildRejectedError: when the tag holds no build of that package.
         :raises KojiHubError: when the hub cannot be reached or the tag does not exist.
         """
         builds = self.list_tagged(tag, package, latest=True)
         if not builds:
-            raise BuildNotFoundError(
-                f"Koji tag '{tag}' has no build of package '{package}'; is the package name right?",
-                ref=f"{tag}/{package}",
+            raise BuildRejectedError(
+                f"Koji tag '{tag}' has no build of package '{package}'; is the package name right?"
             )
         return builds[0]
 
@@ -219,7 +205,7 @@ class KojiClient:
     def build_rpms(self, build: KojiBuild, arches: tuple[str, ...]) -> list[RpmFile]:
         """Return the RPMs of ``build`` for ``arches``, debuginfo excluded, sorted by file name.
 
-        :raises NoRpmsError: when the build has none for those arches.
+        :raises BuildRejectedError: when the build has none for those arches.
         :raises KojiHubError: when the hub cannot be reached.
         """
         infos = self._call("listRPMs", buildID=build.build_id, arches=list(arches))
@@ -245,32 +231,29 @@ class KojiClient:
             if _wanted(str(info["name"]), str(info["arch"]), arches)
         ]
         if not rpms:
-            raise NoRpmsError(f"Koji build '{build.nvr}' has no RPMs for {', '.join(arches)}.", ref=build.nvr)
+            raise BuildRejectedError(f"Koji build '{build.nvr}' has no RPMs for {', '.join(arches)}.")
         return sorted(rpms, key=lambda rpm: rpm.filename)
 
     def task_rpms(self, task_id: int, arches: tuple[str, ...]) -> TaskRpms:
         """Return the RPMs a CLOSED build/buildArch task wrote (scratch builds; ``koji download-task``).
 
-        :raises BuildNotFoundError: when there is no such task.
-        :raises NoRpmsError: when the task is not a finished build task or produced no RPM for ``arches``.
+        :raises BuildRejectedError: when there is no such task.
+        :raises BuildRejectedError: when the task is not a finished build task or produced no RPM for
+            ``arches``.
         :raises KojiHubError: when the hub cannot be reached.
         """
         info = self._call("getTaskInfo", task_id)
         if not info:
-            raise BuildNotFoundError(
-                f"Koji has no task {task_id} (hub '{self.server.hub_url}').", ref=str(task_id)
-            )
+            raise BuildRejectedError(f"Koji has no task {task_id} (hub '{self.server.hub_url}').")
         method = str(info.get("method"))
         if method not in _BUILD_TASK_METHODS:
-            raise NoRpmsError(
-                f"Koji task {task_id} is a '{method}' task, not a build or buildArch task; it has no RPMs.",
-                ref=str(task_id),
+            raise BuildRejectedError(
+                f"Koji task {task_id} is a '{method}' task, not a build or buildArch task; it has no RPMs."
             )
         if info.get("state") != _TASK_CLOSED:
             state = koji.TASK_STATES.get(info.get("state"), info.get("state"))
-            raise NoRpmsError(
-                f"Koji task {task_id} is {state}, not CLOSED; only a successful build task has RPMs.",
-                ref=str(task_id),
+            raise BuildRejectedError(
+                f"Koji task {task_id} is {state}, not CLOSED; only a successful build task has RPMs."
             )
         task_ids = [task_id]
         if method == "build":
@@ -297,9 +280,7 @@ class KojiClient:
                         )
                     )
         if not rpms:
-            raise NoRpmsError(
-                f"Koji task {task_id} produced no RPMs for {', '.join(arches)}.", ref=str(task_id)
-            )
+            raise BuildRejectedError(f"Koji task {task_id} produced no RPMs for {', '.join(arches)}.")
         return TaskRpms(
             task_id=task_id, source_package=source, rpms=tuple(sorted(rpms, key=lambda r: r.filename))
         )
@@ -318,9 +299,7 @@ class KojiClient:
         try:
             with self._http.get(rpm.url, stream=True, timeout=self.server.timeout_s) as resp:
                 if resp.status_code != 200:
-                    raise DownloadError(
-                        f"Download of '{rpm.url}' failed: HTTP {resp.status_code}.", url=rpm.url
-                    )
+                    raise DownloadError(f"Download of '{rpm.url}' failed: HTTP {resp.status_code}.")
                 with open(part, "wb") as handle:
                     for chunk in resp.iter_content(_DOWNLOAD_CHUNK_BYTES):
                         handle.write(chunk)
@@ -328,24 +307,25 @@ class KojiClient:
         except (requests.RequestException, OSError) as err:
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
-            raise DownloadError(
-                f"Download of '{rpm.url}' failed: {type(err).__name__}: {err}", url=rpm.url
-            ) from err
+            raise DownloadError(f"Download of '{rpm.url}' failed: {type(err).__name__}: {err}") from err
         size = part.stat().st_size
         try:
             if expected is not None and size != int(expected):
-                raise DownloadError(
-                    f"Download of '{rpm.url}' truncated: {size} B of {expected} B.", url=rpm.url
-                )
+                raise DownloadError(f"Download of '{rpm.url}' truncated: {size} B of {expected} B.")
             if rpm.size_bytes is not None and size != rpm.size_bytes:
-                raise DownloadError(
-                    f"'{rpm.url}' is {size} B but Koji lists {rpm.size_bytes} B.", url=rpm.url
-                )
+                raise DownloadError(f"'{rpm.url}' is {size} B but Koji lists {rpm.size_bytes} B.")
         except DownloadError:
             part.unlink()
             raise
         os.replace(part, target)
         return target
+
+
+RPM_TIMEOUT_S = 600.0
+"""Longest time one ``rpm -K`` or ``rpm -qp`` over all downloaded files may take [s]."""
+
+_SIGMD5_FORMAT = "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH} %{SIGMD5}\n"
+"""``rpm -qp --qf`` format: NEVRA.arch and the header's SIGMD5 (Koji's ``payloadhash``)."""
 
 
 def verify_rpms(files: list[tuple[RpmFile, Path]]) -> None:
@@ -364,33 +344,22 @@ def verify_rpms(files: list[tuple[RpmFile, Path]]) -> None:
         log.debug("No 'rpm' tool or no files; skipping RPM digest checks.")
         return
     paths = [str(path) for _, path in files]
-    check = subprocess.run(
-        [rpm_tool, "-K", "--nosignature", *paths], capture_output=True, text=True, timeout=600, check=False
-    )
+    try:
+        check = run_command([rpm_tool, "-K", "--nosignature", *paths], timeout_s=RPM_TIMEOUT_S, what="rpm -K")
+        query = run_command(
+            [rpm_tool, "-qp", "--nosignature", "--nodigest", "--qf", _SIGMD5_FORMAT, *paths],
+            timeout_s=RPM_TIMEOUT_S,
+            what="rpm -qp",
+        )
+    except CommandError as err:
+        raise DownloadError(f"Cannot check the downloaded RPMs: {err}") from err
     if check.returncode != 0:
         report = (check.stdout + check.stderr).splitlines()
         for rpm, path in files:
             bad = [line for line in report if str(path) in line and "digests OK" not in line]
             if bad:
-                raise DownloadError(
-                    f"'{rpm.url}' arrived damaged: {bad[0].replace(str(path), rpm.filename)}", url=rpm.url
-                )
-        raise DownloadError(f"rpm -K failed: {report[-1] if report else 'no output'}", url=files[0][0].url)
-    query = subprocess.run(
-        [
-            rpm_tool,
-            "-qp",
-            "--nosignature",
-            "--nodigest",
-            "--qf",
-            "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH} %{SIGMD5}\n",
-            *paths,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+                raise DownloadError(f"'{rpm.url}' arrived damaged: {bad[0].replace(str(path), rpm.filename)}")
+        raise DownloadError(f"rpm -K failed: {report[-1] if report else 'no output'}")
     sigmd5 = dict(line.split(" ", 1) for line in query.stdout.splitlines() if " " in line)
     for rpm, _ in files:
         if rpm.payloadhash is None:
@@ -398,5 +367,5 @@ def verify_rpms(files: list[tuple[RpmFile, Path]]) -> None:
         found = sigmd5.get(rpm.filename.removesuffix(".rpm"))
         if found is None or found.strip().lower() != rpm.payloadhash.lower():
             raise DownloadError(
-                f"'{rpm.url}' has payload hash {found or '?'} but Koji lists {rpm.payloadhash}.", url=rpm.url
+                f"'{rpm.url}' has payload hash {found or '?'} but Koji lists {rpm.payloadhash}."
             )

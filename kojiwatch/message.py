@@ -18,25 +18,26 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kojiwatch.errors import KojiWatchError, MessageError
+from kojiwatch.errors import KojiWatchError
 from kojiwatch.model import BuildMessage, BuildState
+from ovsperf_common.errors import FieldError
 
 
 def parse_message(text: str, path: Path | None = None) -> BuildMessage:
     """Return the build a Koji message is about.
 
-    :raises MessageError: naming ``path`` and the field when the text is not JSON or not a Koji
+    :raises KojiWatchError: naming ``path`` and the field when the text is not JSON or not a Koji
         build state/tag message.
     """
     where = f"'{path}'" if path is not None else "CI message"
     try:
         body = json.loads(text)
     except json.JSONDecodeError as err:
-        raise MessageError(f"{where} is not JSON: {err}", path=path) from err
+        raise KojiWatchError(f"{where} is not JSON: {err}") from err
     if isinstance(body, dict) and isinstance(body.get("msg"), dict):
         body = body["msg"]
     if not isinstance(body, dict):
-        raise MessageError(f"{where} is not a JSON object.", path=path)
+        raise KojiWatchError(f"{where} is not a JSON object.")
     if isinstance(body.get("info"), dict):
         return _from_build_dict(body["info"], body.get("new"), None, where, path, "info")
     if isinstance(body.get("build"), dict):
@@ -46,22 +47,18 @@ def parse_message(text: str, path: Path | None = None) -> BuildMessage:
     if "build_id" in body:
         flat = {"id": body["build_id"], "name": body.get("name"), "owner_name": body.get("owner")}
         return _from_build_dict(flat, body.get("new"), _opt_str(body.get("tag")), where, path, "")
-    raise MessageError(
-        f"{where} is not a Koji build message: no 'info', 'build' or 'build_id' field.",
-        path=path,
-        key="build_id",
-    )
+    raise KojiWatchError(f"{where} is not a Koji build message: no 'info', 'build' or 'build_id' field.")
 
 
 def read_message_file(path: Path) -> BuildMessage:
     """Return the build the message in ``path`` is about.
 
-    :raises MessageError: when the file cannot be read or is not a Koji build message.
+    :raises KojiWatchError: when the file cannot be read or is not a Koji build message.
     """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise MessageError(f"Cannot read CI message file '{path}': {err.strerror}.", path=path) from err
+        raise KojiWatchError(f"Cannot read CI message file '{path}': {err.strerror}.") from err
     return parse_message(text, path)
 
 
@@ -75,15 +72,13 @@ def _from_build_dict(
     key = f"{prefix}.id" if prefix else "build_id"
     build_id = build.get("id", build.get("build_id"))
     if isinstance(build_id, bool) or not isinstance(build_id, int) or build_id <= 0:
-        raise MessageError(
-            f"{where}: field '{key}' is {build_id!r}, not a Koji build id.", path=path, key=key
-        )
+        raise KojiWatchError(f"{where}: field '{key}' is {build_id!r}, not a Koji build id.")
     state: BuildState | None = None
     if new is not None:
         try:
             state = BuildState.from_code(new) if isinstance(new, int) else BuildState.from_spec(new)
-        except KojiWatchError as err:
-            raise MessageError(f"{where}: field 'new': {err}", path=path, key="new") from err
+        except (KojiWatchError, FieldError) as err:
+            raise KojiWatchError(f"{where}: field 'new': {err}") from err
     return BuildMessage(
         build_id=build_id,
         name=_opt_str(build.get("name")),

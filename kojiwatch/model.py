@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kojiwatch.errors import KojiWatchError
+from ovsperf_common.spec import SpecEnum
 
 DEFAULT_ARCHES: tuple[str, ...] = ("x86_64", "noarch")
 """Architectures whose RPMs go into the repo: the lab hosts are x86_64 (``noarch`` always needed)."""
@@ -15,7 +15,7 @@ DEFAULT_ARCHES: tuple[str, ...] = ("x86_64", "noarch")
 _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9._+-]+$")
 
 
-class BuildState(enum.Enum):
+class BuildState(SpecEnum):
     """State of a Koji build, by its ``koji.BUILD_STATES`` name (koji 1.36 ``koji/__init__.py``)."""
 
     BUILDING = "BUILDING"
@@ -23,6 +23,11 @@ class BuildState(enum.Enum):
     DELETED = "DELETED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+
+    @classmethod
+    def spec_label(cls) -> str:
+        """Return ``'Koji build state'`` for messages."""
+        return "Koji build state"
 
     @classmethod
     def from_code(cls, code: object) -> BuildState:
@@ -38,21 +43,8 @@ class BuildState(enum.Enum):
             )
         return order[code]
 
-    @classmethod
-    def from_spec(cls, spec: object) -> BuildState:
-        """Return the state named ``spec`` (case-insensitive).
 
-        :raises KojiWatchError: listing the valid names when ``spec`` is not one.
-        """
-        for state in cls:
-            if isinstance(spec, str) and spec.upper() == state.value:
-                return state
-        raise KojiWatchError(
-            f"Unknown Koji build state {spec!r}; expected one of {', '.join(s.value for s in cls)}."
-        )
-
-
-class SelectionKind(enum.Enum):
+class SelectionKind(SpecEnum):
     """How the builds to test are chosen."""
 
     BUILD = "build"
@@ -61,19 +53,6 @@ class SelectionKind(enum.Enum):
     """A build task id; a scratch build's RPMs come from the task output."""
     LATEST_TAGGED = "latest-tagged"
     """The latest build of each watched package in a tag (the nightly job)."""
-
-    @classmethod
-    def from_spec(cls, spec: object) -> SelectionKind:
-        """Return the kind named ``spec``.
-
-        :raises KojiWatchError: listing the valid names when ``spec`` is not one.
-        """
-        for kind in cls:
-            if spec == kind.value:
-                return kind
-        raise KojiWatchError(
-            f"Unknown selection {spec!r}; expected one of {', '.join(k.value for k in cls)}."
-        )
 
 
 def check_package_name(name: str) -> str:
@@ -222,7 +201,7 @@ class PreparedRepo:
 
 @dataclass(frozen=True)
 class SubmitRequest:
-    """Everything ``jobcreator --autosubmit`` needs, for each scenario in turn."""
+    """Everything the Beaker submission of each scenario needs (what ``jobcreator --autosubmit`` takes)."""
 
     repo_urls: tuple[str, ...]
     """``--kickrepo`` URLs, at least one."""
@@ -240,8 +219,6 @@ class SubmitRequest:
     """Baseline label the results will be compared against; recorded with the job ids."""
     reserve_h: float | None = None
     """Hours to keep the hosts reserved after the run (``--reserve``) [h]; ``None`` for none."""
-    jobcreator: str = "jobcreator"
-    """The jobcreator executable (looked up on ``PATH``)."""
     job_xml_dir: Path | None = None
     """Keep each rendered Beaker job as ``<dir>/<scenario>.xml`` (jobcreator ``--output``), or not."""
 
@@ -273,7 +250,7 @@ class SubmittedJob:
     scenario: str
     """Scenario name."""
     job_id: str
-    """Beaker job id as printed by jobcreator, e.g. ``J:1234``."""
+    """Beaker job id as the hub answered it, e.g. ``J:1234`` (``jobcreator.jobmodel.JOB_ID_RE``)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from kojiwatch.errors import BuildRejectedError, NotTaggedError, RepoError
@@ -28,6 +27,7 @@ from kojiwatch.model import (
     SelectionKind,
 )
 from ovsperf_common.atomicio import atomic_directory, atomic_write_text
+from ovsperf_common.command import CommandError, run_command
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 
 log = logging.getLogger(__name__)
@@ -52,22 +52,16 @@ def check_build(
     """
     if build.state is not BuildState.COMPLETE:
         raise BuildRejectedError(
-            f"Koji build '{build.nvr}' is {build.state.value}, not COMPLETE; we test finished builds only.",
-            nvr=build.nvr,
-            field="state",
+            f"Koji build '{build.nvr}' is {build.state.value}, not COMPLETE; we test finished builds only."
         )
     if selection.packages and build.name not in selection.packages:
         raise BuildRejectedError(
             f"Koji build '{build.nvr}' is of package '{build.name}', not of the watched "
-            f"package(s) {', '.join(selection.packages)}.",
-            nvr=build.nvr,
-            field="package",
+            f"package(s) {', '.join(selection.packages)}."
         )
     if selection.owner is not None and build.owner != selection.owner:
         raise BuildRejectedError(
-            f"Koji build '{build.nvr}' is owned by '{build.owner}', not by '{selection.owner}'.",
-            nvr=build.nvr,
-            field="owner",
+            f"Koji build '{build.nvr}' is owned by '{build.owner}', not by '{selection.owner}'."
         )
     tag = selection.tag
     if tag is None:
@@ -86,11 +80,7 @@ def check_build(
             return
         except DeadlineExceededError:
             pass
-    raise NotTaggedError(
-        f"Koji build '{build.nvr}' is not tagged into '{tag}'; it is not a build we test.",
-        nvr=build.nvr,
-        field="tag",
-    )
+    raise NotTaggedError(f"Koji build '{build.nvr}' is not tagged into '{tag}'; it is not a build we test.")
 
 
 def resolve(
@@ -101,9 +91,9 @@ def resolve(
     The repo name is the builds' NVRs joined by ``+`` (sorted), or ``task-<id>`` for a scratch
     build, so the same builds always publish to the same place.
 
-    :raises BuildNotFoundError: when a build, task or tagged build does not exist.
+    :raises BuildRejectedError: when a build, task or tagged build does not exist.
     :raises BuildRejectedError: when a build must not be tested (see :func:`check_build`).
-    :raises NoRpmsError: when there are no RPMs for ``arches``.
+    :raises BuildRejectedError: when there are no RPMs for ``arches``.
     :raises KojiHubError: when the hub cannot be reached.
     """
     if selection.kind is SelectionKind.LATEST_TAGGED:
@@ -128,9 +118,7 @@ def resolve(
             if selection.packages and output.source_package not in selection.packages:
                 raise BuildRejectedError(
                     f"Koji task {task_id} built '{output.source_package or 'an unknown package'}', not the "
-                    f"watched package(s) {', '.join(selection.packages)}.",
-                    nvr=f"task-{task_id}",
-                    field="package",
+                    f"watched package(s) {', '.join(selection.packages)}."
                 )
             return f"task-{task_id}", (), output.rpms
         builds = [task_build]
@@ -151,31 +139,23 @@ def createrepo(directory: Path, createrepo_c: str = "createrepo_c") -> None:
     """
     exe = shutil.which(createrepo_c)
     if exe is None:
-        raise RepoError(
-            f"'{createrepo_c}' not found on PATH; install createrepo_c (Debian: createrepo-c).",
-            path=directory,
-        )
+        raise RepoError(f"'{createrepo_c}' not found on PATH; install createrepo_c (Debian: createrepo-c).")
     try:
-        proc = subprocess.run(
+        proc = run_command(
             [exe, "--no-database", "--quiet", str(directory)],
-            capture_output=True,
-            text=True,
-            timeout=CREATEREPO_TIMEOUT_S,
-            check=False,
+            timeout_s=CREATEREPO_TIMEOUT_S,
+            what=f"createrepo_c over '{directory}'",
         )
-    except subprocess.TimeoutExpired as err:
-        raise RepoError(
-            f"createrepo_c over '{directory}' did not finish in {CREATEREPO_TIMEOUT_S:.0f} s.", path=directory
-        ) from err
+    except CommandError as err:
+        raise RepoError(str(err)) from err
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise RepoError(
             f"createrepo_c over '{directory}' failed (exit {proc.returncode}): "
-            f"{detail[-1] if detail else 'no output'}",
-            path=directory,
+            f"{detail[-1] if detail else 'no output'}"
         )
     if not (directory / "repodata" / "repomd.xml").is_file():
-        raise RepoError(f"createrepo_c wrote no repodata/repomd.xml in '{directory}'.", path=directory)
+        raise RepoError(f"createrepo_c wrote no repodata/repomd.xml in '{directory}'.")
 
 
 def repo_file_text(name: str, url: str) -> str:
@@ -208,17 +188,16 @@ def prepare_repo(
 
     :raises RepoError: when ``publish_dir`` is missing or not writable, or createrepo_c fails.
     :raises DownloadError: when an RPM cannot be downloaded intact.
-    :raises BuildNotFoundError, BuildRejectedError, NoRpmsError, KojiHubError: see :func:`resolve`.
+    :raises BuildRejectedError, KojiHubError: see :func:`resolve`.
     """
     if not publish_dir.is_dir():
         raise RepoError(
-            f"Publish directory '{publish_dir}' does not exist; give the directory a web server serves.",
-            path=publish_dir,
+            f"Publish directory '{publish_dir}' does not exist; give the directory a web server serves."
         )
     if not os.access(publish_dir, os.W_OK | os.X_OK):
-        raise RepoError(f"Publish directory '{publish_dir}' is not writable.", path=publish_dir)
+        raise RepoError(f"Publish directory '{publish_dir}' is not writable.")
     if not base_url.startswith(("http://", "https://")):
-        raise RepoError(f"Base URL {base_url!r} of '{publish_dir}' is not an http(s) URL.", path=publish_dir)
+        raise RepoError(f"Base URL {base_url!r} of '{publish_dir}' is not an http(s) URL.")
     name, builds, rpms = resolve(client, selection, arches, tag_wait_s)
     url = f"{base_url.rstrip('/')}/{name}/"
     target = publish_dir / name
@@ -251,4 +230,4 @@ def write_repo_record(path: Path, repo: PreparedRepo) -> None:
     try:
         atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     except OSError as err:
-        raise RepoError(f"Cannot write repo record '{path}': {err.strerror}.", path=path) from err
+        raise RepoError(f"Cannot write repo record '{path}': {err.strerror}.") from err

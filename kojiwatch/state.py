@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kojiwatch.errors import StateFileError
+from kojiwatch.errors import KojiWatchError
 from ovsperf_common.atomicio import atomic_write_text
 
 STATE_VERSION = 1
@@ -54,7 +54,7 @@ class WatchState:
     def update(self, build_id: int, **fields: Any) -> dict[str, Any]:
         """Create or update the record of ``build_id`` and save the file; return the record.
 
-        :raises StateFileError: when the file cannot be written.
+        :raises KojiWatchError: when the file cannot be written.
         """
         rec = self.builds.setdefault(
             str(build_id), {"status": "pending", "jobs": {}, "attempts": 0, "reason": None, "repo": None}
@@ -62,55 +62,49 @@ class WatchState:
         rec.update(fields)
         rec["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if rec["status"] not in STATUSES:
-            raise StateFileError(f"Bug: unknown build status {rec['status']!r}.", path=self.path)
+            raise KojiWatchError(f"Bug: unknown build status {rec['status']!r}.")
         self.save()
         return rec
 
     def save(self) -> None:
         """Write the state atomically.
 
-        :raises StateFileError: when the file cannot be written.
+        :raises KojiWatchError: when the file cannot be written.
         """
         data = {"version": STATE_VERSION, "tag": self.tag, "packages": self.packages, "builds": self.builds}
         try:
             atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
         except OSError as err:
-            raise StateFileError(
-                f"Cannot write watch state '{self.path}': {err.strerror}.", path=self.path
-            ) from err
+            raise KojiWatchError(f"Cannot write watch state '{self.path}': {err.strerror}.") from err
 
 
 def load_state(path: Path, tag: str) -> WatchState:
     """Read the state file, or start an empty state when it does not exist yet.
 
-    :raises StateFileError: naming the file when it is unreadable, not our JSON shape, or of another tag.
+    :raises KojiWatchError: naming the file when it is unreadable, not our JSON shape, or of another tag.
     """
     if not path.exists():
         return WatchState(path=path, tag=tag)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
-        raise StateFileError(f"Cannot read watch state '{path}': {err.strerror}.", path=path) from err
+        raise KojiWatchError(f"Cannot read watch state '{path}': {err.strerror}.") from err
     except json.JSONDecodeError as err:
-        raise StateFileError(
-            f"Watch state '{path}' is not valid JSON ({err}); fix or move it aside (a new one starts empty).",
-            path=path,
+        raise KojiWatchError(
+            f"Watch state '{path}' is not valid JSON ({err}); fix or move it aside (a new one starts empty)."
         ) from err
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-        raise StateFileError(
-            f"Watch state '{path}' is not a version {STATE_VERSION} kojiwatch state.", path=path
-        )
+        raise KojiWatchError(f"Watch state '{path}' is not a version {STATE_VERSION} kojiwatch state.")
     if data.get("tag") != tag:
-        raise StateFileError(
-            f"Watch state '{path}' belongs to tag '{data.get('tag')}', not '{tag}'; use one file per tag.",
-            path=path,
+        raise KojiWatchError(
+            f"Watch state '{path}' belongs to tag '{data.get('tag')}', not '{tag}'; use one file per tag."
         )
     packages, builds = data.get("packages"), data.get("builds")
     if not isinstance(packages, dict) or not isinstance(builds, dict):
-        raise StateFileError(f"Watch state '{path}': 'packages' and 'builds' must be objects.", path=path)
+        raise KojiWatchError(f"Watch state '{path}': 'packages' and 'builds' must be objects.")
     for key, rec in builds.items():
         if not key.isdigit() or not isinstance(rec, dict) or rec.get("status") not in STATUSES:
-            raise StateFileError(f"Watch state '{path}': build entry '{key}' is malformed.", path=path)
+            raise KojiWatchError(f"Watch state '{path}': build entry '{key}' is malformed.")
     return WatchState(path=path, tag=tag, packages=packages, builds=builds)
 
 
@@ -118,20 +112,19 @@ def load_state(path: Path, tag: str) -> WatchState:
 def state_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock (``<state>.lock``, ``flock``) while watching.
 
-    :raises StateFileError: when another watcher holds it or the lock file cannot be created.
+    :raises KojiWatchError: when another watcher holds it or the lock file cannot be created.
     """
     lock_path = path.with_name(path.name + ".lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
-        raise StateFileError(f"Cannot create lock '{lock_path}': {err.strerror}.", path=path) from err
+        raise KojiWatchError(f"Cannot create lock '{lock_path}': {err.strerror}.") from err
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as err:
-            raise StateFileError(
-                f"Another 'ovsperf-koji watch' holds '{lock_path}'; two watchers cannot share a state file.",
-                path=path,
+            raise KojiWatchError(
+                f"Another 'ovsperf-koji watch' holds '{lock_path}'; two watchers cannot share a state file."
             ) from err
         yield
     finally:

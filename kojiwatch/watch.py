@@ -24,14 +24,12 @@ import time
 from collections.abc import Callable
 
 from kojiwatch.errors import (
-    BuildNotFoundError,
+    BatchSubmitError,
     BuildRejectedError,
     DownloadError,
     KojiHubError,
     KojiHubRefusedError,
-    NoRpmsError,
     RepoError,
-    SubmitError,
 )
 from kojiwatch.koji_client import KojiClient
 from kojiwatch.model import (
@@ -84,7 +82,7 @@ class Watcher:
         """Poll ``max_polls`` times (hub errors retried with back-off), holding the state lock.
 
         :raises KojiHubError: after ``retry.max_failures`` consecutive failed polls.
-        :raises StateFileError: when the state file is locked, unreadable or unwritable.
+        :raises KojiWatchError: when the state file is locked, unreadable or unwritable.
         """
         cfg = self.config
         with state_lock(cfg.state_path):
@@ -104,9 +102,7 @@ class Watcher:
                             "Giving up after %d consecutive failed polls of tag '%s'.", hub_failures, cfg.tag
                         )
                         raise KojiHubError(
-                            f"Gave up after {hub_failures} consecutive failed polls: {err}",
-                            hub_url=err.hub_url,
-                            method=err.method,
+                            f"Gave up after {hub_failures} consecutive failed polls: {err}"
                         ) from err
                     delay = cfg.retry.delay_s(hub_failures)
                     log.warning(
@@ -193,11 +189,11 @@ class Watcher:
             request = self.request_for(repo)
             state.update(build.build_id, baseline=request.baseline)
             submit_scenarios(request, already_submitted=tuple(jobs), on_submitted=record)
-        except (BuildRejectedError, BuildNotFoundError, NoRpmsError) as err:
+        except BuildRejectedError as err:
             state.update(build.build_id, status="skipped", reason=str(err))
             log.warning("Not testing '%s': %s", build.nvr, err)
             return
-        except (DownloadError, RepoError, SubmitError) as err:
+        except (DownloadError, RepoError, BatchSubmitError) as err:
             if attempts >= MAX_ATTEMPTS:
                 state.update(build.build_id, status="failed", reason=str(err))
                 log.error("Giving up on '%s' after %d attempts: %s", build.nvr, attempts, err)

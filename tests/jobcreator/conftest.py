@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,12 +56,3 @@ def write_client_conf(
         encoding="utf-8",
     )
     return path
-
-
-@pytest.fixture
-def closed_port_url() -> str:
-    """Return an http URL on 127.0.0.1 where nothing listens (bound, then closed)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"

@@ -29,8 +29,12 @@ class HubState:
     first_job_id: int = 1234
     calls: list[str] = field(default_factory=list)
     uploads: list[str] = field(default_factory=list)
+    offered: list[str] = field(default_factory=list)
+    """Every job XML given to ``jobs.upload`` by a logged-in client, accepted or refused."""
     sessions: set[str] = field(default_factory=set)
     upload_fault: str | None = None
+    refuse_containing: tuple[str, ...] = ()
+    """Refuse (with a Fault) every uploaded job whose XML contains one of these strings."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -73,11 +77,17 @@ class _Handler(SimpleXMLRPCRequestHandler):
         if method == "jobs.upload":
             if not logged_in:
                 raise _fault("cherrypy._cperror.HTTPError", "Anonymous access denied")
+            with state.lock:
+                state.offered.append(params[0])
             if state.upload_fault is not None:
                 raise _fault("bkr.server.bexceptions.BX", state.upload_fault)
+            refused = [text for text in state.refuse_containing if text in params[0]]
+            if refused:
+                raise _fault("bkr.server.bexceptions.BX", f"Beaker refused the job for '{refused[0]}'")
             with state.lock:
                 state.uploads.append(params[0])
-                return f"J:{state.first_job_id + len(state.uploads) - 1}"
+                # Ids count every job offered, refused ones too (as if the hub had numbered them).
+                return f"J:{state.first_job_id + len(state.offered) - 1}"
         raise xmlrpc.client.Fault(1, f"method '{method}' is not supported")
 
     def end_headers(self) -> None:

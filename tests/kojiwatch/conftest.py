@@ -1,4 +1,4 @@
-"""Fixtures: real RPMs (rpmbuild), a stand-in Koji hub, a repo web server and a recording jobcreator."""
+"""Fixtures: real RPMs (rpmbuild), a stand-in Koji hub, a repo web server and a stand-in Beaker hub."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakebeaker import RecordingBeaker
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
 from tests.kojiwatch.rpmtools import build_rpm
 
@@ -55,9 +55,9 @@ def web(tmp_path: Path) -> Iterator[StaticHttpServer]:
 
 
 @pytest.fixture
-def jobcreator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeJobcreator:
-    """A recording jobcreator first on PATH (in this process's environment)."""
-    fake = FakeJobcreator(tmp_path / "bin")
-    for key, value in fake.env().items():
-        monkeypatch.setenv(key, value)
-    return fake
+def beaker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingBeaker]:
+    """A stand-in Beaker hub that this process's jobcreator submits to (``BEAKER_CLIENT_CONF``)."""
+    with RecordingBeaker(tmp_path / "beaker") as fake:
+        monkeypatch.setenv("BEAKER_CLIENT_CONF", str(fake.conf))
+        yield fake
+

@@ -1,4 +1,4 @@
-"""``ovsperf-koji submit``: one ``jobcreator --autosubmit`` per scenario, ids collected, failures fatal."""
+"""``ovsperf-koji submit``: a Beaker job per scenario through jobcreator in-process, ids collected."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 from kojiwatch.cli import main
 from ovsperf_common.exitcodes import ExitCode
-from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.jobcreator.conftest import write_client_conf
+from tests.kojiwatch.fakebeaker import RecordingBeaker
 
 REPO = "http://lab.example.com/repos/openvswitch-3.1.0-1.fc39/"
 LAB = ["--host", "gen.example.com", "--host", "dut.example.com", "--distro", "RHEL-9.4.0"]
@@ -34,7 +35,7 @@ def expected_argv(scenario: str, tag: str = "jenkins ovsperf-nightly #7") -> lis
 
 
 def test_each_scenario_submitted_and_ids_collected(
-    jobcreator: FakeJobcreator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     ids = tmp_path / "job-ids.json"
     code = main(
@@ -58,13 +59,13 @@ def test_each_scenario_submitted_and_ids_collected(
     out, err = capsys.readouterr()
     assert code == ExitCode.OK, err
     assert out.splitlines() == ["J:4201", "J:4202", "J:4203"]
-    assert jobcreator.calls() == [
+    assert beaker.calls() == [
         expected_argv("OVS_DPDK1q"),
         expected_argv("OVS_DPDK2q"),
         expected_argv("OVS_DPDK1q_GUEST_DPDK1q"),
     ]
     assert "Submitted job 'J:4202' for scenario 'OVS_DPDK2q'." in err
-    assert "jobcreator (OVS_DPDK2q): Submitted." in err  # jobcreator's own log is kept
+    assert "Submitted job 'J:4202' for scenario 'OVS_DPDK2q'." in err  # jobcreator's own log is kept
     assert json.loads(ids.read_text()) == {
         "repos": [REPO],
         "baseline": "ovs-3.0.0",
@@ -80,34 +81,34 @@ def test_each_scenario_submitted_and_ids_collected(
 
 
 def test_reserve_and_several_repos_are_passed_on(
-    jobcreator: FakeJobcreator, capsys: pytest.CaptureFixture[str]
+    beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = "http://lab.example.com/repos/dpdk-22.11-1.fc39/"
     code = main(
         ["submit", "--repo", REPO, "--repo", other, *LAB, "--scenario", "OVS_DPDK1q", "--reserve", "4"]
     )
     assert code == ExitCode.OK
-    argv = jobcreator.calls()[0]
+    argv = beaker.calls()[0]
     assert argv[argv.index("--kickrepo") + 1] == REPO
     assert argv[argv.index("--kickrepo", argv.index("--kickrepo") + 1) + 1] == other
     assert argv[argv.index("--reserve") + 1] == "4" and argv[-1] == "--autosubmit"
     assert capsys.readouterr().out == "J:4201\n"
 
 
-def test_fractional_reserve_hours_are_passed_on(jobcreator: FakeJobcreator) -> None:
+def test_fractional_reserve_hours_are_passed_on(beaker: RecordingBeaker) -> None:
     # jobcreator takes fractional hours (--reserve 1.5); Jenkins' RESERVE_HOURS may hold one.
     assert main(["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--reserve", "1.5"]) == 0
-    argv = jobcreator.calls()[0]
+    argv = beaker.calls()[0]
     assert argv[argv.index("--reserve") + 1] == "1.5"
 
 
 def test_one_failed_submission_fails_the_run_but_keeps_the_others(
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "OVS_DPDK2q")
+    beaker.refuse("OVS_DPDK2q")
     ids = tmp_path / "job-ids.json"
     code = main(
         [
@@ -124,14 +125,14 @@ def test_one_failed_submission_fails_the_run_but_keeps_the_others(
     out, err = capsys.readouterr()
     assert code == ExitCode.ERROR
     assert out.splitlines() == ["J:4201", "J:4203"]
-    assert [c[c.index("--config") + 1] for c in jobcreator.calls()] == [
+    assert [c[c.index("--config") + 1] for c in beaker.calls()] == [
         "OVS_DPDK1q",
         "OVS_DPDK2q",
         "OVS_DPDK4q",
     ]
     assert (
-        "ovsperf-koji: error: 1 of 3 submissions failed: 'OVS_DPDK2q': jobcreator exited 2: "
-        "jobcreator: error: Beaker hub refused the job for OVS_DPDK2q"
+        "ovsperf-koji: error: 1 of 3 submissions failed: 'OVS_DPDK2q': Beaker hub "
+        f"'{beaker.hub.url}' rejected the job: Beaker refused the job for 'ovsperf OVS_DPDK2q on '"
     ) in err
     assert [j["job_id"] for j in json.loads(ids.read_text())["jobs"]] == ["J:4201", "J:4203"]
 
@@ -149,10 +150,6 @@ def test_one_failed_submission_fails_the_run_but_keeps_the_others(
         (["--repo", REPO, *LAB, "--scenario", ","], "No --scenario given."),
         (["--repo", REPO, *LAB[:4], "--distro", " ", "--scenario", "OVS_DPDK1q"], "Empty distro."),
         (["--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--reserve", "-1"], "is negative"),
-        (
-            ["--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--jobcreator", "no-such-jobcreator"],
-            "Nothing submitted: 'no-such-jobcreator' not found on PATH.",
-        ),
     ],
     ids=[
         "unknown-scenario",
@@ -162,35 +159,40 @@ def test_one_failed_submission_fails_the_run_but_keeps_the_others(
         "empty",
         "empty-distro",
         "reserve",
-        "no-exe",
     ],
 )
 def test_bad_input_submits_nothing(
-    jobcreator: FakeJobcreator, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     code = main(["submit", *argv])
     out, err = capsys.readouterr()
     assert code == ExitCode.ERROR and out == ""
     assert message in err
-    assert jobcreator.calls() == []
+    assert beaker.calls() == []
 
 
 def test_unknown_scenario_lists_the_valid_ones(
-    jobcreator: FakeJobcreator, capsys: pytest.CaptureFixture[str]
+    beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK3q"]) == ExitCode.ERROR
     err = capsys.readouterr().err
     assert "OVS_DPDK3q" in err and "OVS_DPDK1q_GUEST_DPDK1q" in err
 
 
-def test_jobcreator_printing_no_id_is_a_failure(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_the_old_jobcreator_option_is_accepted_and_ignored(
+    beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "jobcreator"
-    exe.write_text("#!/bin/sh\necho 'job written to /tmp/job.xml'\n")
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    argv = ["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q", "--jobcreator", "/opt/x/jobcreator"]
+    assert main(argv) == ExitCode.OK
+    assert capsys.readouterr().out == "J:4201\n"
+    assert beaker.calls() == [expected_argv("OVS_DPDK1q", tag="ovsperf")]
+
+
+def test_an_unreachable_beaker_hub_is_a_failure_named_per_scenario(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, closed_port_url: str
+) -> None:
+    conf = write_client_conf(tmp_path / "client.conf", closed_port_url)
+    monkeypatch.setenv("BEAKER_CLIENT_CONF", str(conf))
     assert main(["submit", "--repo", REPO, *LAB, "--scenario", "OVS_DPDK1q"]) == ExitCode.ERROR
-    assert "jobcreator printed 0 job ids (expected one 'J:<id>' line)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "1 of 1 submissions failed: 'OVS_DPDK1q':" in err and closed_port_url in err

@@ -16,7 +16,7 @@ from kojiwatch.state import state_lock
 from ovsperf_common.exitcodes import ExitCode
 from tests.kojiwatch.cliutil import koji_args
 from tests.kojiwatch.conftest import OWNER, TAG
-from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakebeaker import RecordingBeaker
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
 
 
@@ -54,11 +54,11 @@ def watch_argv(hub: FakeKojiHub, web: StaticHttpServer, state: Path, *extra: str
 
 @dataclass
 class Rig:
-    """Everything a watch test touches: hub, web server, jobcreator, RPMs and the state file."""
+    """Everything a watch test touches: Koji hub, web server, Beaker hub, RPMs and the state file."""
 
     hub: FakeKojiHub
     web: StaticHttpServer
-    jobcreator: FakeJobcreator
+    beaker: RecordingBeaker
     rpms: dict[str, list[Path]]
     state: Path
     capsys: pytest.CaptureFixture[str]
@@ -77,16 +77,16 @@ class Rig:
 def rig(
     hub: FakeKojiHub,
     web: StaticHttpServer,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     rpms: dict[str, list[Path]],
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> Rig:
-    return Rig(hub, web, jobcreator, rpms, tmp_path / "watch-state.json", capsys)
+    return Rig(hub, web, beaker, rpms, tmp_path / "watch-state.json", capsys)
 
 
 def configs(calls: list[list[str]]) -> list[tuple[str, str]]:
-    """Return (scenario, kick repo) per jobcreator call."""
+    """Return (scenario, kick repo) per job offered to the Beaker hub."""
     return [(c[c.index("--config") + 1], c[c.index("--kickrepo") + 1]) for c in calls]
 
 
@@ -100,7 +100,7 @@ def test_new_builds_tested_once_across_restarts(rig: Rig) -> None:
     code, out, err = rig.run("--baseline", "ovs-3.0", "--job-xml-dir", str(jobs_dir))
     assert code == ExitCode.OK, err
     ovs32 = f"{web.base_url}/openvswitch-3.2.0-1.fc39/"
-    assert configs(rig.jobcreator.calls()) == [("OVS_DPDK1q", ovs32), ("OVS_DPDK2q", ovs32)]
+    assert configs(rig.beaker.calls()) == [("OVS_DPDK1q", ovs32), ("OVS_DPDK2q", ovs32)]
     assert out.splitlines() == ["J:4201", "J:4202"]
     assert "Started watching 'openvswitch' in tag 'fdp-el9-candidate' (2 tagged builds" in err
     assert rig.record(old)["status"] == "skipped"
@@ -115,48 +115,48 @@ def test_new_builds_tested_once_across_restarts(rig: Rig) -> None:
 
     # Restart with nothing new: nothing submitted again.
     assert rig.run()[:2] == (ExitCode.OK, "")
-    assert len(rig.jobcreator.calls()) == 2
+    assert len(rig.beaker.calls()) == 2
 
     # A new dpdk build and a build by someone else appear; only the dpdk one is ours.
     dpdk = hub.add_build(rpms["dpdk"], tags=(TAG,))
     foreign = hub.add_build(rpms["ovs31"], owner="someone-else", tags=(TAG,))
     assert rig.run()[0] == ExitCode.OK
     dpdk_url = f"{web.base_url}/dpdk-22.11-1.fc39/"
-    assert configs(rig.jobcreator.calls())[2:] == [("OVS_DPDK1q", dpdk_url), ("OVS_DPDK2q", dpdk_url)]
+    assert configs(rig.beaker.calls())[2:] == [("OVS_DPDK1q", dpdk_url), ("OVS_DPDK2q", dpdk_url)]
     assert rig.record(dpdk)["status"] == "submitted"
     assert rig.record(foreign)["status"] == "skipped"
     assert "owner 'someone-else'" in rig.record(foreign)["reason"]
 
     # And once more: still nothing twice.
     assert rig.run("--max-polls", "2")[0] == ExitCode.OK
-    assert len(rig.jobcreator.calls()) == 4
+    assert len(rig.beaker.calls()) == 4
 
 
 def test_interrupted_build_resumes_with_only_the_missing_scenarios(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     build = rig.hub.add_build(rig.rpms["dpdk"], tags=(TAG,))
-    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "OVS_DPDK2q")
+    rig.beaker.refuse("OVS_DPDK2q")
     code, _, err = rig.run()
     assert code == ExitCode.ERROR
     assert "Attempt 1 for 'dpdk-22.11-1.fc39' failed (retried next poll)" in err
     rec = rig.record(build)
     assert rec["status"] == "pending" and rec["jobs"] == {"OVS_DPDK1q": "J:4201"}
 
-    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "")
+    rig.beaker.refuse()
     assert rig.run()[:2] == (ExitCode.OK, "J:4203\n")
-    assert [s for s, _ in configs(rig.jobcreator.calls())] == ["OVS_DPDK1q", "OVS_DPDK2q", "OVS_DPDK2q"]
+    assert [s for s, _ in configs(rig.beaker.calls())] == ["OVS_DPDK1q", "OVS_DPDK2q", "OVS_DPDK2q"]
     rec = rig.record(build)
     assert rec["status"] == "submitted" and rec["jobs"] == {"OVS_DPDK1q": "J:4201", "OVS_DPDK2q": "J:4203"}
 
 
 def test_failing_build_given_up_after_three_attempts(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     build = rig.hub.add_build(rig.rpms["dpdk"], tags=(TAG,))
-    monkeypatch.setenv("FAKE_JOBCREATOR_FAIL", "OVS_DPDK1q,OVS_DPDK2q")
+    rig.beaker.refuse("OVS_DPDK1q", "OVS_DPDK2q")
     code, _, err = rig.run("--max-polls", "5")
     assert code == ExitCode.ERROR
     assert "Giving up on 'dpdk-22.11-1.fc39' after 3 attempts" in err
-    assert len(rig.jobcreator.calls()) == 6
+    assert len(rig.beaker.calls()) == 6
     assert rig.record(build)["status"] == "failed"
 
 
@@ -172,7 +172,7 @@ def test_unfinished_build_in_tag_is_skipped_and_newer_builds_go_in_id_order(rig:
     assert "is FAILED, not COMPLETE" in rig.record(failed)["reason"]
     assert [rig.record(b)["status"] for b in (first, second)] == ["submitted", "submitted"]
     # openvswitch is listed before dpdk, but within each package builds go oldest first.
-    repos = [repo for _, repo in configs(rig.jobcreator.calls())]
+    repos = [repo for _, repo in configs(rig.beaker.calls())]
     assert (
         repos
         == [f"{rig.web.base_url}/openvswitch-3.2.0-1.fc39/"] * 2
@@ -191,7 +191,7 @@ def test_hub_down_retried_with_backoff_then_recovers(rig: Rig) -> None:
     assert "Poll failed (1 of at most 4 consecutive failures)" in first and "retrying in 0.05 s." in first
     assert "retrying in 0.1 s." in second
     assert "503" in err and "unreachable during listTagged" in err
-    assert len(rig.jobcreator.calls()) == 2
+    assert len(rig.beaker.calls()) == 2
 
 
 def test_hub_down_gives_up_bounded_and_submits_nothing(rig: Rig) -> None:
@@ -204,7 +204,7 @@ def test_hub_down_gives_up_bounded_and_submits_nothing(rig: Rig) -> None:
     assert rig.hub.failed_requests == 3
     assert "ovsperf-koji: error: Gave up after 3 consecutive failed polls: Koji hub" in err
     assert elapsed < 10
-    assert rig.jobcreator.calls() == [] and list(rig.web.root.iterdir()) == []
+    assert rig.beaker.calls() == [] and list(rig.web.root.iterdir()) == []
 
 
 def test_unknown_tag_fails_at_once_without_retrying(rig: Rig) -> None:
