@@ -3,9 +3,9 @@
 set -o errexit -o nounset -o pipefail
 OUT="${WORKSPACE}/out"
 mkdir -p "${OUT}"
-# shellcheck source=jenkins/builders/koji-args.sh
-. "${WORKSPACE}/jenkins/builders/koji-args.sh"
-"${WORKSPACE}/jenkins/scripts/prepare-repo.sh" --latest-tagged "${KOJI_TAG}" --package "${PACKAGES}" \
+# shellcheck source=jenkins/builders/env.sh
+. "${WORKSPACE}/jenkins/builders/env.sh"
+"${OVSPERF_KOJI}" prepare-repo --latest-tagged "${KOJI_TAG}" --package "${PACKAGES}" \
     ${KOJI_ARGS[@]+"${KOJI_ARGS[@]}"} --publish-dir "${REPO_PUBLISH_DIR}" --base-url "${REPO_BASE_URL}" \
     --output-json "${OUT}/repo.json" >"${OUT}/repo-url.txt"
 echo "Repo: $(<"${OUT}/repo-url.txt")"

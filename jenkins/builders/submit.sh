@@ -11,6 +11,8 @@ fi
     echo "submit: ${OUT}/repo-url.txt is missing or empty; the prepare step made no repo." >&2
     exit 2
 }
+# shellcheck source=jenkins/builders/env.sh
+. "${WORKSPACE}/jenkins/builders/env.sh"
 ARGS=(--repo "$(<"${OUT}/repo-url.txt")" --host "${GENERATOR_HOST}" --host "${DUT_HOST}"
     --distro "${DISTRO}" --scenario "${SCENARIOS}" --tag "${JOB_NAME} #${BUILD_NUMBER}"
     --ids-file "${OUT}/job-ids.json" --job-xml-dir "${OUT}/beaker-jobs")
@@ -20,4 +22,4 @@ fi
 if [[ -n "${RESERVE_HOURS:-}" ]]; then
     ARGS+=(--reserve "${RESERVE_HOURS}")
 fi
-"${WORKSPACE}/jenkins/scripts/submit.sh" "${ARGS[@]}" | tee "${OUT}/job-ids.txt"
+"${OVSPERF_KOJI}" submit "${ARGS[@]}" | tee "${OUT}/job-ids.txt"

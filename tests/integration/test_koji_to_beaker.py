@@ -3,7 +3,7 @@
 RPMs built with ``rpmbuild`` → the stand-in Koji hub (tests/kojiwatch/fakes.py) →
 ``jenkins/scripts/prepare-repo.sh`` (``ovsperf-koji prepare-repo``: the real koji client, real
 ``createrepo_c``) → ``jenkins/scripts/submit.sh`` (``ovsperf-koji submit``) running the REAL
-``jobcreator`` console script with ``--autosubmit`` → beaker-client's real ``HubProxy`` → the
+jobcreator, in-process in ``ovsperf-koji submit`` → beaker-client's real ``HubProxy`` → the
 stand-in Beaker hub (tests/jobcreator/fakehub.py). Only the two hubs are doubles; everything between
 them is what Jenkins runs.
 """
@@ -31,9 +31,9 @@ from tests.kojiwatch.repocheck import repo_packages
 from tests.kojiwatch.rpmtools import build_rpm
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = REPO / "jenkins" / "scripts"
 VENV = Path(sys.prefix)
 """The environment running the tests: it has the console scripts (``pip install -e .``)."""
+KOJI = VENV / "bin" / "ovsperf-koji"
 TG = "gen.lab.example.com"
 DUT = "dut.lab.example.com"
 DISTRO = "RHEL-9.4.0"
@@ -77,8 +77,7 @@ def test_koji_build_to_submitted_beaker_jobs(
     tmp_path: Path,
 ) -> None:
     koji_hub, web, beaker_hub, env = pipeline
-    jobcreator = VENV / "bin" / "jobcreator"
-    assert "jobcreator.cli" in jobcreator.read_text(), "the real jobcreator console script must be used"
+    assert "kojiwatch.cli" in KOJI.read_text(), "the real ovsperf-koji console script must be used"
     rpms = build_rpm(
         tmp_path / "rpms", "openvswitch", "3.3.0", "7.el9fdp", subpackages=(("python", "noarch"),)
     )
@@ -86,7 +85,7 @@ def test_koji_build_to_submitted_beaker_jobs(
 
     # 1. prepare-repo: the Koji build's x86_64 + noarch RPMs as a published yum repo.
     which = ["--build", str(build_id), "--package", "openvswitch", "--owner", OWNER, "--tag", TAG]
-    prep = _run([str(SCRIPTS / "prepare-repo.sh"), *which, *koji_args(koji_hub, web)], env)
+    prep = _run([str(KOJI), "prepare-repo", *which, *koji_args(koji_hub, web)], env)
     assert prep.returncode == 0, prep.stderr
     repo_url = prep.stdout.strip()
     assert repo_url == f"{web.base_url}/openvswitch-3.3.0-7.el9fdp/"
@@ -96,12 +95,13 @@ def test_koji_build_to_submitted_beaker_jobs(
     }
     assert {"getBuild", "listRPMs"} <= set(koji_hub.methods_called())
 
-    # 2. submit: the real jobcreator, once per scenario, against the stand-in Beaker hub.
+    # 2. submit: the real jobcreator (in-process), once per scenario, against the stand-in Beaker hub.
     ids_file = tmp_path / "out" / "job-ids.json"
     xml_dir = tmp_path / "out" / "beaker-jobs"
     sub = _run(
         [
-            str(SCRIPTS / "submit.sh"),
+            str(KOJI),
+            "submit",
             "--repo",
             repo_url,
             "--host",
@@ -174,7 +174,7 @@ def test_watch_submits_a_new_build_once_across_restarts(
         *koji_args(koji_hub, web),
         *("--host", TG, "--host", DUT, "--distro", DISTRO, "--scenario", "OVS_DPDK2q"),
     ]
-    # Run as a systemd unit would: the venv's bin is not on PATH, ovsperf-koji finds its jobcreator.
+    # Run as a systemd unit would: the venv's bin is not on PATH (jobcreator runs in-process).
     env = {**env, "PATH": "/usr/bin:/bin"}
     first = _run(argv, env)
     assert first.returncode == 0, first.stderr

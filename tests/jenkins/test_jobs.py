@@ -156,8 +156,8 @@ def test_builders_run_our_scripts_verbatim(jobs: dict[str, etree._Element], name
     prepare = "prepare-repo-nightly.sh" if name.endswith("nightly") else "prepare-repo-trigger.sh"
     expected = [(JENKINS_DIR / "builders" / f).read_text() for f in ("install.sh", prepare, "submit.sh")]
     assert commands == expected
-    assert '"${WORKSPACE}/jenkins/scripts/prepare-repo.sh"' in commands[1]
-    assert '"${WORKSPACE}/jenkins/scripts/submit.sh"' in commands[2]
+    assert '"${OVSPERF_KOJI}" prepare-repo' in commands[1]
+    assert '"${OVSPERF_KOJI}" submit' in commands[2]
     for command in commands:
         assert command.startswith("#!/bin/bash\n")
         assert "set -o errexit -o nounset -o pipefail" in command

@@ -1,20 +1,20 @@
 """Run the Jenkins builder scripts as Jenkins would (bash, job parameters in the environment) and by hand.
 
 Real: bash, ``ovsperf-koji`` (the installed console script), koji's client library, rpmbuild-built
-RPMs, createrepo_c. Stand-ins: the Koji hub (XML-RPC + file server on 127.0.0.1) and ``jobcreator``.
+RPMs, createrepo_c. Stand-ins: the Koji hub (XML-RPC + file server on 127.0.0.1) and the Beaker hub.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.kojiwatch.fakejobcreator import FakeJobcreator
+from tests.kojiwatch.fakebeaker import RecordingBeaker
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer, unused_port
 from tests.kojiwatch.repocheck import repo_packages
 from tests.kojiwatch.rpmtools import build_rpm
@@ -43,17 +43,15 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def jobcreator(tmp_path: Path) -> FakeJobcreator:
-    """The stand-in jobcreator, for subprocess environments only (see :meth:`FakeJobcreator.env`)."""
-    return FakeJobcreator(tmp_path / "bin")
+def beaker(tmp_path: Path) -> Iterator[RecordingBeaker]:
+    """The stand-in Beaker hub; the builders' ovsperf-koji reaches it through ``BEAKER_CLIENT_CONF``."""
+    with RecordingBeaker(tmp_path / "beaker") as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An OVSPERF_VENV holding only our ``ovsperf-koji``, so the wrappers' PATH puts nothing else first.
-
-    (The real venv also has the real ``jobcreator``, which would shadow the stand-in.)
-    """
+    """An OVSPERF_VENV as install.sh leaves it, as far as the builders use it: ``bin/ovsperf-koji``."""
     root = tmp_path_factory.mktemp("venv")
     (root / "bin").mkdir()
     (root / "bin" / "ovsperf-koji").symlink_to(Path(sys.executable).parent / "ovsperf-koji")
@@ -64,12 +62,12 @@ def jenkins_env(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     venv: str,
     **params: str,
 ) -> dict[str, str]:
     """Environment of a Jenkins build of our jobs: job parameters plus what Jenkins sets."""
-    env = jobcreator.env()
+    env = beaker.env()
     env.update(
         {
             "WORKSPACE": str(workspace),
@@ -110,7 +108,7 @@ def test_trigger_job_from_ci_message_to_submitted_jobs(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     rpms: dict[str, list[Path]],
     venv: str,
 ) -> None:
@@ -122,7 +120,7 @@ def test_trigger_job_from_ci_message_to_submitted_jobs(
         "new": 1,
         "btypes": {"rpm": None},
     }
-    env = jenkins_env(hub, web, workspace, jobcreator, venv, CI_MESSAGE=json.dumps(message))
+    env = jenkins_env(hub, web, workspace, beaker, venv, CI_MESSAGE=json.dumps(message))
     prep = bash(workspace / "jenkins/builders/prepare-repo-trigger.sh", env)
     assert prep.returncode == 0, prep.stderr
     url = f"{web.base_url}/openvswitch-3.3.0-2.el9fdp/"
@@ -150,7 +148,7 @@ def test_trigger_job_from_ci_message_to_submitted_jobs(
         "OVS_DPDK1q_GUEST_DPDK1q.xml",
         "OVS_DPDK2q.xml",
     ]
-    assert jobcreator.calls()[0] == [
+    assert beaker.calls()[0] == [
         "--host",
         "moongen.lab",
         "--host",
@@ -163,8 +161,6 @@ def test_trigger_job_from_ci_message_to_submitted_jobs(
         url,
         "--tag",
         "ovsperf-openvswitch-koji-build #17",
-        "--output",
-        str(out / "beaker-jobs" / "OVS_DPDK1q_GUEST_DPDK1q.xml"),
         "--autosubmit",
     ]
 
@@ -173,7 +169,7 @@ def test_nightly_job_tests_latest_tagged_builds(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     rpms: dict[str, list[Path]],
     venv: str,
 ) -> None:
@@ -183,7 +179,7 @@ def test_nightly_job_tests_latest_tagged_builds(
         hub,
         web,
         workspace,
-        jobcreator,
+        beaker,
         venv,
         JOB_NAME="ovsperf-nightly",
         PACKAGES="openvswitch dpdk",
@@ -197,7 +193,7 @@ def test_nightly_job_tests_latest_tagged_builds(
     assert {p[0] for p in repo_packages(url)} == {"dpdk", "dpdk-doc", "openvswitch", "openvswitch-python"}
     sub = bash(workspace / "jenkins/builders/submit.sh", env)
     assert sub.returncode == 0, sub.stderr
-    (call,) = jobcreator.calls()
+    (call,) = beaker.calls()
     assert call[call.index("--kickrepo") + 1] == url and call[call.index("--reserve") + 1] == "2"
 
 
@@ -205,34 +201,34 @@ def test_build_not_in_the_tag_is_unstable_and_submits_nothing(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     rpms: dict[str, list[Path]],
     venv: str,
 ) -> None:
     build_id = hub.add_build(rpms["ovs"], tags=("rhel-9.2-fdp-candidate",))
-    env = jenkins_env(hub, web, workspace, jobcreator, venv, KOJI_BUILD_ID=str(build_id))
+    env = jenkins_env(hub, web, workspace, beaker, venv, KOJI_BUILD_ID=str(build_id))
     prep = bash(workspace / "jenkins/builders/prepare-repo-trigger.sh", env)
     assert prep.returncode == 3  # the job's unstableReturn
     assert "is not tagged into 'fdp-el9-candidate'" in prep.stderr
-    assert list(web.root.iterdir()) == [] and jobcreator.calls() == []
+    assert list(web.root.iterdir()) == [] and beaker.calls() == []
     # Jenkins runs the next builder after an UNSTABLE step: it must submit nothing and not fail.
     sub = bash(workspace / "jenkins/builders/submit.sh", env)
     assert sub.returncode == 0, sub.stderr
     assert "nothing submitted: The build is not in fdp-el9-candidate" in sub.stderr
-    assert sub.stdout == "" and jobcreator.calls() == []
+    assert sub.stdout == "" and beaker.calls() == []
 
 
 def test_failed_submission_fails_the_builder(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     venv: str,
 ) -> None:
     (workspace / "out").mkdir()
     (workspace / "out/repo-url.txt").write_text(f"{web.base_url}/openvswitch-3.3.0-2.el9fdp/\n")
-    env = jenkins_env(hub, web, workspace, jobcreator, venv)
-    env["FAKE_JOBCREATOR_FAIL"] = "OVS_DPDK2q"
+    env = jenkins_env(hub, web, workspace, beaker, venv)
+    beaker.refuse("OVS_DPDK2q")
     sub = bash(workspace / "jenkins/builders/submit.sh", env)
     assert sub.returncode == 2
     assert "1 of 2 submissions failed: 'OVS_DPDK2q'" in sub.stderr
@@ -257,7 +253,7 @@ def test_trigger_builder_bad_input_fails_cleanly(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     rpms: dict[str, list[Path]],
     params: dict[str, str],
     message: str,
@@ -266,86 +262,39 @@ def test_trigger_builder_bad_input_fails_cleanly(
     hub.add_build(rpms["ovs"], tags=(TAG,))
     if params.get("KOJI_HUB") == "UNREACHABLE":
         params = {"KOJI_HUB": f"http://127.0.0.1:{unused_port()}/kojihub", "KOJI_BUILD_ID": "1000"}
-    env = jenkins_env(hub, web, workspace, jobcreator, venv, **params)
+    env = jenkins_env(hub, web, workspace, beaker, venv, **params)
     prep = bash(workspace / "jenkins/builders/prepare-repo-trigger.sh", env)
     assert prep.returncode == 2
     assert message in prep.stderr
-    assert list(web.root.iterdir()) == [] and jobcreator.calls() == []
+    assert list(web.root.iterdir()) == [] and beaker.calls() == []
     assert not (workspace / "out/repo-url.txt").exists() or (workspace / "out/repo-url.txt").read_text() == ""
 
 
-def test_scripts_run_by_hand_with_the_same_arguments(
-    hub: FakeKojiHub,
-    web: StaticHttpServer,
-    jobcreator: FakeJobcreator,
-    rpms: dict[str, list[Path]],
-    venv: str,
-) -> None:
-    """A person runs jenkins/scripts/*.sh straight from the checkout, no Jenkins variables."""
-    build_id = hub.add_build(rpms["dpdk"], tags=(TAG,))
-    env = jobcreator.env()
-    env["OVSPERF_VENV"] = venv
-    prep = bash(
-        ROOT / "jenkins/scripts/prepare-repo.sh",
-        env,
-        "--build",
-        "dpdk-23.11-1.el9",
-        "--package",
-        "dpdk",
-        "--tag",
-        TAG,
-        "--hub",
-        hub.hub_url,
-        "--topurl",
-        hub.topurl,
-        "--publish-dir",
-        str(web.root),
-        "--base-url",
-        web.base_url,
-    )
-    assert prep.returncode == 0, prep.stderr
-    assert prep.stdout == f"{web.base_url}/dpdk-23.11-1.el9/\n"
-    assert ("getBuild", ("dpdk-23.11-1.el9",), {}) in hub.calls and build_id > 0
-    sub = bash(
-        ROOT / "jenkins/scripts/submit.sh",
-        env,
-        "--repo",
-        prep.stdout.strip(),
-        "--host",
-        "gen",
-        "--host",
-        "dut",
-        "--distro",
-        "RHEL-9.4.0",
-        "--scenario",
-        "OVS_DPDK1q",
-    )
-    assert sub.returncode == 0, sub.stderr
-    assert sub.stdout == "J:4201\n"
-    help_out = bash(ROOT / "jenkins/scripts/submit.sh", env, "--help")
-    assert (
-        help_out.returncode == 0 and "--kickrepo" not in help_out.stdout and "--scenario" in help_out.stdout
-    )
-
-
-def test_wrapper_without_ovsperf_installed_says_so(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "OVSPERF_VENV": str(tmp_path / "no-venv"), "HOME": str(tmp_path)}
-    proc = bash(ROOT / "jenkins/scripts/prepare-repo.sh", env, "--build", "1")
+def test_builders_without_the_install_step_say_so(workspace: Path, tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "WORKSPACE": str(workspace),
+        "OVSPERF_VENV": str(tmp_path / "no-venv"),
+        "KOJI_TAG": TAG,
+        "PACKAGES": "openvswitch",
+        "REPO_PUBLISH_DIR": str(tmp_path),
+        "REPO_BASE_URL": "http://127.0.0.1/",
+    }
+    proc = bash(workspace / "jenkins/builders/prepare-repo-nightly.sh", env)
     assert proc.returncode == 2
-    assert "'ovsperf-koji' not found" in proc.stderr
-    assert os.access(ROOT / "jenkins/scripts/prepare-repo.sh", os.X_OK)
-    assert os.access(ROOT / "jenkins/scripts/submit.sh", os.X_OK)
+    assert f"'{tmp_path}/no-venv/bin/ovsperf-koji' is missing; the install step must run first" in proc.stderr
 
 
 def test_submit_without_a_repo_fails_and_submits_nothing(
     hub: FakeKojiHub,
     web: StaticHttpServer,
     workspace: Path,
-    jobcreator: FakeJobcreator,
+    beaker: RecordingBeaker,
     venv: str,
 ) -> None:
-    env = jenkins_env(hub, web, workspace, jobcreator, venv)
+    env = jenkins_env(hub, web, workspace, beaker, venv)
     sub = bash(workspace / "jenkins/builders/submit.sh", env)
     assert sub.returncode == 2
     assert "out/repo-url.txt is missing or empty; the prepare step made no repo" in sub.stderr
-    assert jobcreator.calls() == []
+    assert beaker.calls() == []

@@ -43,8 +43,12 @@ def test_refuses_fifo_socket_directory_and_symlink(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(real)
     try:
-        for path, kind in ((fifo, "a FIFO"), (sock_path, "a socket"), (directory, "a directory"),
-                           (link, "a symbolic link")):
+        for path, kind in (
+            (fifo, "a FIFO"),
+            (sock_path, "a socket"),
+            (directory, "a directory"),
+            (link, "a symbolic link"),
+        ):
             with pytest.raises(UnsafeTargetError, match=kind) as info:
                 atomic_write_text(path, "x")
             assert isinstance(info.value, OSError)

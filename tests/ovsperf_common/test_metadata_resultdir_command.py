@@ -99,12 +99,36 @@ def test_incomplete_without_reason_is_refused() -> None:
 
 def test_module_entry_writes_what_the_beaker_task_passes(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "ovsperf_common.metadata", str(tmp_path), "--scenario", "OVS_DPDK1q",
-         "--producer", "vsperf_test", "--test", "0:phy2phy_tput:p2p", "--missing-test", "pvp_tput",
-         "--host", "dut=dut01", "--host", "trafficgen=", "--packages-file", "-",
-         "--set", "beaker_job_id=J:12", "--set", "vsperf_commit="],
+        [
+            sys.executable,
+            "-m",
+            "ovsperf_common.metadata",
+            str(tmp_path),
+            "--scenario",
+            "OVS_DPDK1q",
+            "--producer",
+            "vsperf_test",
+            "--test",
+            "0:phy2phy_tput:p2p",
+            "--missing-test",
+            "pvp_tput",
+            "--host",
+            "dut=dut01",
+            "--host",
+            "trafficgen=",
+            "--packages-file",
+            "-",
+            "--set",
+            "beaker_job_id=J:12",
+            "--set",
+            "vsperf_commit=",
+        ],
         input="openvswitch 2.17.0-1.el8.x86_64\ndpdk 21.11-1.el8.x86_64\n",
-        capture_output=True, text=True, env=_env(), timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(tmp_path / "ovsperf-metadata.json")
@@ -116,8 +140,21 @@ def test_module_entry_writes_what_the_beaker_task_passes(tmp_path: Path) -> None
     assert md.packages == {"openvswitch": "2.17.0-1.el8.x86_64", "dpdk": "21.11-1.el8.x86_64"}
     assert md.extra == {"beaker_job_id": "J:12", "vsperf_commit": None, "missing_tests": ["pvp_tput"]}
     bad = subprocess.run(
-        [sys.executable, "-m", "ovsperf_common.metadata", str(tmp_path), "--scenario", "a b",
-         "--producer", "x"], capture_output=True, text=True, env=_env(), timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "ovsperf_common.metadata",
+            str(tmp_path),
+            "--scenario",
+            "a b",
+            "--producer",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+        check=False,
     )
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "field 'scenario'" in bad.stderr
@@ -192,14 +229,17 @@ def test_resultdir_module_entry(tmp_path: Path) -> None:
     (path / "notes.csv").write_text("x")
     run = [sys.executable, "-m", "ovsperf_common.resultdir"]
     done = subprocess.run([*run, "csvs", str(path)], capture_output=True, text=True, env=_env(), timeout=60)
-    assert (done.returncode, done.stdout.split()) == (0, [str(path / "result_0_a_p2p.csv"),
-                                                          str(path / "result_1_b_pvp.csv")])
+    assert (done.returncode, done.stdout.split()) == (
+        0,
+        [str(path / "result_0_a_p2p.csv"), str(path / "result_1_b_pvp.csv")],
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     done = subprocess.run([*run, "csvs", str(empty)], capture_output=True, text=True, env=_env(), timeout=60)
     assert (done.returncode, done.stdout) == (3, "")
-    done = subprocess.run([*run, "dirs", str(tmp_path / "x")], capture_output=True, text=True, env=_env(),
-                          timeout=60)
+    done = subprocess.run(
+        [*run, "dirs", str(tmp_path / "x")], capture_output=True, text=True, env=_env(), timeout=60
+    )
     assert done.returncode == 2 and "no such results directory" in done.stderr
 
 

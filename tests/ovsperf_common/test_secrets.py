@@ -17,7 +17,7 @@ END = "-----END " + "OPENSSH PRIVATE KEY-----"
         ("db.password: hunter2 # comment", "db.password: *** # comment"),
         ("password=hunter2;user=x", "password=***;user=x"),
         ("apiKey = 'abc123'", "apiKey = '***'"),
-        ("TOKEN: \"t0k\"", "TOKEN: \"***\""),
+        ('TOKEN: "t0k"', 'TOKEN: "***"'),
         ("GUEST_PASSWORD = ['pw1', \"pw2\"]", "GUEST_PASSWORD = ['***', \"***\"]"),
         ("GUEST_PASSWORD = ('pw1',)", "GUEST_PASSWORD = ('***',)"),
         ("GUEST_PASSWORD = [secret]", "GUEST_PASSWORD = [***]"),

@@ -1,4 +1,3 @@
-
 """Check the pure comparison: single-run thresholds, t-test statistics and INVALID handling."""
 
 from __future__ import annotations
