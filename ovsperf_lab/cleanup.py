@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ovsperf_lab.errors import CleanupError
+from ovsperf_lab.errors import LabError
 from ovsperf_lab.state import RunState, release
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class CleanupReport:
 def cleanup(state_root: Path, *, force: bool = False) -> CleanupReport:
     """Clean up orphaned runs under ``state_root`` (all runs with ``force``).
 
-    :raises CleanupError: listing the state directories that could not be read or removed.
+    :raises LabError: listing the state directories that could not be read or removed.
     """
     removed: list[str] = []
     actions: list[str] = []
@@ -59,5 +59,5 @@ def cleanup(state_root: Path, *, force: bool = False) -> CleanupReport:
         if run_dir.exists():
             problems.append(f"'{run_dir}' could not be removed")
     if problems:
-        raise CleanupError("Cleanup incomplete: " + "; ".join(problems) + ".")
+        raise LabError("Cleanup incomplete: " + "; ".join(problems) + ".")
     return CleanupReport(tuple(removed), tuple(actions), tuple(skipped))

@@ -10,19 +10,21 @@ from types import FrameType
 from typing import Any
 
 from jobcreator.catalog import load_catalog
-from jobcreator.errors import JobCreatorError
 from jobcreator.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.runner import add_verbosity_options, run_command
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabOptions, plan_run
+from ovsperf_lab.plan import RING_SIZES, LabOptions, plan_run
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import SearchResult, TrialKind, TrialRecord
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
 from ovsperf_lab.trafficgen import TrafficGenerator
+
+DEFAULTS = LabOptions()
+"""The defaults of every ``run`` option live in :class:`LabOptions`; the parser shows them."""
 
 EPILOG = (
     "exit codes: 0 OK (run complete; doctor: all required checks pass); "
@@ -49,8 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         "RFC 2544 throughput search, VSperf-format results.",
         epilog=EPILOG,
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (repeatable)")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output (repeatable)")
+    add_verbosity_options(parser)
     parser.add_argument("--catalog", type=Path, help="scenario catalog (default: the packaged one)")
     parser.add_argument(
         "--state-dir",
@@ -74,23 +75,38 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--validation-time", type=float, help="validation trial duration [s]")
     run.add_argument("--loss", type=float, help="acceptable loss [%%] (scenario's acceptable_loss_percent)")
     run.add_argument(
-        "--granularity", type=float, default=1.0, help="search granularity [%% of start rate] (1)"
+        "--granularity",
+        type=float,
+        default=DEFAULTS.granularity_percent,
+        help="search granularity [%% of start rate] (%(default)s)",
     )
-    run.add_argument("--flows", type=int, default=1, help="UDP flows per direction (1)")
-    run.add_argument("--max-trials", type=int, default=60, help="bound on counted trials per frame size (60)")
-    run.add_argument("--drain-time", type=float, default=2.0, help="RX time after TX stops [s] (2, RFC 2544)")
+    run.add_argument(
+        "--flows", type=int, default=DEFAULTS.flows, help="UDP flows per direction (%(default)s)"
+    )
+    run.add_argument(
+        "--max-trials",
+        type=int,
+        default=DEFAULTS.max_trials,
+        help="bound on counted trials per frame size (%(default)s)",
+    )
+    run.add_argument(
+        "--drain-time",
+        type=float,
+        default=DEFAULTS.drain_s,
+        help="RX time after TX stops [s] (%(default)s, RFC 2544 §23)",
+    )
     run.add_argument(
         "--ring-size",
         type=int,
-        default=DEFAULT_RING_SIZE,
-        help=f"descriptors per vhost-user ring of the generator and VNF ({DEFAULT_RING_SIZE}; "
-        "power of two, 256-32768)",
+        default=DEFAULTS.ring_size,
+        help="descriptors per vhost-user ring of the generator and VNF (%(default)s; "
+        f"power of two, {RING_SIZES[0]}-{RING_SIZES[-1]})",
     )
     run.add_argument(
         "--repeats",
         type=int,
-        default=1,
-        help="run every test this many times; generate-report pools the repeats as samples (1)",
+        default=DEFAULTS.repeats,
+        help="run every test this many times; generate-report pools the repeats as samples (%(default)s)",
     )
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
     run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
@@ -171,7 +187,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> Any:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run_scenario(args: argparse.Namespace) -> int:
+    """Plan and run one scenario; print the results directory; 0 when complete, else 2."""
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)
     options = LabOptions(
@@ -187,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         max_trials=args.max_trials,
         ring_size=args.ring_size,
         repeats=args.repeats,
-        tests=tuple(VsperfTest.from_spec(t) for t in args.test) if args.test else None,  # type: ignore[misc]
+        tests=tuple(VsperfTest.from_spec(t, field="--test") for t in args.test) if args.test else None,
     )
     facts = probe_machine()
     plan = plan_run(scenario, facts, options)
@@ -257,13 +274,12 @@ def _cleanup(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Run the sub-command."""
+    commands = {"run": _run_scenario, "doctor": _doctor, "list": _list, "cleanup": _cleanup}
+    return commands[args.command](args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``ovsperf-lab``; return the exit code (see ``--help``)."""
-    args = _parser().parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    commands = {"run": _run, "doctor": _doctor, "list": _list, "cleanup": _cleanup}
-    try:
-        return commands[args.command](args)
-    except (LabError, JobCreatorError) as err:
-        print(f"ovsperf-lab: {err}", file=sys.stderr)
-        return ExitCode.ERROR
+    return run_command(_parser(), _run, argv)

@@ -10,13 +10,14 @@ from jobcreator.catalog import Catalog
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.plan import LabOptions, plan_run
+from ovsperf_lab.requirements import Demand, Need, check_machine
 
 GENERATOR_BINARY = Path(__file__).resolve().parent.parent / "trafficgen" / "build" / "ovsperf-trafficgen"
 """Where ``make -C trafficgen`` puts the generator in this checkout."""
 
 
 @dataclass(frozen=True)
-class Check:
+class DoctorLine:
     """One line of the doctor's report."""
 
     name: str
@@ -37,82 +38,33 @@ def generator_binary() -> Path:
     return Path(override) if override else GENERATOR_BINARY
 
 
-def diagnose(facts: MachineFacts) -> list[Check]:
-    """Return every check, required ones first."""
+def diagnose(facts: MachineFacts) -> list[DoctorLine]:
+    """Return every requirement of :mod:`ovsperf_lab.requirements` for the default run, required first.
+
+    The default run is a PVP run with the default options and one PMD thread, so the hugepage
+    threshold is the one ``ovsperf-lab run`` applies to it; the traffic generator binary is added.
+    """
+    options = LabOptions()
+    demand = Demand(
+        pmd_cores=1,
+        memory_mb=options.hugepage_memory_mb(vnf=True),
+        needs=frozenset({Need.ALWAYS, Need.PVP_TESTPMD}),
+    )
     gen = generator_binary()
-    free_mb = facts.hugepages_2m_free * 2
-    checks = [
-        Check("root", facts.is_root, "running as root" if facts.is_root else "not root", "run with sudo"),
-        Check(
-            "CPUs",
-            len(facts.cpus) >= 2,
-            f"{len(facts.cpus)} usable ({','.join(map(str, facts.cpus))}); 1 for the generator, "
-            f"{max(len(facts.cpus) - 1, 0)} for OVS PMD threads",
-            "use a machine (or cpuset) with at least 2 CPUs",
-        ),
-        Check(
-            "hugetlbfs",
-            facts.hugetlbfs_mounted,
-            "/dev/hugepages mounted" if facts.hugetlbfs_mounted else "/dev/hugepages not mounted",
-            "mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages",
-        ),
-        Check(
-            "2 MB hugepages",
-            free_mb >= 1280,
-            f"{facts.hugepages_2m_total} reserved, {facts.hugepages_2m_free} free ({free_mb} MiB); "
-            "P2P needs ~900 MiB, PVP ~1.2 GiB",
-            "echo 1536 > /proc/sys/vm/nr_hugepages (or sudo scripts/setup-debian.sh)",
-        ),
-        Check(
-            "OVS with DPDK",
-            facts.ovs_vswitchd_dpdk is not None,
-            f"{facts.ovs_vswitchd_dpdk} (OVS {facts.ovs_version}, DPDK {facts.dpdk_version})"
-            if facts.ovs_vswitchd_dpdk
-            else "ovs-vswitchd-dpdk missing",
-            "apt-get install openvswitch-switch-dpdk (RHEL/Fedora: dnf install openvswitch)",
-        ),
-        Check(
-            "OVS tools",
-            all(facts.ovs_tools.values()) and facts.ovs_schema,
-            ", ".join(f"{k}={'ok' if v else 'MISSING'}" for k, v in facts.ovs_tools.items()),
-            "apt-get install openvswitch-switch",
-        ),
-        Check(
-            "traffic generator",
-            gen.is_file() and os.access(gen, os.X_OK),
-            str(gen) if gen.is_file() else f"{gen} not built",
-            "make -C trafficgen (needs libdpdk-dev, libjansson-dev)",
-        ),
-        Check(
-            "dpdk-testpmd (PVP forwarder)",
-            facts.testpmd is not None,
-            facts.testpmd or "missing",
-            "apt-get install dpdk (RHEL/Fedora: dnf install dpdk-tools)",
-            required=False,
-        ),
-        Check(
-            "KVM (PVP with a guest image)",
-            facts.kvm,
-            "/dev/kvm usable" if facts.kvm else "/dev/kvm missing or not accessible",
-            "enable VT-x/AMD-V and load kvm_intel/kvm_amd",
-            required=False,
-        ),
-        Check(
-            "QEMU (PVP with a guest image)",
-            facts.qemu is not None,
-            facts.qemu or "missing",
-            "apt-get install qemu-system-x86 (RHEL: dnf install qemu-kvm)",
-            required=False,
-        ),
-        Check(
-            "kernel openvswitch module (OvsVanilla)",
-            facts.kernel_ovs_module,
-            "available" if facts.kernel_ovs_module else f"not available for kernel {facts.kernel}",
-            "install the kernel's modules package, then modprobe openvswitch",
-            required=False,
-        ),
+    built = gen.is_file() and os.access(gen, os.X_OK)
+    lines = [
+        DoctorLine(c.name, c.ok, c.detail, None if c.ok else c.fix, c.need is Need.ALWAYS)
+        for c in check_machine(facts, demand)
+        if c.name != "guest image"
     ]
-    return [c if not c.ok else Check(c.name, True, c.detail, None, c.required) for c in checks]
+    generator = DoctorLine(
+        "traffic generator",
+        built,
+        str(gen) if gen.is_file() else f"{gen} not built",
+        None if built else "make -C trafficgen (needs libdpdk-dev, libjansson-dev)",
+    )
+    required = [line for line in lines if line.required]
+    return [*required, generator, *(line for line in lines if not line.required)]
 
 
 def scenario_readiness(catalog: Catalog, facts: MachineFacts) -> list[tuple[str, str | None]]:

@@ -1,36 +1,33 @@
-"""Define the exceptions of the local lab (one base, typed subclasses)."""
+"""Define the exceptions of the local lab: one base and those the run and the search tell apart."""
 
 from __future__ import annotations
 
+from ovsperf_common.errors import OvsperfError
 
-class LabError(Exception):
-    """Base of every error the local lab reports to the user; ``main()`` turns it into exit 2."""
+
+class LabError(OvsperfError):
+    """Base of every error the local lab reports: bad options, unwritable results, cleanup (exit 2)."""
 
 
 class TrafficGeneratorError(LabError):
     """The traffic generator failed: it would not start, replied with an error, hung or died."""
 
 
-class TrialSpecError(LabError):
-    """A trial was requested with invalid parameters (the message names the field)."""
-
-
 class SearchError(LabError):
-    """The throughput search cannot produce a result (nothing passed, too many invalid trials)."""
+    """The throughput search cannot produce a result (nothing passed, too many invalid trials).
 
-    def __init__(self, message: str, *, frame_size_bytes: int | None = None) -> None:
-        super().__init__(message)
-        self.frame_size_bytes = frame_size_bytes
-        """Frame size whose search failed [B]; ``None`` when not specific to one."""
+    Caught per frame size: the run records the failure and goes on with the next frame size.
+    """
 
 
 class GeneratorLimitedError(SearchError):
     """Every repeat of a trial fell short of its rate: the generator, not the DUT, was the limit."""
 
-    def __init__(self, message: str, *, frame_size_bytes: int, achieved_pps: float) -> None:
-        super().__init__(message, frame_size_bytes=frame_size_bytes)
+    def __init__(self, message: str, *, achieved_pps: float) -> None:
+        super().__init__(message)
         self.achieved_pps = achieved_pps
-        """Highest TX rate per direction the generator achieved in those trials [pps]."""
+        """Highest TX rate per direction the generator achieved in those trials [pps]; the search
+        lowers its ceiling below it."""
 
 
 class RefusedScenarioError(LabError):
@@ -41,25 +38,16 @@ class RefusedScenarioError(LabError):
         self.scenario = scenario
         """Catalog name of the refused scenario."""
         self.reasons = reasons
-        """One sentence per unmet requirement, each naming the fix."""
+        """One sentence per unmet requirement, each naming the fix (``doctor`` lists them)."""
 
 
 class OvsError(LabError):
     """The sandboxed OVS failed: a daemon would not start, died, or a command was refused."""
 
     def __init__(self, message: str, *, log_path: str | None = None) -> None:
+        """Build the message, pointing at ``log_path`` (the log that shows the cause) when given."""
         super().__init__(message + (f" See '{log_path}'." if log_path else ""))
-        self.log_path = log_path
-        """Log file that shows the cause, when there is one."""
 
 
 class VnfError(LabError):
     """The PVP forwarder (testpmd process or QEMU guest) failed to start or died."""
-
-
-class ResultsError(LabError):
-    """The results directory cannot be written (exists already, not writable, disk full)."""
-
-
-class CleanupError(LabError):
-    """Leftovers of an earlier run could not be removed (the message lists them)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovsperf_common.units import check_frame_size
-from ovsperf_lab.errors import TrialSpecError
+from ovsperf_lab.errors import LabError
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,15 @@ class TrialSpec:
         try:
             check_frame_size(self.frame_size_bytes, jumbo=self.jumbo)
         except ValueError as err:
-            raise TrialSpecError(f"Field 'frame_size_bytes': {err}") from err
+            raise LabError(f"Field 'frame_size_bytes': {err}") from err
         if not self.rate_pps > 0:
-            raise TrialSpecError(f"Field 'rate_pps' must be positive, got {self.rate_pps!r}.")
+            raise LabError(f"Field 'rate_pps' must be positive, got {self.rate_pps!r}.")
         if not self.duration_s > 0:
-            raise TrialSpecError(f"Field 'duration_s' must be positive, got {self.duration_s!r}.")
+            raise LabError(f"Field 'duration_s' must be positive, got {self.duration_s!r}.")
         if isinstance(self.flows, bool) or not isinstance(self.flows, int) or self.flows < 1:
-            raise TrialSpecError(f"Field 'flows' must be an integer >= 1, got {self.flows!r}.")
+            raise LabError(f"Field 'flows' must be an integer >= 1, got {self.flows!r}.")
         if self.warmup_s < 0 or self.drain_s < 0:
-            raise TrialSpecError("Fields 'warmup_s' and 'drain_s' must not be negative.")
+            raise LabError("Fields 'warmup_s' and 'drain_s' must not be negative.")
 
 
 @dataclass(frozen=True)

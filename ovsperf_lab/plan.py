@@ -16,9 +16,7 @@ from jobcreator.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswi
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
-
-HUGEPAGE_MB = 2
-"""Size of the hugepages the lab uses [MiB]."""
+from ovsperf_lab.requirements import Demand, Need, unmet
 
 DEFAULT_RING_SIZE = 8192
 """vhost-user ring size of the lab's generator and VNF ports [descriptors]. Measured on a
@@ -88,7 +86,15 @@ class LabOptions:
     """How often every test runs (``--repeats``); repeat *r* of test *t* writes VSperf result
     index ``r * len(tests) + t``, which ``generate-report`` pools as samples of one test [1]."""
 
+    def hugepage_memory_mb(self, *, vnf: bool) -> int:
+        """Return the hugepage memory OVS, the generator and (with ``vnf``) the forwarder reserve [MiB]."""
+        return self.ovs_socket_mem_mb + self.generator_memory_mb + (self.vnf_memory_mb if vnf else 0)
+
     def __post_init__(self) -> None:
+        """Check every option against its range.
+
+        :raises LabError: naming the command-line option and the accepted range.
+        """
         if self.frame_sizes_bytes is not None:
             for size in self.frame_sizes_bytes:
                 try:
@@ -190,14 +196,10 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         tests = tuple(t for t in scenario.tests if t in options.tests)
     needs_vnf = any(t.topology is not Topology.P2P for t in tests)
 
+    needs = {Need.ALWAYS}
     if scenario.vswitch is Vswitch.OVS_VANILLA:
-        if not facts.kernel_ovs_module:
-            reasons.append(
-                "Vswitch 'OvsVanilla' needs the kernel 'openvswitch' module, which this kernel "
-                f"({facts.kernel}) does not have; install your kernel's modules package and run "
-                "'modprobe openvswitch', or choose an OVS-DPDK scenario (ovsperf-lab list)."
-            )
-        else:
+        needs.add(Need.KERNEL_DATAPATH)
+        if facts.kernel_ovs_module:
             reasons.append(
                 "Vswitch 'OvsVanilla' (kernel datapath) is not supported by the local lab yet; "
                 "choose an OVS-DPDK scenario (ovsperf-lab list)."
@@ -210,14 +212,7 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         guest = scenario.guest
         if options.guest_image is not None:
             vnf = VnfKind.QEMU
-            if facts.qemu is None:
-                reasons.append("A guest image was given but QEMU is missing; install 'qemu-system-x86'.")
-            if not facts.kvm:
-                reasons.append(
-                    "A guest image was given but '/dev/kvm' is not usable; enable KVM (VT-x/AMD-V)."
-                )
-            if not options.guest_image.is_file():
-                reasons.append(f"Guest image '{options.guest_image}' does not exist.")
+            needs.add(Need.PVP_GUEST)
         elif guest is not None and guest.loopback is GuestLoopback.LINUX_BRIDGE:
             reasons.append(
                 "PVP with a 'linux_bridge' guest needs a guest image (kernel forwarding in a VM); "
@@ -225,46 +220,21 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
             )
         else:
             vnf = VnfKind.TESTPMD
-            if facts.testpmd is None:
-                reasons.append(
-                    "PVP needs 'dpdk-testpmd' as forwarder; install 'dpdk' (Debian) or 'dpdk-tools' (RHEL)."
-                )
+            needs.add(Need.PVP_TESTPMD)
 
     cpus = facts.cpus
-    if len(cpus) < 2:
-        reasons.append(
-            f"The lab needs at least 2 CPUs (generator and OVS PMD); this process may use {len(cpus)}."
-        )
-    available_pmd = max(len(cpus) - 1, 0)
     pmds = (
-        options.pmd_cores if options.pmd_cores is not None else max(1, min(scenario.rx_queues, available_pmd))
+        options.pmd_cores
+        if options.pmd_cores is not None
+        else max(1, min(scenario.rx_queues, max(len(cpus) - 1, 0)))
     )
-    if pmds > available_pmd:
-        reasons.append(
-            f"{pmds} OVS PMD threads need {pmds + 1} CPUs (one stays for the generator), this machine "
-            f"offers {len(cpus)}; use '--pmd-cores {max(available_pmd, 1)}' or a bigger machine."
-        )
-    if not facts.is_root:
-        reasons.append("DPDK needs root (hugepages, vhost-user); run with sudo.")
-    if not facts.hugetlbfs_mounted:
-        reasons.append("No hugetlbfs at '/dev/hugepages'; run 'sudo scripts/setup-debian.sh' (or mount it).")
-    need_mb = (
-        options.ovs_socket_mem_mb + options.generator_memory_mb + (options.vnf_memory_mb if needs_vnf else 0)
+    demand = Demand(
+        pmd_cores=pmds,
+        memory_mb=options.hugepage_memory_mb(vnf=needs_vnf),
+        needs=frozenset(needs),
+        guest_image=options.guest_image,
     )
-    need_pages = need_mb // HUGEPAGE_MB + 64
-    if facts.hugepages_2m_free < need_pages:
-        reasons.append(
-            f"{need_pages} free 2 MB hugepages are needed, {facts.hugepages_2m_free} are free; run "
-            f"'echo {max(need_pages, facts.hugepages_2m_total + need_pages - facts.hugepages_2m_free)} "
-            "> /proc/sys/vm/nr_hugepages' as root."
-        )
-    if facts.ovs_vswitchd_dpdk is None:
-        reasons.append("The DPDK build of ovs-vswitchd is missing; install 'openvswitch-switch-dpdk'.")
-    missing_tools = sorted(t for t, path in facts.ovs_tools.items() if path is None)
-    if missing_tools or not facts.ovs_schema:
-        reasons.append(
-            f"OVS tools missing ({', '.join(missing_tools) or 'schema'}); install 'openvswitch-switch'."
-        )
+    reasons = unmet(facts, demand) + reasons
     if reasons:
         raise RefusedScenarioError(scenario.name, tuple(reasons))
 

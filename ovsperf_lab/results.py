@@ -33,7 +33,7 @@ from typing import Any
 from jobcreator.model import GuestLoopback, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.units import l1_bps, line_rate_pps
-from ovsperf_lab.errors import ResultsError
+from ovsperf_lab.errors import LabError
 from ovsperf_lab.model import TrialResult
 from ovsperf_lab.search import SearchResult, TrialRecord
 
@@ -311,7 +311,7 @@ class ResultsWriter:
     def __init__(self, output_root: Path, started: datetime) -> None:
         """Create ``output_root/results_<started>``.
 
-        :raises ResultsError: when it exists already (VSperf would append to it: never mix
+        :raises LabError: when it exists already (VSperf would append to it: never mix
             runs) or cannot be created.
         """
         self.started = started
@@ -321,11 +321,9 @@ class ResultsWriter:
             Path(output_root).mkdir(parents=True, exist_ok=True)
             self.path.mkdir()
         except FileExistsError as err:
-            raise ResultsError(
-                f"Results directory '{self.path}' exists already; not overwriting it."
-            ) from err
+            raise LabError(f"Results directory '{self.path}' exists already; not overwriting it.") from err
         except OSError as err:
-            raise ResultsError(f"Cannot create results directory '{self.path}': {err}.") from err
+            raise LabError(f"Cannot create results directory '{self.path}': {err}.") from err
         self.trials: list[dict[str, Any]] = []
         self.tests: dict[str, dict[str, Any]] = {}
         log.info("Creating result directory: %s", self.path)
@@ -359,7 +357,7 @@ class ResultsWriter:
         """Write (or rewrite) the CSV, ``.md`` and ``.rst`` of test ``index`` with ``rows``.
 
         :returns: the CSV path.
-        :raises ResultsError: when a file cannot be written.
+        :raises LabError: when a file cannot be written.
         """
         stem = f"result_{index}_{test.value}_{test.topology.value}"
         dict_rows = [
@@ -410,4 +408,4 @@ class ResultsWriter:
         try:
             atomic_write_text(self.path / name, text)
         except OSError as err:
-            raise ResultsError(f"Cannot write '{self.path / name}': {err}.") from err
+            raise LabError(f"Cannot write '{self.path / name}': {err}.") from err

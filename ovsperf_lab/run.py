@@ -292,7 +292,7 @@ def run_lab(
 
     :returns: the outcome; ``complete`` is false when some frame size's search failed (the
         others are still reported).
-    :raises LabError: (OvsError, TrafficGeneratorError, VnfError, ResultsError) when the run
+    :raises LabError: (OvsError, TrafficGeneratorError, VnfError, LabError) when the run
         had to stop; the partial results are kept and marked incomplete, everything started is
         torn down.
     :raises KeyboardInterrupt: on Ctrl-C/SIGTERM, after the same teardown.

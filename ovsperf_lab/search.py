@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError
 from ovsperf_lab.model import TrialResult, TrialSpec
+from ovsperf_lab.plan import LabOptions
 from ovsperf_lab.trafficgen import TrafficGenerator
 
 CALIBRATION_MARGIN = 0.95
@@ -97,16 +98,16 @@ class SearchConfig:
     """Lowest rate worth trying [pps] (``minRate``); the search fails below it."""
     bidirectional: bool = True
     """Send both directions (``runBidirec``)."""
-    flows: int = 1
-    """UDP flows per direction [1] (``nrFlows``)."""
-    drain_s: float = 2.0
-    """RX time after TX stops in every trial [s] (RFC 2544 §23: about 2 s)."""
+    flows: int = LabOptions.flows
+    """UDP flows per direction [1] (``nrFlows``); default from :class:`~ovsperf_lab.plan.LabOptions`."""
+    drain_s: float = LabOptions.drain_s
+    """RX time after TX stops in every trial [s] (RFC 2544 §23: about 2 s); default from ``LabOptions``."""
     calibrate: bool = True
     """Lower the start rate to what the generator achieves (step 1 of the module docstring)."""
     max_invalid_repeats: int = 3
     """How often an invalid trial is repeated before the search gives up [1]."""
-    max_trials: int = 60
-    """Upper bound on counted trials (search + validation) [1]; lua has none."""
+    max_trials: int = LabOptions.max_trials
+    """Upper bound on counted trials (search + validation) [1]; lua has none. Default from ``LabOptions``."""
     max_rate_caps: int = 3
     """How often the search may lower its ceiling because the generator could not sustain a
     rate (step 6 of the module docstring) [1]."""
@@ -279,10 +280,8 @@ class _Runner:
             "not the DUT, is the limit."
         )
         if len(achieved) == len(reasons):
-            raise GeneratorLimitedError(
-                message, frame_size_bytes=self.config.frame_size_bytes, achieved_pps=max(achieved)
-            )
-        raise SearchError(message, frame_size_bytes=self.config.frame_size_bytes)
+            raise GeneratorLimitedError(message, achieved_pps=max(achieved))
+        raise SearchError(message)
 
 
 def _tx_limited_failure_of(result: TrialResult, rate_pps: float, loss_ratio_limit: float) -> bool:
@@ -319,8 +318,7 @@ def _first_trial(runner: _Runner) -> TrialRecord:
             rate = reduced
     raise SearchError(
         f"{cfg.frame_size_bytes} B: the first trials stayed invalid "
-        f"({runner.trials[-1].result.invalid_reason}); cannot choose a start rate.",
-        frame_size_bytes=cfg.frame_size_bytes,
+        f"({runner.trials[-1].result.invalid_reason}); cannot choose a start rate."
     )
 
 
@@ -409,8 +407,7 @@ def search_throughput(
             if rate <= floor:
                 raise SearchError(
                     f"{config.frame_size_bytes} B: could not pass the minimum rate "
-                    f"{floor:.0f} pps per direction (loss {record.result.loss_ratio * 100:.6f} %).",
-                    frame_size_bytes=config.frame_size_bytes,
+                    f"{floor:.0f} pps per direction (loss {record.result.loss_ratio * 100:.6f} %)."
                 )
             if final:
                 final = False
@@ -439,6 +436,5 @@ def search_throughput(
             next_rate = max(next_rate, floor)
         rate = next_rate
     raise SearchError(
-        f"{config.frame_size_bytes} B: no validated rate after {config.max_trials} counted trials.",
-        frame_size_bytes=config.frame_size_bytes,
+        f"{config.frame_size_bytes} B: no validated rate after {config.max_trials} counted trials."
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jobcreator.model import GuestLoopback, VsperfTest
-from ovsperf_lab.errors import ResultsError
+from ovsperf_lab.errors import LabError
 from ovsperf_lab.results import Environment, FrameSizeResult, ResultsWriter, aggregate_latency
 from ovsperf_lab.search import SearchConfig, search_throughput
 from ovsperf_lab.state import TrackedProcess, process_start_ticks
@@ -117,7 +117,7 @@ def test_environment_lines_match_vsperfs_style(tmp_path: Path) -> None:
 
 def test_results_dir_is_never_reused(tmp_path: Path) -> None:
     ResultsWriter(tmp_path, datetime(2026, 1, 2, 3, 4, 5))
-    with pytest.raises(ResultsError, match="exists already; not overwriting it"):
+    with pytest.raises(LabError, match="exists already; not overwriting it"):
         ResultsWriter(tmp_path, datetime(2026, 1, 2, 3, 4, 5))
 
 
