@@ -25,8 +25,8 @@ from pathlib import Path
 from jobcreator.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
+from ovsperf_lab.dpdk_generator import pool_mbufs, pool_memory_mb
 from ovsperf_lab.errors import SearchError
-from ovsperf_lab.generator import pool_mbufs, pool_memory_mb
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE
 from ovsperf_lab.run import GeneratorRequest, _dpdk_generator

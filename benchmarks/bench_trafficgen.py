@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
-from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
 MEASURE_S = 2.0

@@ -178,9 +178,7 @@ def _scenario(name: object, spec: object, defaults: Thresholds, base: Path) -> S
         return ScenarioConfig(scenario, BaselineSource.LATEST_PASS, dirs, thresholds)
     if "fallback" in entry:
         raise FieldError("only allowed with 'baseline: latest-pass'.", field=f"{key}.fallback")
-    return ScenarioConfig(
-        scenario, BaselineSource.DIRS, _dirs(baseline, f"{key}.baseline", base), thresholds
-    )
+    return ScenarioConfig(scenario, BaselineSource.DIRS, _dirs(baseline, f"{key}.baseline", base), thresholds)
 
 
 def _dirs(value: object, key: str, base: Path) -> tuple[Path, ...]:
@@ -220,4 +218,6 @@ def _check_disjoint(dirs: Mapping[str, Path]) -> None:
             if key != other_key and (one == other or one.is_relative_to(other)):
                 raise FieldError(
                     f"'{dirs[key]}' lies inside or equals {other_key} '{dirs[other_key]}'; "
-                    "use separate directories.", field=key)
+                    "use separate directories.",
+                    field=key,
+                )

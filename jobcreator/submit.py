@@ -43,7 +43,6 @@ T = TypeVar("T")
 
 SYSTEM_CONFIG: Final = Path("/etc/beaker/client.conf")
 USER_CONFIG: Final = Path("~/.beaker_client/config")
-OLD_USER_CONFIG: Final = Path("~/.beaker")
 AUTH_METHODS: Final = ("password", "krbv", "oauth2", "none")
 _FAULT_PREFIX_RE: Final = re.compile(r"^<(?:class|type) '[\w.]+'>:\s*")
 _NOT_DELIVERED: Final = (ConnectionRefusedError, socket.gaierror)
@@ -196,31 +195,23 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
                 f"{f' of {user!r}' if user else ''}: {_fault_text(fault)}"
             ) from fault
         except (gssapi.raw.GSSError, AuthenticationError) as err:
-            raise SubmitError(
-                f"{config.auth_method} login to Beaker hub '{hub_url}' failed: {err}"
-            ) from err
+            raise SubmitError(f"{config.auth_method} login to Beaker hub '{hub_url}' failed: {err}") from err
         deadline.check()
         try:
             job_id = _call(
                 "Job upload", lambda: hub.jobs.upload(job_xml, False), settings, deadline, resend_safe=False
             )
         except xmlrpc.client.Fault as fault:
-            raise SubmitError(
-                f"Beaker hub '{hub_url}' rejected the job: {_fault_text(fault)}"
-            ) from fault
+            raise SubmitError(f"Beaker hub '{hub_url}' rejected the job: {_fault_text(fault)}") from fault
     except ImproperlyConfigured as err:
-        raise SubmitError(
-            f"Beaker client configuration {config.describe()}: {err}"
-        ) from err
+        raise SubmitError(f"Beaker client configuration {config.describe()}: {err}") from err
     except xmlrpc.client.ProtocolError as err:
         raise SubmitError(
             f"Beaker hub '{hub_url}' answered HTTP {err.errcode} {err.errmsg}; is HUB_URL right "
             f"in {config.describe()}?"
         ) from err
     except (xmlrpc.client.ResponseError, xml.parsers.expat.ExpatError) as err:
-        raise SubmitError(
-            f"Beaker hub '{hub_url}' sent a reply that is not XML-RPC: {err}"
-        ) from err
+        raise SubmitError(f"Beaker hub '{hub_url}' sent a reply that is not XML-RPC: {err}") from err
     except ssl.SSLError as err:
         raise SubmitError(
             f"TLS with Beaker hub '{hub_url}' failed: {err}; set CA_CERT (or SSL_VERIFY = False) "
@@ -232,8 +223,6 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
             f"gave up after {deadline.elapsed_s():.1f} s."
         ) from err
     if not isinstance(job_id, str) or not is_job_id(job_id):
-        raise SubmitError(
-            f"Beaker hub '{hub_url}' answered {job_id!r} instead of a job id 'J:<n>'."
-        )
+        raise SubmitError(f"Beaker hub '{hub_url}' answered {job_id!r} instead of a job id 'J:<n>'.")
     log.debug("Hub '%s' accepted the job as '%s'.", hub_url, job_id)
     return job_id

@@ -123,9 +123,7 @@ def check_schema(doc: etree._ElementTree) -> None:
         element = deepest.path.rsplit("/", 1)[-1].split("[")[0]
         message = f"element '{element}' is unknown, misplaced or incomplete here ({message})"
     line: int | None = deepest.line if deepest is not None else None
-    raise JobValidationError(
-        f"{message} (beaker-job.rng)", line=line, path=deepest.path if deepest else None
-    )
+    raise JobValidationError(f"{message} (beaker-job.rng)", line=line, path=deepest.path if deepest else None)
 
 
 def _fail(doc: etree._ElementTree, element: etree._Element, message: str) -> JobValidationError:

@@ -46,8 +46,19 @@ MAX_METADATA_BYTES = 1 << 20
 MAX_JSON_DEPTH = 16
 """Deepest accepted nesting of JSON containers [levels]."""
 
-_KNOWN_KEYS = ("schema", "producer", "scenario", "complete", "incomplete_reason", "results_dir",
-               "started_at", "finished_at", "tests", "hosts", "packages")
+_KNOWN_KEYS = (
+    "schema",
+    "producer",
+    "scenario",
+    "complete",
+    "incomplete_reason",
+    "results_dir",
+    "started_at",
+    "finished_at",
+    "tests",
+    "hosts",
+    "packages",
+)
 
 
 class MetadataError(ValueError):
@@ -283,18 +294,37 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scenario", required=True, help="catalog scenario name")
     parser.add_argument("--producer", required=True, help="who wrote the results, e.g. vsperf_test")
     parser.add_argument("--incomplete", metavar="REASON", help="mark the run incomplete, with the reason")
-    parser.add_argument("--missing-test", action="append", default=[], metavar="TEST",
-                        help="a test that wrote no result CSV (repeatable; marks the run incomplete)")
-    parser.add_argument("--test", action="append", default=[], metavar="INDEX:TEST:DEPLOYMENT",
-                        help="a test VSperf ran, as its result CSV names it (repeatable)")
+    parser.add_argument(
+        "--missing-test",
+        action="append",
+        default=[],
+        metavar="TEST",
+        help="a test that wrote no result CSV (repeatable; marks the run incomplete)",
+    )
+    parser.add_argument(
+        "--test",
+        action="append",
+        default=[],
+        metavar="INDEX:TEST:DEPLOYMENT",
+        help="a test VSperf ran, as its result CSV names it (repeatable)",
+    )
     parser.add_argument("--host", action="append", default=[], metavar="ROLE=NAME", help="repeatable")
-    parser.add_argument("--packages-file", type=Path, metavar="FILE",
-                        help="lines 'NAME VERSION-RELEASE.ARCH' (rpm -qa --qf '%%{NAME} ...'); - for stdin")
+    parser.add_argument(
+        "--packages-file",
+        type=Path,
+        metavar="FILE",
+        help="lines 'NAME VERSION-RELEASE.ARCH' (rpm -qa --qf '%%{NAME} ...'); - for stdin",
+    )
     parser.add_argument("--results-dir", help="the VSperf results directory's name")
     parser.add_argument("--started-at", help="ISO 8601 start time")
     parser.add_argument("--finished-at", help="ISO 8601 end time")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a further string field (repeatable); an empty VALUE is written as null")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a further string field (repeatable); an empty VALUE is written as null",
+    )
     return parser
 
 

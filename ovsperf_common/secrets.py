@@ -33,8 +33,23 @@ _KEY: Final = (
 """A key that names a secret (case-insensitive), e.g. ``GUEST_PASSWORD``, ``db.password``, ``apiKey``."""
 
 SECRET_QUERY_KEYS: Final = frozenset(
-    {"password", "passwd", "pass", "pwd", "token", "access_token", "auth_token", "api_key", "apikey",
-     "secret", "client_secret", "private_token", "key", "sig", "signature"}
+    {
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "token",
+        "access_token",
+        "auth_token",
+        "api_key",
+        "apikey",
+        "secret",
+        "client_secret",
+        "private_token",
+        "key",
+        "sig",
+        "signature",
+    }
 )
 """URL query parameter names whose values are secrets (compared case-insensitively)."""
 
@@ -49,7 +64,9 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
     ),
     (
         "authorization header",
-        re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*)[^\s\"',;]+"),
+        re.compile(
+            r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*)[^\s\"',;]+"
+        ),
         rf"\1{MASK}",
     ),
     (

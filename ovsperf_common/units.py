@@ -17,9 +17,6 @@ from typing import Final
 ETHERNET_L1_OVERHEAD_BYTES: Final = 20
 """Preamble + SFD (8 B) and minimum inter-frame gap (12 B) per frame [B] (IEEE 802.3)."""
 
-ETHERNET_FCS_BYTES: Final = 4
-"""Frame check sequence, counted in the frame size [B]."""
-
 MIN_FRAME_SIZE_BYTES: Final = 64
 """Smallest Ethernet frame including FCS [B] (DPDK ``RTE_ETHER_MIN_LEN``)."""
 

@@ -16,12 +16,12 @@ from ovsperf_common.runner import add_verbosity_options, run_command
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
+from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import RING_SIZES, LabOptions, plan_run
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import SearchResult, TrialKind, TrialRecord
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
-from ovsperf_lab.trafficgen import TrafficGenerator
 
 DEFAULTS = LabOptions()
 """The defaults of every ``run`` option live in :class:`LabOptions`; the parser shows them."""

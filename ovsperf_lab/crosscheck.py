@@ -24,9 +24,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.ovs import OvsSandbox, PortCounters
-from ovsperf_lab.trafficgen import PortInfo, TrafficGenerator
 
 log = logging.getLogger(__name__)
 

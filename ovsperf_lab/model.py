@@ -2,7 +2,7 @@
 
 A *trial* (RFC 2544 §23, CSIT terminology) offers traffic at one rate for one duration and
 counts what comes back. The search (``ovsperf_lab.search``) asks a
-:class:`~ovsperf_lab.trafficgen.TrafficGenerator` for trials described by :class:`TrialSpec`
+:class:`~ovsperf_lab.generator_api.TrafficGenerator` for trials described by :class:`TrialSpec`
 and decides from :class:`TrialResult`.
 """
 

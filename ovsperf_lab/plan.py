@@ -74,7 +74,7 @@ class LabOptions:
     """OVS ``dpdk-socket-mem`` [MiB]."""
     generator_memory_mb: int = 256
     """Generator EAL ``-m`` at least [MiB]; raised to what its rings need
-    (:func:`~ovsperf_lab.generator.pool_memory_mb`)."""
+    (:func:`~ovsperf_lab.dpdk_generator.pool_memory_mb`)."""
     vnf_memory_mb: int = 256
     """testpmd VNF EAL ``-m`` at least [MiB]; raised likewise."""
     ring_size: int = DEFAULT_RING_SIZE

@@ -32,6 +32,9 @@ from typing import Any
 
 from jobcreator.model import GuestLoopback, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.metadata import METADATA_FILE, RunMetadata
+from ovsperf_common.metadata import write as write_metadata
+from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.units import l1_bps, line_rate_pps
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.model import TrialResult
@@ -67,9 +70,6 @@ CSV_COLUMNS = (
 
 GUEST_COLUMN = "guest_loopback_app"
 """Appended for deployments with a VNF (VSperf ``TestCase._append_results``)."""
-
-METADATA_FILE = "ovsperf-metadata.json"
-"""Run metadata, written last; ``complete`` tells whether the run finished."""
 
 TRIALS_FILE = "ovsperf-trials.json"
 """The trial log of every search."""
@@ -359,7 +359,7 @@ class ResultsWriter:
         :returns: the CSV path.
         :raises LabError: when a file cannot be written.
         """
-        stem = f"result_{index}_{test.value}_{test.topology.value}"
+        stem = result_csv_name(test.value, test.topology.value, index).removesuffix(".csv")
         dict_rows = [
             csv_row(r, test=test, vswitch=env.vswitch, start=start, stop=stop, guest=guest) for r in rows
         ]
@@ -387,22 +387,36 @@ class ResultsWriter:
         if source.is_file():
             shutil.copyfile(source, self.path / name)
 
-    def finish(self, *, complete: bool, reason: str | None, metadata: dict[str, Any]) -> Path:
-        """Write ``ovsperf-metadata.json`` (the last file of a run) and return its path."""
-        data = {
-            "schema": 1,
-            "tool": "ovsperf-lab",
-            "complete": complete,
-            "incomplete_reason": reason,
-            "results_dir": str(self.path),
-            "started_at": self.started.astimezone().isoformat(),
-            "finished_at": datetime.now().astimezone().isoformat(),
-            "tests": list(self.tests.values()),
-            "trial_count": len(self.trials),
-            **metadata,
-        }
-        self._write(METADATA_FILE, json.dumps(data, indent=2, default=str) + "\n")
-        return self.path / METADATA_FILE
+    def finish(
+        self,
+        *,
+        scenario: str,
+        complete: bool,
+        reason: str | None,
+        hosts: dict[str, Any],
+        extra: dict[str, Any],
+    ) -> Path:
+        """Write ``ovsperf-metadata.json`` (the last file of a run; :mod:`ovsperf_common.metadata`).
+
+        :param extra: the lab's own keys (options, versions, per-test throughput).
+        :raises LabError: when the file cannot be written.
+        """
+        metadata = RunMetadata(
+            scenario=scenario,
+            producer="ovsperf-lab",
+            complete=complete,
+            incomplete_reason=reason,
+            results_dir=str(self.path),
+            started_at=self.started.astimezone().isoformat(),
+            finished_at=datetime.now().astimezone().isoformat(),
+            tests=list(self.tests.values()),
+            hosts=hosts,
+            extra={"trial_count": len(self.trials), **extra},
+        )
+        try:
+            return write_metadata(self.path, metadata)
+        except OSError as err:
+            raise LabError(f"Cannot write '{self.path / METADATA_FILE}': {err}.") from err
 
     def _write(self, name: str, text: str) -> None:
         try:

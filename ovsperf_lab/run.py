@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ from jobcreator.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
+from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
 from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
+from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabPlan, VnfKind
@@ -37,7 +39,6 @@ from ovsperf_lab.search import (
     search_throughput,
 )
 from ovsperf_lab.state import DEFAULT_STATE_ROOT, RunState, release, renice
-from ovsperf_lab.trafficgen import TrafficGenerator
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
 
 
 def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
-    """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.generator``)."""
+    """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.dpdk_generator``)."""
     ring = request.ring_size
     vdevs = tuple(
         f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={ring}"
@@ -91,10 +92,6 @@ def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
             ring_size=ring,
         )
     )
-
-
-GENERATORS: dict[str, GeneratorFactory] = {"ovsperf-trafficgen": _dpdk_generator}
-"""Traffic generator registry (STYLE.md §1: explicit dict, no scanning)."""
 
 
 class RunObserver(SearchObserver):
@@ -327,15 +324,14 @@ def run_lab(
             renice(daemon_pid, plan.options.nice)
         versions = ovs.versions()
         env = _environment(plan, facts, *versions)
+        runner = _TestRunner(plan, facts, state, ovs, writer, env, generator_factory, obs, outcome)
         repeats = plan.options.repeats
         for repeat in range(repeats):
             if repeats > 1:
                 log.info("Repeat %d of %d.", repeat + 1, repeats)
             for number, test in enumerate(plan.tests):
                 index = repeat * len(plan.tests) + number
-                failures += _run_test(
-                    plan, facts, state, ovs, writer, env, index, test, generator_factory, obs, outcome
-                )
+                failures += runner.run(index, test)
         outcome.complete = not failures
         reason = None if not failures else "; ".join(failures)
         outcome.reason = reason
@@ -357,11 +353,12 @@ def run_lab(
         for line in release(state):
             log.debug("Teardown: %s.", line)
         writer.finish(
+            scenario=plan.scenario.name,
             complete=reason is None,
             reason=reason,
-            metadata={
-                "scenario": plan.scenario.name,
-                "tests": [t.value for t in plan.tests],
+            hosts={"dut": socket.gethostname(), "trafficgen": "ovsperf-trafficgen (same machine)"},
+            extra={
+                "test_names": [t.value for t in plan.tests],
                 "frame_sizes_bytes": list(plan.frame_sizes_bytes),
                 "loss_ratio_limit": plan.loss_ratio_limit,
                 "search_trial_s": plan.search_trial_s,
@@ -378,10 +375,12 @@ def run_lab(
                 "cpu_model": facts.cpu_model,
                 "warnings": list(plan.warnings),
                 "repeats": plan.options.repeats,
-                "ndr": {
+                # NDR when loss_ratio_limit is 0, else PDR at that limit (RFC 2544 throughput).
+                "throughput": {
                     f"result_{index}_{test.value}": [
                         {
                             "frame_size_bytes": r.config.frame_size_bytes,
+                            "loss_ratio_limit": r.config.loss_ratio_limit,
                             "rate_pps_per_direction": r.rate_pps,
                             "throughput_rx_fps": r.validation.rx_pps,
                             "loss_ratio": r.validation.loss_ratio,
@@ -398,112 +397,129 @@ def run_lab(
         )
 
 
-def _run_test(
-    plan: LabPlan,
-    facts: MachineFacts,
-    state: RunState,
-    ovs: OvsSandbox,
-    writer: ResultsWriter,
-    env: Environment,
-    index: int,
-    test: VsperfTest,
-    generator_factory: GeneratorFactory,
-    obs: RunObserver,
-    outcome: RunOutcome,
-) -> list[str]:
-    """Run one test (all frame sizes); return the frame sizes whose search failed, as sentences."""
-    lay = topology.layout(test.topology, state.run_dir / "sock")
-    topology.build(ovs, lay, plan.queues)
-    for daemon_pid in ovs.pids.values():  # PMD threads exist only once ports are added
-        renice(daemon_pid, plan.options.nice)
-    guest: GuestLoopback | None = None
-    if test.topology is not Topology.P2P:
-        guest = plan.scenario.guest.loopback if plan.scenario.guest else GuestLoopback.TESTPMD
-        if plan.vnf is VnfKind.TESTPMD:
-            guest = GuestLoopback.TESTPMD
-    vnf: ForwarderProcess | None = None
-    generator: TrafficGenerator | None = None
-    failures: list[str] = []
-    rows: list[FrameSizeResult] = []
-    test_start = datetime.now()
+@dataclass
+class _TestRunner:
+    """Hold what every test of one run shares: the plan, the machine, OVS, the writer, the observer."""
 
-    def write(*, complete: bool) -> Path:
-        """Rewrite the test's CSV/.md/.rst with the rows so far (partial results survive a crash)."""
-        return writer.write_test(
-            index, test, rows, env=env, start=test_start, stop=datetime.now(), guest=guest, complete=complete
-        )
+    plan: LabPlan
+    """The run's plan."""
+    facts: MachineFacts
+    """This machine."""
+    state: RunState
+    """The run's state (tracked processes, sockets, hugepage prefixes)."""
+    ovs: OvsSandbox
+    """The running OVS sandbox."""
+    writer: ResultsWriter
+    """Writes the VSperf results directory."""
+    env: Environment
+    """The DUT environment written with every test's results."""
+    generator_factory: GeneratorFactory
+    """Starts a traffic generator for a test."""
+    obs: RunObserver
+    """Receives progress."""
+    outcome: RunOutcome
+    """What the run produced so far (results per test index, CSV paths)."""
 
-    try:
+    def run(self, index: int, test: VsperfTest) -> list[str]:
+        """Run one test (all frame sizes) as VSperf result ``index``; return failures as sentences."""
+        plan, facts, state, ovs, writer = self.plan, self.facts, self.state, self.ovs, self.writer
+        env, generator_factory, obs, outcome = self.env, self.generator_factory, self.obs, self.outcome
+        lay = topology.layout(test.topology, state.run_dir / "sock")
+        topology.build(ovs, lay, plan.queues)
+        for daemon_pid in ovs.pids.values():  # PMD threads exist only once ports are added
+            renice(daemon_pid, plan.options.nice)
+        guest: GuestLoopback | None = None
         if test.topology is not Topology.P2P:
-            vnf = _start_vnf(plan, state, facts, lay)
-        generator = generator_factory(
-            GeneratorRequest(
-                sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
-                cpu=plan.cpus.generator_cpu,
-                file_prefix=state.new_file_prefix("tg"),
-                memory_mb=plan.options.generator_memory_mb,
-                queues=plan.queues,
-                ring_size=plan.options.ring_size,
+            guest = plan.scenario.guest.loopback if plan.scenario.guest else GuestLoopback.TESTPMD
+            if plan.vnf is VnfKind.TESTPMD:
+                guest = GuestLoopback.TESTPMD
+        vnf: ForwarderProcess | None = None
+        generator: TrafficGenerator | None = None
+        failures: list[str] = []
+        rows: list[FrameSizeResult] = []
+        test_start = datetime.now()
+
+        def write(*, complete: bool) -> Path:
+            """Rewrite the test's CSV/.md/.rst with the rows so far (partial results survive a crash)."""
+            return writer.write_test(
+                index,
+                test,
+                rows,
+                env=env,
+                start=test_start,
+                stop=datetime.now(),
+                guest=guest,
+                complete=complete,
             )
-        )
-        pid = getattr(generator, "pid", None)
-        if isinstance(pid, int):
-            state.track_process("ovsperf-trafficgen", pid)
-            renice(pid, plan.options.nice)
-        if vnf is not None and vnf.pid is not None:
-            renice(vnf.pid, plan.options.nice)
-        obs.generator_started(generator)
-        wait_link = getattr(generator, "wait_link", None)
-        if callable(wait_link):
-            wait_link(timeout_s=LINK_TIMEOUT_S)
-        # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
-        if lay.vnf_ports:
-            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
-        if vnf is not None:
-            vnf.check_alive()
-        _check_rings(generator, plan.options.ring_size)
-        speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
-        checked = CrossCheckedGenerator(
-            generator,
-            ovs,
-            ovs.bridge,
-            tuple(p.ofport for p in lay.generator_ports),
-            plan.loss_ratio_limit,
-        )
-        trial_log = _TrialLogger(writer, index, test, checked, obs)
-        results: list[SearchResult] = outcome.results.setdefault(index, (test, []))[1]
-        for number, size in enumerate(plan.frame_sizes_bytes, start=1):
-            obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
-            try:
-                found = search_throughput(
-                    checked,
-                    _search_config(plan, size, speed),
-                    log=logging.getLogger("ovsperf_lab.search"),
-                    observer=trial_log,
+
+        try:
+            if test.topology is not Topology.P2P:
+                vnf = _start_vnf(plan, state, facts, lay)
+            generator = generator_factory(
+                GeneratorRequest(
+                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    cpu=plan.cpus.generator_cpu,
+                    file_prefix=state.new_file_prefix("tg"),
+                    memory_mb=plan.options.generator_memory_mb,
+                    queues=plan.queues,
+                    ring_size=plan.options.ring_size,
                 )
-            except SearchError as err:
-                log.error("%s: %s", test.value, err)
-                failures.append(f"{test.value}: {err}")
-                obs.frame_size_finished(test, None)
-                continue
-            results.append(found)
-            rows.append(FrameSizeResult(found, speed))
-            outcome.csv_paths.append(write(complete=False))
-            obs.frame_size_finished(test, found)
-        if rows:
-            write(complete=not failures)
-    except (TrafficGeneratorError, VnfError, OvsError) as err:
-        cause = _root_cause(err, ovs, vnf)
-        if cause is err:
-            raise
-        raise cause from err
-    finally:
-        if generator is not None:
-            generator.close()
-        if vnf is not None:
-            vnf.stop()
-        with contextlib.suppress(OvsError):
-            ovs.check_alive()
-            topology.remove(ovs)
-    outcome.csv_paths = list(dict.fromkeys(outcome.csv_paths))
-    return failures
+            )
+            if generator.pid is not None:
+                state.track_process("ovsperf-trafficgen", generator.pid)
+                renice(generator.pid, plan.options.nice)
+            if vnf is not None and vnf.pid is not None:
+                renice(vnf.pid, plan.options.nice)
+            obs.generator_started(generator)
+            generator.wait_link(timeout_s=LINK_TIMEOUT_S)
+            # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
+            if lay.vnf_ports:
+                topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
+            if vnf is not None:
+                vnf.check_alive()
+            _check_rings(generator, plan.options.ring_size)
+            speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+            checked = CrossCheckedGenerator(
+                generator,
+                ovs,
+                ovs.bridge,
+                tuple(p.ofport for p in lay.generator_ports),
+                plan.loss_ratio_limit,
+            )
+            trial_log = _TrialLogger(writer, index, test, checked, obs)
+            results: list[SearchResult] = outcome.results.setdefault(index, (test, []))[1]
+            for number, size in enumerate(plan.frame_sizes_bytes, start=1):
+                obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
+                try:
+                    found = search_throughput(
+                        checked,
+                        _search_config(plan, size, speed),
+                        log=logging.getLogger("ovsperf_lab.search"),
+                        observer=trial_log,
+                    )
+                except SearchError as err:
+                    log.error("%s: %s", test.value, err)
+                    failures.append(f"{test.value}: {err}")
+                    obs.frame_size_finished(test, None)
+                    continue
+                results.append(found)
+                rows.append(FrameSizeResult(found, speed))
+                outcome.csv_paths.append(write(complete=False))
+                obs.frame_size_finished(test, found)
+            if rows:
+                write(complete=not failures)
+        except (TrafficGeneratorError, VnfError, OvsError) as err:
+            cause = _root_cause(err, ovs, vnf)
+            if cause is err:
+                raise
+            raise cause from err
+        finally:
+            if generator is not None:
+                generator.close()
+            if vnf is not None:
+                vnf.stop()
+            with contextlib.suppress(OvsError):
+                ovs.check_alive()
+                topology.remove(ovs)
+        outcome.csv_paths = list(dict.fromkeys(outcome.csv_paths))
+        return failures

@@ -1,6 +1,6 @@
 """Find the RFC 2544 throughput of one frame size with lua-trafficgen's binary search.
 
-Pure logic over :class:`~ovsperf_lab.trafficgen.TrafficGenerator`: no processes, no files.
+Pure logic over :class:`~ovsperf_lab.generator_api.TrafficGenerator`: no processes, no files.
 The algorithm follows atheurer/lua-trafficgen ``trafficgen.lua`` (the MoonGen script the Beaker
 lab ran through VSperf; reference: search_and_trending.md §1.3):
 
@@ -47,9 +47,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError
+from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.plan import LabOptions
-from ovsperf_lab.trafficgen import TrafficGenerator
 
 CALIBRATION_MARGIN = 0.95
 """Fraction of the achieved unthrottled TX rate used as start rate when capped [1]."""

@@ -36,7 +36,7 @@ def make_testpmd_argv(
 
     ``queue_size`` [descriptors] is both the virtio_user ring and testpmd's ``--rxd``/``--txd``
     (the ring holds the smaller of the two); ``total_mbufs`` [1] sets ``--total-num-mbufs``
-    (``None``: testpmd's default), see :func:`ovsperf_lab.generator.pool_mbufs`.
+    (``None``: testpmd's default), see :func:`ovsperf_lab.dpdk_generator.pool_mbufs`.
     """
     argv = [
         binary,

@@ -36,6 +36,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class ReportOutcome:
     """What :func:`generate_report` wrote and decided."""

@@ -153,9 +153,7 @@ def _measured(value: float | None) -> float | None:
     return None if value is None or value == 0 else value
 
 
-def _load_csv(
-    file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWarning]
-) -> TestRun | None:
+def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWarning]) -> TestRun | None:
     """Read one result CSV; malformed rows become warnings, never exceptions."""
     try:
         raw = file.read_bytes()

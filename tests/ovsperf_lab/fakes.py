@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
-from ovsperf_lab.trafficgen import PortInfo, TrafficGenerator
 
 
 @dataclass

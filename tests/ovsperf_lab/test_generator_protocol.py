@@ -15,8 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator import (
+from ovsperf_lab.dpdk_generator import (
     DpdkTrafficGenerator,
     GeneratorConfig,
     TxFullPolicy,
@@ -24,6 +23,7 @@ from ovsperf_lab.generator import (
     pool_mbufs,
     pool_memory_mb,
 )
+from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

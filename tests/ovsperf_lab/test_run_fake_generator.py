@@ -18,13 +18,13 @@ import pytest
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
+from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, plan_run
 from ovsperf_lab.results import CSV_COLUMNS, METADATA_FILE, TRIALS_FILE
 from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
-from ovsperf_lab.trafficgen import TrafficGenerator
 from reporting.api import generate_report
 from reporting.load import load_results_dir
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
@@ -209,7 +209,7 @@ def test_repeats_write_one_vsperf_index_each_and_report_as_samples(tmp_path: Pat
     assert len(set(ndr)) > 1
     meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
     assert meta["repeats"] == 3
-    assert sorted(meta["ndr"]) == [f"result_{i}_phy2phy_tput" for i in range(3)]
+    assert sorted(meta["throughput"]) == [f"result_{i}_phy2phy_tput" for i in range(3)]
     trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
     assert sorted({t["result_index"] for t in trials}) == [0, 1, 2]
     loaded = load_results_dir(outcome.results_dir)

@@ -1,4 +1,9 @@
-"""Define the traffic-generator plugin interface and its registry (STYLE.md §1: ABC + explicit dict)."""
+"""Define the traffic-generator interface the lab's search and run drive (an ``abc.ABC``).
+
+Implementations: :class:`~ovsperf_lab.dpdk_generator.DpdkTrafficGenerator` (drives the C program
+``trafficgen/``), :class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator` (wraps another and checks
+its counters against OVS's), and the tests' fake.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,19 @@ class TrafficGenerator(abc.ABC):
     Implementations own a process or remote session; :meth:`close` releases it and must be
     safe to call twice. Use as a context manager.
     """
+
+    pid: int | None = None
+    """PID of the generator's process on this machine, for tracking and nice; ``None`` when it has
+    none of its own (a wrapper, a fake)."""
+
+    def wait_link(self, timeout_s: float) -> tuple[PortInfo, ...]:
+        """Wait until every port's link is up; return the ports.
+
+        The default asks :meth:`ports` once (for generators whose links are up when they start).
+
+        :raises TrafficGeneratorError: when a link stays down for ``timeout_s`` [s].
+        """
+        return self.ports()
 
     @abc.abstractmethod
     def ports(self) -> tuple[PortInfo, ...]:

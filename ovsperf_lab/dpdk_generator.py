@@ -29,8 +29,8 @@ from typing import Any, Self
 
 from ovsperf_common.deadline import Deadline
 from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
-from ovsperf_lab.trafficgen import PortInfo, TrafficGenerator
 
 log = logging.getLogger(__name__)
 
@@ -488,7 +488,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
         if self._proc.poll() is None:
             log.warning("Killing traffic generator PID %d.", self.pid)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self._proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=_TERM_TIMEOUT_S)
 
@@ -619,7 +619,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
         except subprocess.TimeoutExpired:
             log.warning("Traffic generator PID %d ignored 'quit'; sending SIGTERM.", self.pid)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGTERM)
+                os.kill(self._proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=_TERM_TIMEOUT_S)
             except subprocess.TimeoutExpired:
