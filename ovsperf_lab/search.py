@@ -44,7 +44,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
@@ -322,6 +322,122 @@ def _first_trial(runner: _Runner) -> TrialRecord:
     )
 
 
+@dataclass
+class Bisection:
+    """The state of lua-trafficgen's bisection and its rules, applied one trial outcome at a time.
+
+    Steps 2, 3, 5 and 6 of the module docstring; pure apart from the injected ``log`` (as CSIT's
+    MLRsearch keeps its selector state apart from the measurer). :func:`search_throughput` runs
+    the trials; this object decides the next rate and whether the next trial is the validation.
+    All rates are per direction [pps].
+    """
+
+    frame_size_bytes: int
+    """Frame size of the search, for messages [B]."""
+    granularity_pps: float
+    """Stop width of the bisection [pps]."""
+    floor_pps: float
+    """Lowest rate tried; a fail there ends the search [pps]."""
+    rate_pps: float
+    """The rate of the next (or current) trial [pps]."""
+    log: logging.Logger
+    """Where the rules say why they moved."""
+    prev_pass_pps: float = 0.0
+    """Highest pass the bisection builds on (0 when none) [pps]."""
+    prev_fail_pps: float = 0.0
+    """Lowest fail above ``prev_pass_pps``; starts at the start rate [pps]."""
+    final: bool = False
+    """Whether the trial at ``rate_pps`` is the final validation."""
+    passes: list[float] = field(default_factory=list)
+    """Every pass recorded as ``prev_pass_pps`` so far [pps]."""
+    ceiling_pps: float | None = None
+    """Upper bound set when the generator could not sustain a rate (step 6) [pps]."""
+
+    def __post_init__(self) -> None:
+        """Start with the start rate as the first fail bound (nothing above it is tried)."""
+        if not self.prev_fail_pps:
+            self.prev_fail_pps = self.rate_pps
+
+    @property
+    def kind(self) -> TrialKind:
+        """Return the kind of the trial at :attr:`rate_pps`."""
+        return TrialKind.VALIDATION if self.final else TrialKind.SEARCH
+
+    @property
+    def at_ceiling(self) -> bool:
+        """Return whether :attr:`rate_pps` is at the generator's ceiling (the DUT does at least that)."""
+        return self.ceiling_pps is not None and self.rate_pps >= self.ceiling_pps
+
+    def passed(self) -> bool:
+        """Apply a pass at :attr:`rate_pps`; return ``True`` when it was the final validation.
+
+        Step 2: ``next = (prev_fail + rate) / 2``; within one granularity the next trial is the
+        validation at the same rate, and that pass does not become ``prev_pass`` (trafficgen.lua),
+        so a failed validation never climbs back towards it.
+        """
+        if self.final:
+            return True
+        rate = self.rate_pps
+        next_rate = (self.prev_fail_pps + rate) / 2.0
+        if abs(next_rate - rate) <= self.granularity_pps:
+            self.final = True
+            return False
+        self.prev_pass_pps = rate
+        self.passes.append(rate)
+        self.rate_pps = next_rate
+        return False
+
+    def failed(self, loss_ratio: float) -> None:
+        """Apply a fail at :attr:`rate_pps` (loss ``loss_ratio`` [1]).
+
+        Step 3: a failed validation lowers the rate by one granularity. Step 2: otherwise
+        ``next = (prev_pass + rate) / 2``, the validation when within one granularity. Step 5: a
+        fail at or below ``prev_pass`` marks that pass as noise; the highest earlier pass below the
+        failing rate (0 if none) takes its place. The next rate never goes below the floor.
+
+        :raises SearchError: when the failing rate is the floor.
+        """
+        rate = self.rate_pps
+        if rate <= self.floor_pps:
+            raise SearchError(
+                f"{self.frame_size_bytes} B: could not pass the minimum rate "
+                f"{self.floor_pps:.0f} pps per direction (loss {loss_ratio * 100:.6f} %)."
+            )
+        if self.final:
+            self.final = False
+            next_rate = rate - self.granularity_pps
+            self.log.info(
+                "%d B: final validation failed at %.0f pps; lowering by one granularity.",
+                self.frame_size_bytes,
+                rate,
+            )
+        else:
+            if self.prev_pass_pps >= rate:
+                self.passes = [p for p in self.passes if p < rate]
+                self.log.info(
+                    "%d B: fail at %.0f pps below the pass at %.0f pps; the search continues below it.",
+                    self.frame_size_bytes,
+                    rate,
+                    self.prev_pass_pps,
+                )
+                self.prev_pass_pps = max(self.passes, default=0.0)
+            next_rate = (self.prev_pass_pps + rate) / 2.0
+            if abs(next_rate - rate) < self.granularity_pps:
+                self.final = True
+        self.prev_fail_pps = rate
+        self.rate_pps = max(next_rate, self.floor_pps)
+
+    def capped(self, ceiling_pps: float, best_pass_pps: float | None) -> None:
+        """Apply step 6: the generator cannot send faster than ``ceiling_pps``; search below it.
+
+        When a trial at or above the ceiling already passed (``best_pass_pps``), the next trial
+        validates the ceiling directly.
+        """
+        self.ceiling_pps = ceiling_pps
+        self.prev_fail_pps = self.rate_pps = ceiling_pps
+        self.final = (best_pass_pps or 0.0) >= ceiling_pps
+
+
 def search_throughput(
     generator: TrafficGenerator,
     config: SearchConfig,
@@ -349,19 +465,13 @@ def search_throughput(
     )
     record = _first_trial(runner)
     start = record.rate_pps
-    rate = start
-    prev_pass = 0.0
-    prev_fail = start
-    final = False
-    ceiling: float | None = None
+    bisection = Bisection(config.frame_size_bytes, gran, floor, start, log)
     caps = 0
-    passes: list[float] = []
     for counted in range(config.max_trials):
         if counted > 0:
-            kind = TrialKind.VALIDATION if final else TrialKind.SEARCH
-            duration = config.validation_trial_s if final else config.search_trial_s
+            duration = config.validation_trial_s if bisection.final else config.search_trial_s
             try:
-                record = runner.valid(kind, rate, duration)
+                record = runner.valid(bisection.kind, bisection.rate_pps, duration)
             except GeneratorLimitedError as limited:
                 caps += 1
                 ceiling = limited.achieved_pps * CALIBRATION_MARGIN
@@ -371,70 +481,34 @@ def search_throughput(
                     "%d B: the generator could not sustain %.0f pps per direction (best %.0f); "
                     "the search continues below %.0f pps.",
                     config.frame_size_bytes,
-                    rate,
+                    bisection.rate_pps,
                     limited.achieved_pps,
                     ceiling,
                 )
-                prev_fail = rate = ceiling
-                # A search trial at or above the ceiling passed: validate the ceiling directly.
-                final = (runner.best_pass_pps or 0.0) >= ceiling
+                bisection.capped(ceiling, runner.best_pass_pps)
                 continue
-        if record.outcome is TrialOutcome.PASS:
-            if final:
-                limited_here = ceiling is not None and rate >= ceiling
-                log.info(
-                    "%d B: final validation passed at %.0f pps per direction after %d trials%s.",
-                    config.frame_size_bytes,
-                    rate,
-                    len(runner.trials),
-                    " (the generator's ceiling: the DUT's throughput is at least this)"
-                    if limited_here
-                    else "",
-                )
-                return SearchResult(
-                    config, rate, start, record.result, tuple(runner.trials), generator_limited=limited_here
-                )
-            next_rate = (prev_fail + rate) / 2.0
-            if abs(next_rate - rate) <= gran:
-                # The pass is not recorded as prev_pass (trafficgen.lua): if its validation
-                # fails, the bisection below it must not climb back towards it.
-                final = True
-                next_rate = rate
-            else:
-                prev_pass = rate
-                passes.append(rate)
-        else:
-            if rate <= floor:
-                raise SearchError(
-                    f"{config.frame_size_bytes} B: could not pass the minimum rate "
-                    f"{floor:.0f} pps per direction (loss {record.result.loss_ratio * 100:.6f} %)."
-                )
-            if final:
-                final = False
-                next_rate = rate - gran
-                log.info(
-                    "%d B: final validation failed at %.0f pps; lowering by one granularity.",
-                    config.frame_size_bytes,
-                    rate,
-                )
-            else:
-                if prev_pass >= rate:
-                    # Not monotonic: a pass at or above this fail was noise. Bisect below the
-                    # highest pass that is still lower (lua would loop here for ever).
-                    passes = [p for p in passes if p < rate]
-                    log.info(
-                        "%d B: fail at %.0f pps below the pass at %.0f pps; the search continues below it.",
-                        config.frame_size_bytes,
-                        rate,
-                        prev_pass,
-                    )
-                    prev_pass = max(passes, default=0.0)
-                next_rate = (prev_pass + rate) / 2.0
-                if abs(next_rate - rate) < gran:
-                    final = True
-            prev_fail = rate
-            next_rate = max(next_rate, floor)
-        rate = next_rate
+        if record.outcome is not TrialOutcome.PASS:
+            bisection.failed(record.result.loss_ratio)
+            continue
+        if bisection.passed():
+            rate = bisection.rate_pps
+            log.info(
+                "%d B: final validation passed at %.0f pps per direction after %d trials%s.",
+                config.frame_size_bytes,
+                rate,
+                len(runner.trials),
+                " (the generator's ceiling: the DUT's throughput is at least this)"
+                if bisection.at_ceiling
+                else "",
+            )
+            return SearchResult(
+                config,
+                rate,
+                start,
+                record.result,
+                tuple(runner.trials),
+                generator_limited=bisection.at_ceiling,
+            )
     raise SearchError(
         f"{config.frame_size_bytes} B: no validated rate after {config.max_trials} counted trials."
     )

@@ -5,6 +5,7 @@ import pytest
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError, TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.search import (
+    Bisection,
     SearchConfig,
     SearchObserver,
     TrialKind,
@@ -310,3 +311,67 @@ def test_a_lucky_pass_above_the_capacity_does_not_trap_the_search(caplog: pytest
     ]
     assert res.rate_pps == 34.6875 and res.validation.loss_ratio == 0.0
     assert "fail at 46 pps below the pass at 50 pps" in caplog.text
+
+
+def _bisection(start: float = 1000.0, gran: float = 10.0, floor: float = 10.0) -> Bisection:
+    return Bisection(64, gran, floor, start, logging.getLogger("test.bisection"))
+
+
+def test_bisection_pass_goes_halfway_up_to_the_last_fail() -> None:
+    b = _bisection()
+    b.failed(0.01)  # 1000 fails: next is halfway down to prev_pass 0
+    assert (b.rate_pps, b.prev_fail_pps, b.final) == (500.0, 1000.0, False)
+    assert b.passed() is False
+    assert (b.rate_pps, b.prev_pass_pps, b.passes) == (750.0, 500.0, [500.0])
+
+
+def test_bisection_pass_within_granularity_validates_at_that_rate_without_becoming_prev_pass() -> None:
+    b = _bisection(start=1000.0, gran=10.0)
+    b.prev_pass_pps, b.prev_fail_pps, b.rate_pps = 980.0, 1000.0, 990.0
+    assert b.passed() is False
+    assert (b.rate_pps, b.final, b.kind) == (990.0, True, TrialKind.VALIDATION)
+    assert b.prev_pass_pps == 980.0  # lua rule: the pass leading into validation is not prev_pass
+    assert b.passed() is True  # the validation passed: the search is done
+
+
+def test_bisection_failed_validation_lowers_by_one_granularity() -> None:
+    b = _bisection(gran=10.0)
+    b.rate_pps, b.final = 990.0, True
+    b.failed(0.001)
+    assert (b.rate_pps, b.final, b.prev_fail_pps) == (980.0, False, 990.0)
+
+
+def test_bisection_fail_at_or_below_prev_pass_marks_that_pass_as_noise() -> None:
+    b = _bisection(start=1000.0, gran=1.0)
+    b.passes = [400.0, 700.0]
+    b.prev_pass_pps = 700.0
+    b.rate_pps = 650.0  # fails below the pass at 700: that pass was noise
+    b.failed(0.02)
+    assert b.prev_pass_pps == 400.0 and b.passes == [400.0]
+    assert b.rate_pps == 525.0  # halfway between the highest pass still below and the fail
+
+
+def test_bisection_fail_within_granularity_of_prev_pass_validates_there() -> None:
+    b = _bisection(start=1000.0, gran=10.0)
+    b.prev_pass_pps, b.rate_pps = 500.0, 505.0
+    b.failed(0.01)
+    assert (b.rate_pps, b.final) == (502.5, True)
+
+
+def test_bisection_never_goes_below_the_floor_and_fails_there() -> None:
+    b = _bisection(start=30.0, gran=10.0, floor=25.0)
+    b.failed(0.5)
+    assert b.rate_pps == 25.0
+    with pytest.raises(SearchError, match="could not pass the minimum rate 25 pps"):
+        b.failed(0.5)
+
+
+def test_bisection_ceiling_validates_directly_when_a_pass_was_above_it() -> None:
+    b = _bisection(start=1000.0)
+    b.capped(800.0, best_pass_pps=900.0)
+    assert (b.rate_pps, b.prev_fail_pps, b.final, b.at_ceiling) == (800.0, 800.0, True, True)
+    b = _bisection(start=1000.0)
+    b.capped(800.0, best_pass_pps=None)
+    assert (b.final, b.at_ceiling) == (False, True)
+    b.failed(0.1)
+    assert b.rate_pps == 400.0 and not b.at_ceiling
