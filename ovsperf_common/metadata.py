@@ -361,8 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.missing_test and not reason:
             reason = "tests without results: " + ", ".join(args.missing_test)
         extra: dict[str, Any] = dict(_pairs(args.set, "--set"))
-        if args.missing_test:
-            extra["missing_tests"] = list(args.missing_test)
+        extra["missing_tests"] = list(args.missing_test)
         metadata = RunMetadata(
             scenario=args.scenario,
             producer=args.producer,

@@ -8,7 +8,8 @@ the CSVs directly, plus ``ovsperf-metadata.json`` (:mod:`ovsperf_common.metadata
 
 Standard library only, Python ≥ 3.9 (runs on the lab hosts):
 ``python3 -m ovsperf_common.resultdir csvs DIR`` prints the result CSVs of one results directory,
-``python3 -m ovsperf_common.resultdir dirs ROOT`` the results directories below ``ROOT``.
+``python3 -m ovsperf_common.resultdir dirs ROOT`` the results directories below ``ROOT``,
+``python3 -m ovsperf_common.resultdir name INDEX TEST DEPLOYMENT`` the CSV name VSperf gives a test.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def fingerprint(root: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print result CSVs (``csvs DIR``) or results directories (``dirs ROOT``), one per line.
+    """Print result CSVs (``csvs DIR``), results directories (``dirs ROOT``), or a CSV name (``name``).
 
     :returns: 0 when something was found, 3 when nothing was, 2 on an error.
     """
@@ -187,9 +188,19 @@ def main(argv: list[str] | None = None) -> int:
         description="List the result CSVs of a results directory, or the results directories below ROOT.",
         epilog="exit codes: 0 found; 2 error; 3 nothing found. Paths with a newline are refused (exit 2).",
     )
-    parser.add_argument("what", choices=("csvs", "dirs"))
-    parser.add_argument("path", type=Path)
+    parser.add_argument("what", choices=("csvs", "dirs", "name"))
+    parser.add_argument("path", help="DIR or ROOT; for 'name': the test index")
+    parser.add_argument("test", nargs="?", help="for 'name': the test name")
+    parser.add_argument("deployment", nargs="?", help="for 'name': the deployment")
     args = parser.parse_args(argv)
+    if args.what == "name":
+        try:
+            print(result_csv_name(str(args.test), str(args.deployment), int(args.path)))
+        except ValueError as err:
+            print(f"ovsperf_common.resultdir: error: {err}", file=sys.stderr)
+            return 2
+        return 0
+    args.path = Path(args.path)
     try:
         found = result_csvs(args.path) if args.what == "csvs" else find_results_dirs(args.path).dirs
     except OSError as err:

@@ -285,17 +285,24 @@ task_python() {
     return 1
 }
 
+# task_ovsperf_module MODULE ARG...: run 'python -m MODULE' of the ovsperf package, installed or
+# straight from the fetched repository (ovsperf_common.metadata, ovsperf_common.resultdir, ...).
+task_ovsperf_module() {
+    local python module="$1"
+    shift
+    python="$(task_python)" || {
+        printf '%s: no Python 3.9 or later with PyYAML found (set OVSPERF_PYTHON)\n' "${module}" >&2
+        return 2
+    }
+    PYTHONPATH="${TASK_REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}" "${python}" -m "${module}" "$@"
+}
+
 # task_vsperf_config ARG...: run vsperf-config, installed or straight from the fetched repository.
 task_vsperf_config() {
     if task_have vsperf-config; then
         vsperf-config "$@"
     else
-        local python
-        python="$(task_python)" || {
-            printf 'vsperf-config: no Python 3 found (set OVSPERF_PYTHON)\n' >&2
-            return 2
-        }
-        PYTHONPATH="${TASK_REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}" "${python}" -m vsperf_configs.cli "$@"
+        task_ovsperf_module vsperf_configs.cli "$@"
     fi
 }
 

@@ -411,7 +411,7 @@ vsperf_test_run_vsperf() {
     local entry index name deployment csv rows
     for entry in "${VSPERF_TEST_TESTS[@]}"; do
         read -r index name deployment <<<"${entry}"
-        csv="${VSPERF_TEST_RESULTS}/result_${index}_${name}_${deployment}.csv"
+        csv="${VSPERF_TEST_RESULTS}/$(task_ovsperf_module ovsperf_common.resultdir name "${index}" "${name}" "${deployment}")"
         rows=0
         [[ -f "${csv}" ]] && rows=$(($(wc -l <"${csv}") - 1))
         if ((rows < 1)); then
@@ -429,56 +429,24 @@ vsperf_test_run_vsperf() {
 }
 
 vsperf_test_write_metadata() {
-    local file="$1" status="$2" packages
-    packages="$(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}.%{ARCH}\n' 'openvswitch*' 'dpdk*' 'qemu-kvm*' 'kernel' 2>/dev/null)"
-    local -a tests=()
-    local entry
-    for entry in "${VSPERF_TEST_TESTS[@]}"; do tests+=("${entry}"); done
-    OVSPERF_PACKAGES="${packages}" OVSPERF_TESTS="$(printf '%s\n' "${tests[@]}")" \
-        OVSPERF_MISSING="$(printf '%s\n' ${VSPERF_TEST_MISSING[@]+"${VSPERF_TEST_MISSING[@]}"})" \
-        "${OVSPERF_PYTHON:-python3}" - "${file}" "${SCENARIO}" "${status}" "${DUT_HOSTNAME}" "${INV_MOONGEN_HOST}" \
-        "${INV_MOONGEN_ADDRESS}" "${RSTRNT_JOBID:-${JOBID:-}}" "${RSTRNT_RECIPEID:-${RECIPEID:-}}" "$(uname -r)" \
-        "$(git -C "${VSPERF_DIR}" rev-parse HEAD 2>/dev/null)" "${VSPERF_TEST_STARTED}" "${VSPERF_TEST_FINISHED}" \
-        "$(basename "${VSPERF_TEST_RESULTS}")" <<'PY'
-"""Write ovsperf-metadata.json (atomically) from the arguments; standard library only."""
-import json
-import os
-import sys
-
-(path, scenario, status, dut, tg_host, tg_address, job, recipe, kernel, vsperf_commit, started, finished,
- results_dir) = sys.argv[1:14]
-packages = {}
-for line in os.environ.get("OVSPERF_PACKAGES", "").splitlines():
-    if line.strip():
-        name, _, version = line.partition(" ")
-        packages[name] = version
-tests = []
-for line in os.environ.get("OVSPERF_TESTS", "").splitlines():
-    if line.strip():
-        index, name, deployment = line.split()
-        tests.append({"index": int(index), "test": name, "deployment": deployment})
-record = {
-    "schema": 1,
-    "scenario": scenario,
-    "status": status,
-    "tests": tests,
-    "missing_tests": [t for t in os.environ.get("OVSPERF_MISSING", "").splitlines() if t.strip()],
-    "results_dir": results_dir,
-    "beaker_job_id": ("J:" + job) if job and not job.startswith("J:") else (job or None),
-    "beaker_recipe_id": recipe or None,
-    "hosts": {"dut": dut, "trafficgen": tg_host or None, "trafficgen_address": tg_address or None},
-    "kernel": kernel,
-    "packages": packages,
-    "vsperf_commit": vsperf_commit or None,
-    "started_at": started,
-    "finished_at": finished,
-}
-tmp = path + ".tmp"
-with open(tmp, "w", encoding="utf-8") as handle:
-    json.dump(record, handle, indent=2, sort_keys=True)
-    handle.write("\n")
-os.replace(tmp, path)
-PY
+    local dir="$1" entry index name deployment job="${RSTRNT_JOBID:-${JOBID:-}}"
+    local -a args=(--scenario "${SCENARIO}" --producer vsperf_test
+        --results-dir "$(basename "${VSPERF_TEST_RESULTS}")"
+        --started-at "${VSPERF_TEST_STARTED}" --finished-at "${VSPERF_TEST_FINISHED}"
+        --host "dut=${DUT_HOSTNAME}" --host "trafficgen=${INV_MOONGEN_HOST}"
+        --host "trafficgen_address=${INV_MOONGEN_ADDRESS}"
+        --set "beaker_job_id=${job:+J:${job#J:}}" --set "beaker_recipe_id=${RSTRNT_RECIPEID:-${RECIPEID:-}}"
+        --set "kernel=$(uname -r)" --set "vsperf_commit=$(git -C "${VSPERF_DIR}" rev-parse HEAD 2>/dev/null)"
+        --set "status=$2" --packages-file -)
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        read -r index name deployment <<<"${entry}"
+        args+=(--test "${index}:${name}:${deployment}")
+    done
+    for name in ${VSPERF_TEST_MISSING[@]+"${VSPERF_TEST_MISSING[@]}"}; do
+        args+=(--missing-test "${name}")
+    done
+    rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}.%{ARCH}\n' 'openvswitch*' 'dpdk*' 'qemu-kvm*' 'kernel' 2>/dev/null |
+        task_ovsperf_module ovsperf_common.metadata "${dir}" "${args[@]}" >/dev/null
 }
 
 # rsync the results to the collector: everything first, the metadata file last (its presence
@@ -514,12 +482,13 @@ vsperf_test_collect() {
     task_run "Keep the VSperf configuration" cp "${VSPERF_TEST_CONF}" "${VSPERF_TEST_RESULTS}/ovsperf-vsperf.conf"
     task_run "Keep VSperf's console output" cp "${VSPERF_TEST_WORK}/vsperf-stdout.log" \
         "${VSPERF_TEST_RESULTS}/ovsperf-vsperf-stdout.log"
-    task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata \
-        "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" "${status}"
+    task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata "${VSPERF_TEST_RESULTS}" "${status}"
     task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
         "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
+    local -a csvs=()
+    mapfile -t csvs < <(task_ovsperf_module ovsperf_common.resultdir csvs "${VSPERF_TEST_RESULTS}")
     task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
-        "${VSPERF_TEST_RESULTS}"/result_*.csv "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
+        ${csvs[@]+"${csvs[@]}"} "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
     if [[ -z "${COLLECTOR}" ]]; then
         task_log "  No COLLECTOR given: the results stay in ${VSPERF_TEST_RESULTS} and in the Beaker logs."
     elif ! task_run "Send ${VSPERF_TEST_RESULTS} to ${COLLECTOR}" vsperf_test_ship; then

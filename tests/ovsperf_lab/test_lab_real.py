@@ -83,7 +83,7 @@ def check_run(results_dir: Path, csv_name: str, tmp_path: Path) -> None:
     assert meta["complete"] is True
     loaded = load_results_dir(results_dir)
     assert loaded.ovs_version == meta["ovs_version"]
-    assert loaded.runs[0].trials[0].rx_pps == pytest.approx(float(row["throughput_rx_fps"]))
+    assert loaded.runs[0].rows[0].rx_pps == pytest.approx(float(row["throughput_rx_fps"]))
     report = generate_report([results_dir], [results_dir], tmp_path / "report")
     assert report.index_html.is_file() and report.overall == "PASS"
 

@@ -87,9 +87,9 @@ def test_complete_p2p_run(tmp_path: Path, state_root: Path) -> None:
     assert loaded.ovs_version == meta["ovs_version"] and loaded.dpdk_version == meta["dpdk_version"]
     [run] = loaded.runs
     assert (run.test, run.deployment, run.vswitch) == ("phy2phy_tput", "p2p", "OvsDpdkVhost")
-    assert [t.frame_size_bytes for t in run.trials] == [64, 1518]
-    assert run.trials[0].rx_pps == ndr64 and run.trials[0].latency_avg_ns == 20000.0
-    assert run.trials[0].frame_loss_percent == 0.0
+    assert [t.frame_size_bytes for t in run.rows] == [64, 1518]
+    assert run.rows[0].rx_pps == ndr64 and run.rows[0].latency_avg_ns == 20000.0
+    assert run.rows[0].frame_loss_percent == 0.0
     report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
     assert report.index_html.is_file() and report.overall == "PASS"
     names = sorted(p.name for p in outcome.results_dir.iterdir())
