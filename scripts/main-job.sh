@@ -45,13 +45,19 @@ results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
     --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}" --repeats "${REPEATS}" \
     --output "${OUT}/lab") || lab_status=$?
 [[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
-compgen -G "${results}/result_*.csv" >/dev/null || die "the lab run wrote no result CSV (see above)"
+"${VENV}/bin/python" -m ovsperf_common.resultdir csvs "${results}" >/dev/null ||
+    die "the lab run wrote no result CSV (see above)"
 # Exit 2 with a results directory: some frame size found no rate; the report shows what is there.
 [[ ${lab_status} -eq 0 ]] || log "the lab run is incomplete (exit ${lab_status}); reporting the frame sizes it finished"
 echo "${results}"
 
 baseline_root="${LAB_STATE_DIR}/baseline"
-if [[ ${lab_status} -eq 0 ]] && ! compgen -G "${baseline_root}/results_*" >/dev/null; then
+# The baselines recorded so far: the results directories in baseline_root (sorted, oldest first).
+recorded_baselines() {
+    [[ -d ${baseline_root} ]] || return 0
+    "${VENV}/bin/python" -m ovsperf_common.resultdir dirs "${baseline_root}" || (($? == 3))
+}
+if [[ ${lab_status} -eq 0 && -z "$(recorded_baselines)" ]]; then
     mkdir -p "${baseline_root}"
     tmp=$(mktemp -d "${baseline_root}/.new.XXXXXX")
     cp -a "${results}" "${tmp}/"
@@ -60,7 +66,7 @@ if [[ ${lab_status} -eq 0 ]] && ! compgen -G "${baseline_root}/results_*" >/dev/
     log "first run on this machine: recorded ${results} as the baseline in ${baseline_root};"
     log "later runs compare with it (delete ${baseline_root} to record a new one)"
 fi
-mapfile -t baselines < <(compgen -G "${baseline_root}/results_*" | sort)
+mapfile -t baselines < <(recorded_baselines)
 if [[ ${#baselines[@]} -eq 0 ]]; then
     # No complete run recorded yet: this incomplete one is compared with itself, not kept.
     baselines=("${results}")
@@ -71,19 +77,17 @@ log "comparing with the baseline ${baseline}"
 
 report="${OUT}/lab-report"
 status=0
-marker=$(mktemp)
-generate-report --baseline "${baseline}" --output-dir "${report}" "${results}" >&2 || status=$?
-# Exit 2 with a page this call wrote means "report written with INVALID cells" (a frame size
-# one side lacks: an incomplete run, or other FRAME_SIZES than the baseline's). An older page
-# would be stale, so only a fresh one counts.
-if [[ ${status} -eq 2 && "${report}/index.html" -nt "${marker}" ]]; then
+# generate-report prints the page's path whenever it wrote one, whatever its exit code: exit 2
+# with a path is "report written with INVALID cells" (a frame size one side lacks: an incomplete
+# run, or other FRAME_SIZES than the baseline's); exit 2 without one is an error, no report.
+page=$(generate-report --baseline "${baseline}" --output-dir "${report}" "${results}") || status=$?
+if [[ ${status} -eq 2 && -n ${page} ]]; then
     log "the report marks frame sizes missing on one side (or unusable) as INVALID"
     status=0
 fi
-rm -f "${marker}"
 # Exit 1 means "report written, regression found": still print where it is.
 if [[ ${status} -ne 0 && ${status} -ne 1 ]]; then
     die "generate-report failed with exit code ${status}"
 fi
 [[ ${status} -eq 1 ]] && log "generate-report found a regression against the baseline"
-echo "${report}/index.html"
+echo "${page}"

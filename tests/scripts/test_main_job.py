@@ -1,0 +1,114 @@
+"""scripts/main-job.sh decides from generate-report's exit code and stdout, never from file times.
+
+The README's main job runs as root (``make test`` runs pytest through sudo) with PATH shims for the three commands it calls (jobcreator,
+ovsperf-lab, generate-report): the lab and the report are tested elsewhere; here only the job's
+own decisions are (baseline recording, INVALID report vs error, regression).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TS = "results_2026-11-24_10-00-00"
+
+SHIMS = {
+    "jobcreator": """#!/bin/bash
+while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && { echo '<job/>' > "$2"; shift; }; shift; done
+""",
+    "ovsperf-lab": f"""#!/bin/bash
+[[ $1 == -q ]] && shift
+[[ $1 == cleanup ]] && exit 0
+while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && out=$2; shift; done
+mkdir -p "$out/{TS}"
+printf 'throughput_rx_fps,packet_size\\n1000000,64\\n' > "$out/{TS}/result_0_phy2phy_tput_p2p.csv"
+echo "$out/{TS}"
+exit "${{LAB_EXIT:-0}}"
+""",
+    "generate-report": """#!/bin/bash
+while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && out=$2; shift; done
+if [[ ${REPORT_WRITES:-1} == 1 ]]; then
+    mkdir -p "$out" && echo x > "$out/index.html" && echo "$out/index.html"
+fi
+exit "${REPORT_EXIT:-0}"
+""",
+}
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    """A VENV whose bin/ holds the shims and this interpreter (for ``python -m ovsperf_common...``)."""
+    bindir = tmp_path / "venv" / "bin"
+    bindir.mkdir(parents=True)
+    for name, text in SHIMS.items():
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    (bindir / "python").symlink_to(sys.executable)
+    return bindir.parent
+
+
+def run_job(venv: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {
+        **os.environ,
+        "VENV": str(venv),
+        "OUT": str(tmp_path / "out"),
+        "LAB_STATE_DIR": str(tmp_path / "state"),
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "main-job.sh")],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_first_run_records_the_baseline_and_prints_three_paths(venv: Path, tmp_path: Path) -> None:
+    job = run_job(venv, tmp_path)
+    assert job.returncode == 0, job.stderr
+    out = tmp_path / "out"
+    assert job.stdout.splitlines() == [
+        str(out / "job-OVS_DPDK1q_GUEST_DPDK1q.xml"),
+        str(out / "lab" / TS),
+        str(out / "lab-report" / "index.html"),
+    ]
+    assert (tmp_path / "state" / "baseline" / TS / "result_0_phy2phy_tput_p2p.csv").is_file()
+    assert "first run on this machine: recorded" in job.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "last_line", "message"),
+    [
+        ({"REPORT_EXIT": "2"}, 0, "index.html", "marks frame sizes missing on one side"),
+        ({"REPORT_EXIT": "2", "REPORT_WRITES": "0"}, 2, None, "generate-report failed with exit code 2"),
+        ({"REPORT_EXIT": "1"}, 0, "index.html", "found a regression against the baseline"),
+        ({"REPORT_EXIT": "3", "REPORT_WRITES": "0"}, 2, None, "generate-report failed with exit code 3"),
+    ],
+    ids=["invalid-cells-report", "error-no-report", "regression", "no-results"],
+)
+def test_report_outcome_is_read_from_exit_code_and_stdout(
+    venv: Path, tmp_path: Path, env: dict[str, str], code: int, last_line: str | None, message: str
+) -> None:
+    job = run_job(venv, tmp_path, **env)
+    assert job.returncode == code, job.stderr
+    assert message in job.stderr
+    lines = job.stdout.splitlines()
+    if last_line is None:
+        assert len(lines) == 2  # job file and results directory, no report
+    else:
+        assert len(lines) == 3 and lines[-1].endswith(last_line)
+
+
+def test_an_incomplete_run_is_not_recorded_as_the_baseline(venv: Path, tmp_path: Path) -> None:
+    job = run_job(venv, tmp_path, LAB_EXIT="2", REPORT_EXIT="2")
+    assert job.returncode == 0, job.stderr
+    assert not (tmp_path / "state" / "baseline").exists()
+    assert "an incomplete run is not recorded as one" in job.stderr
