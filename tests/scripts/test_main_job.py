@@ -1,8 +1,9 @@
 """scripts/main-job.sh decides from generate-report's exit code and stdout, never from file times.
 
-The README's main job runs as root (``make test`` runs pytest through sudo) with PATH shims for the three commands it calls (jobcreator,
-ovsperf-lab, generate-report): the lab and the report are tested elsewhere; here only the job's
-own decisions are (baseline recording, INVALID report vs error, regression).
+The README's main job runs as root (``make test`` runs pytest through sudo) with PATH shims for
+the three commands it calls (jobcreator, ovsperf-lab, generate-report): the lab and the report
+are tested elsewhere; here only the job's own decisions are (baseline recording, INVALID report
+vs error, regression).
 """
 
 from __future__ import annotations
