@@ -5,7 +5,7 @@ VENV ?= $(ROOT)/.venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test check lint typecheck shellcheck pytest bench clean
+.PHONY: setup run test check lint typecheck compat shellcheck pytest bench clean
 
 setup:
 	$(SUDO) VENV=$(VENV) $(ROOT)/scripts/setup-debian.sh
@@ -15,13 +15,20 @@ run: setup
 
 test: setup check
 
-check: lint typecheck shellcheck pytest
+check: lint typecheck compat shellcheck pytest
 
 lint:
 	$(VENV)/bin/ruff check .
 
 typecheck:
 	$(VENV)/bin/mypy
+
+# Code that runs on the lab hosts (Python >= 3.9; pyproject.toml per-file-target-version lists the same).
+LAB_HOST_CODE := vsperf_configs jobcreator/__init__.py jobcreator/catalog.py jobcreator/errors.py \
+	jobcreator/model.py ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
+
+compat:
+	$(VENV)/bin/vermin --no-tips --violations -t=3.9- $(LAB_HOST_CODE)
 
 shellcheck:
 	git ls-files '*.sh' 'beaker_tasks/*/runtest.sh' '.ci/run' | sort -u | xargs -r shellcheck -x

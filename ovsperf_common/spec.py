@@ -17,7 +17,7 @@ from ovsperf_common.errors import FieldError
 _E = TypeVar("_E", bound="SpecEnum")
 
 
-class SpecEnum(str, enum.Enum):  # noqa: UP042 - enum.StrEnum needs Python 3.11; lab hosts run 3.9
+class SpecEnum(str, enum.Enum):
     """An ``Enum`` with string values and one spelling rule (:meth:`from_spec`).
 
     Members are strings: they compare equal to their value, serialise to JSON as it, and

@@ -46,7 +46,7 @@ if [[ ! -x ${VENV}/bin/python ]]; then
     python3 -m venv "${VENV}"
 fi
 "${VENV}/bin/python" -m pip install -q --upgrade pip >&2
-"${VENV}/bin/python" -m pip install -q -e "${ROOT}[test]" >&2
+"${VENV}/bin/python" -m pip install -q -e "${ROOT}[all,test]" >&2
 log "python package installed in ${VENV}"
 
 # The DPDK traffic generator of the local lab, built against the distribution's libdpdk.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# ruff: noqa: UP006, UP035, UP045
+# ruff: noqa: UP006, UP035
 """Synchronise lab hosts without Beaker's sync: each host serves the states it has set.
 
 Runs on RHEL/Fedora lab machines before the ovsperf package is installed, so it uses the Python

@@ -6,6 +6,6 @@ set -o errexit -o nounset -o pipefail
 if [[ ! -x "${OVSPERF_VENV}/bin/python" ]]; then
     python3 -m venv --system-site-packages "${OVSPERF_VENV}"
 fi
-"${OVSPERF_VENV}/bin/pip" install --quiet "${WORKSPACE}"
+"${OVSPERF_VENV}/bin/pip" install --quiet "${WORKSPACE}[koji,jenkins]"
 mkdir -p "${WORKSPACE}/out"
 "${OVSPERF_VENV}/bin/ovsperf-koji" --help >/dev/null
