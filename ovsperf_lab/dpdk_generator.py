@@ -11,7 +11,6 @@ directory.
 from __future__ import annotations
 
 import contextlib
-import enum
 import json
 import logging
 import os
@@ -25,9 +24,10 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from ovsperf_common.deadline import Deadline
+from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
@@ -44,23 +44,7 @@ _TERM_TIMEOUT_S = 5.0
 _PROGRESS_EVERY_S = 60.0
 
 
-class _SpecEnum(enum.StrEnum):
-    """A string enum whose :meth:`from_spec` names the valid values when it rejects one."""
-
-    @classmethod
-    def from_spec(cls, value: str) -> Self:
-        """Return the member whose value is ``value``.
-
-        :raises TrafficGeneratorError: when there is none, listing the valid values.
-        """
-        try:
-            return cls(value)
-        except ValueError as err:
-            valid = ", ".join(repr(m.value) for m in cls)
-            raise TrafficGeneratorError(f"{cls.__name__} {value!r} is not one of {valid}.") from err
-
-
-class FlowField(_SpecEnum):
+class FlowField(SpecEnum):
     """Which header field varies between the flows of a direction."""
 
     SRC_PORT = "src_port"
@@ -69,7 +53,7 @@ class FlowField(_SpecEnum):
     """IPv4 source address base + flow."""
 
 
-class TxFullPolicy(_SpecEnum):
+class TxFullPolicy(SpecEnum):
     """What the generator does with a frame the port's TX queue refuses at its due time."""
 
     LOSS = "loss"

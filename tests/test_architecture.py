@@ -70,7 +70,7 @@ def _grep(pattern: str, *, owner: str, suffixes: tuple[str, ...] = (".py",)) -> 
     ("what", "pattern", "owner"),
     [
         ("verbosity options", r"add_argument\(\s*\"-v\"", "ovsperf_common/runner.py"),
-        ("logging setup", r"configure_logging\(", "ovsperf_common/runner.py"),
+        ("logging setup", r"(?<!def )configure_logging\(", "ovsperf_common/runner.py"),
         ("from_spec rule", r"def from_spec\(", "ovsperf_common/spec.py"),
         ("result CSV name rule", r"result_\(\?:|RESULT_CSV_RE\s*=", "ovsperf_common/resultdir.py"),
         ("results directory name rule", r"RESULTS_DIR_RE\s*=", "ovsperf_common/resultdir.py"),

@@ -23,6 +23,7 @@ from ovsperf_lab.dpdk_generator import (
     pool_mbufs,
     pool_memory_mb,
 )
+from ovsperf_common.errors import FieldError
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
@@ -383,7 +384,7 @@ def test_missing_binary_and_bad_config() -> None:
         GeneratorConfig()
     with pytest.raises(TrafficGeneratorError, match="'tx_tolerance_ratio'"):
         GeneratorConfig(vdevs=("net_ring0",), tx_tolerance_ratio=1.5)
-    with pytest.raises(TrafficGeneratorError, match="is not one of 'loss', 'retry'"):
+    with pytest.raises(FieldError, match="expected one of 'loss', 'retry'"):
         TxFullPolicy.from_spec("drop")
 
 
