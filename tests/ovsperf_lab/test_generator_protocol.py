@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ovsperf_common.errors import FieldError
 from ovsperf_lab.dpdk_generator import (
     DpdkTrafficGenerator,
     GeneratorConfig,
@@ -23,7 +24,6 @@ from ovsperf_lab.dpdk_generator import (
     pool_mbufs,
     pool_memory_mb,
 )
-from ovsperf_common.errors import FieldError
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
