@@ -8,12 +8,14 @@ standard library only and stays compatible with Python 3.6 (RHEL 8's platform Py
 * ``--set STATE [--data FILE]`` records STATE (and up to 64 KiB of text data) in the state
   directory, atomically, and makes sure this host's HTTP server runs (it is started in its own
   session and outlives the task). States are files, so a reboot or a server restart loses nothing;
-  any later ``--set``/``--wait`` call restarts the server.
+  any later ``--set`` restarts the server, and so does ``--wait`` on the address an earlier
+  ``--set`` recorded (``--wait`` never opens a listening socket of its own choosing).
 * ``--serve`` is that server: ``GET /v1/states/<STATE>`` answers 200 with the state as JSON or 404;
   ``GET /v1/health`` identifies it. Nothing can be set remotely (no POST/PUT).
-* ``--wait STATE --peer HOST[:PORT] [--timeout S]`` polls the peer until it serves STATE, with a
-  monotonic deadline; on timeout it fails naming the state, the peer, the time waited and the last
-  answer. ``--output FILE`` saves the data; ``--install authorized_keys|known_hosts`` installs SSH
+* ``--wait STATE --peer HOST[:PORT] [--timeout S]`` polls the peer until it serves STATE, with one
+  monotonic deadline over every connect and read (a peer that trickles bytes cannot stretch it);
+  on timeout it fails naming the state, the peer, the time waited and the last answer.
+  ``--output FILE`` saves the data; ``--install authorized_keys|known_hosts`` installs SSH
   public keys or host keys the peer published, so no private key or password ever passes through
   Beaker (published data containing a private key is refused on both sides).
 
@@ -34,8 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 from typing import Any, Dict, List, Optional, Tuple
@@ -218,6 +219,21 @@ def _pid_file(state_dir: str) -> str:
     return os.path.join(state_dir, "server.pid")
 
 
+def _bind_file(state_dir: str) -> str:
+    """Return the file holding the address and port ``--set`` asked the server to listen on."""
+    return os.path.join(state_dir, "server.bind")
+
+
+def _recorded_bind(state_dir: str) -> Optional[Tuple[str, int]]:
+    """Return the (address, port) a ``--set`` recorded, or None when none did."""
+    try:
+        with open(_bind_file(state_dir), encoding="utf-8") as handle:
+            record = json.load(handle)
+        return str(record["bind"]), int(record["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def serve(state_dir: str, port: int, bind: str) -> int:
     """Serve the states of ``state_dir`` on ``bind``:``port`` until SIGTERM/SIGINT; return 0.
 
@@ -253,17 +269,49 @@ def serve(state_dir: str, port: int, bind: str) -> int:
 
 
 def _get(url: str, timeout_s: float) -> Tuple[int, Optional[Dict[str, Any]]]:
-    """GET ``url``; return (HTTP status, JSON body or None). Raise OSError when unreachable."""
+    """GET ``url`` (``http://host:port/path``); return (HTTP status, JSON body or None).
+
+    The whole exchange — connect, send, every read — ends by one monotonic deadline ``timeout_s``
+    from now, whatever the peer does: a peer that sends one byte every half second cannot hold the
+    wait past it (a per-read socket timeout would let it). At most ``2 * MAX_DATA_BYTES`` of body
+    are read.
+
+    :raises OSError: when the peer is unreachable, closes early or the deadline passes
+        (``socket.timeout``).
+    """
+    deadline = time.monotonic() + timeout_s
+    parts = urllib.parse.urlsplit(url)
+    host, port = parts.hostname or "", parts.port or 80
+
+    def remaining() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout(f"no complete answer within {timeout_s:g} s")
+        return left
+
+    limit = MAX_DATA_BYTES * 2 + 16384
+    chunks: List[bytes] = []
+    size = 0
+    with socket.create_connection((host, port), timeout=remaining()) as sock:
+        sock.settimeout(remaining())
+        sock.sendall(f"GET {parts.path or '/'} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode("ascii"))
+        while size < limit:
+            sock.settimeout(remaining())
+            chunk = sock.recv(min(65536, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    raw = b"".join(chunks)
+    head, _, body_bytes = raw.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].split()
+    if len(status_line) < 2 or not status_line[1].isdigit():
+        raise ConnectionError(f"not an HTTP answer: {head[:60]!r}")
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            status, raw = response.status, response.read(MAX_DATA_BYTES * 2)
-    except urllib.error.HTTPError as err:
-        status, raw = err.code, err.read(4096)
-    try:
-        body = json.loads(raw.decode("utf-8"))
+        body = json.loads(body_bytes.decode("utf-8"))
     except ValueError:
         body = None
-    return status, body if isinstance(body, dict) else None
+    return int(status_line[1]), body if isinstance(body, dict) else None
 
 
 def _server_running(state_dir: str, port: int) -> bool:
@@ -526,7 +574,10 @@ def _parser() -> argparse.ArgumentParser:
         help="server port (default $PERFSYNC_PORT or %(default)s)",
     )
     parser.add_argument(
-        "--bind", default="0.0.0.0", help="server address ('::' for IPv6; default %(default)s)"
+        "--bind",
+        default="0.0.0.0",
+        help="with --set: server address ('::' for IPv6; default %(default)s). --wait starts no server "
+        "of its own: after a reboot it restarts only the one an earlier --set started, on that address",
     )
     return parser
 
@@ -555,14 +606,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                     raise PerfsyncError(f"Cannot read data file '{args.data}': {err}.") from err
             set_state(args.state_dir, args.set, data)
             ensure_server(args.state_dir, args.port, args.bind)
+            _atomic_write(_bind_file(args.state_dir), json.dumps({"bind": args.bind, "port": args.port}))
             log.info("Set state '%s'%s.", args.set, f" with {len(data)} B of data" if data else "")
             return EXIT_OK
         if not args.peer:
             parser.error("--wait needs --peer HOST")
         if not 0 < args.timeout <= 7 * 86400:
             parser.error("--timeout must be in (0, 604800] seconds")
-        if list_states(args.state_dir):
-            ensure_server(args.state_dir, args.port, args.bind)  # keep serving ours after a reboot
+        recorded = _recorded_bind(args.state_dir)
+        if recorded is not None and list_states(args.state_dir):
+            # Keep serving our own states after a reboot, where --set asked for: --wait never
+            # opens a listening socket of its own choosing.
+            ensure_server(args.state_dir, recorded[1], recorded[0])
         record = wait_state(
             args.wait, args.peer, args.port, args.timeout, max(0.05, args.interval), args.progress
         )
