@@ -1,11 +1,26 @@
-"""Configure logging for a command line entry point (only ``cli.py`` modules call this)."""
+"""Configure logging for a command line entry point (only the shared runner calls this).
+
+Every line the handler writes passes through :func:`ovsperf_common.secrets.mask`: a password,
+token or URL credential that reached a log message (a server's fault text, a URL, a config dump)
+is shown as ``***``.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 
+from ovsperf_common.secrets import mask
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class MaskingFormatter(logging.Formatter):
+    """Format a record as usual, then mask the secrets in the whole text (message and traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the formatted record with its secrets masked."""
+        return mask(super().format(record))
 
 
 def configure_logging(verbose: int = 0, quiet: int = 0) -> None:
@@ -22,7 +37,7 @@ def configure_logging(verbose: int = 0, quiet: int = 0) -> None:
         if getattr(handler, "_ovsperf", False):
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(MaskingFormatter(LOG_FORMAT))
     handler._ovsperf = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)

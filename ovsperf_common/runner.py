@@ -24,6 +24,7 @@ from collections.abc import Callable
 from ovsperf_common.errors import OvsperfError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
+from ovsperf_common.secrets import mask
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ def message_line(err: BaseException) -> str:
     """Return an error's message on one line.
 
     Runs of white space (newlines and tabs too) become one space; other control characters are
-    escaped (:func:`one_line`).
+    escaped (:func:`one_line`); secrets are masked (``ovsperf_common.secrets``): a server's fault
+    text that echoes a password shows ``***``.
     """
-    return one_line(" ".join(str(err).split()))
+    return mask(one_line(" ".join(str(err).split())))

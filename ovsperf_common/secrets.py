@@ -106,38 +106,57 @@ PATTERN_NAMES: Final = tuple(name for name, _, _ in _PATTERNS)
 _LIST_ITEM: Final = re.compile(r"""(["'])(?:(?!\1).)*\1""")
 
 
-def _mask_list(match: re.Match[str]) -> str:
-    items = _LIST_ITEM.sub(lambda m: f"{m.group(1)}{MASK}{m.group(1)}", match.group(2))
+def _mask_list(match: re.Match[str], token: str) -> str:
+    items = _LIST_ITEM.sub(lambda m: f"{m.group(1)}{token}{m.group(1)}", match.group(2))
     if items == match.group(2) and items.strip():
-        items = MASK
+        items = token
     return f"{match.group(1)}{items}{match.group(3)}"
 
 
-def redact(text: str) -> tuple[str, int]:
-    """Return ``text`` with every secret value replaced by :data:`MASK`, and how many were replaced.
+def redact(text: str, token: str = MASK) -> tuple[str, int]:
+    """Return ``text`` with every secret value replaced by ``token``, and how many were replaced.
 
+    :param token: what stands in for a secret: :data:`MASK` in messages and logs; a copied file
+        may use a more visible one (``'<redacted>'``).
     :returns: (masked text, number of replacements) — a count > 0 tells the caller to warn that the
         file was redacted.
     """
     count = 0
     for name, pattern, replacement in _PATTERNS:
         if name == "list setting":
-            text, hits = pattern.subn(_mask_list, text)
+            text, hits = pattern.subn(lambda m: _mask_list(m, token), text)
         else:
-            text, hits = pattern.subn(replacement, text)
+            text, hits = pattern.subn(replacement.replace(MASK, token.replace("\\", "\\\\")), text)
         count += hits
     return text, count
 
 
-def redact_bytes(data: bytes) -> tuple[bytes, int]:
+def redact_bytes(data: bytes, token: str = MASK) -> tuple[bytes, int]:
     """Return :func:`redact` applied to bytes (decoded as UTF-8 with surrogate escapes, so bytes survive)."""
-    text, count = redact(data.decode("utf-8", "surrogateescape"))
+    text, count = redact(data.decode("utf-8", "surrogateescape"), token)
     return text.encode("utf-8", "surrogateescape"), count
 
 
 def mask(text: str) -> str:
     """Return ``text`` with its secrets masked (for one message or log line)."""
     return redact(text)[0]
+
+
+_SECRET_WORD_RE: Final = re.compile(
+    r"(?i)passw(?:or)?d|passphrase|secret|token|api[ _-]?key|credential|private[ _-]?key|auth[ _-]?key"
+)
+"""A word that makes a field name a secret's, in any spelling (``GUEST_PASSWORD``, ``Guest password``)."""
+
+
+def mask_pair(key: str, value: str) -> str:
+    """Return ``value`` as it may be shown next to ``key`` (a table row, a ``NAME=VALUE`` line).
+
+    The whole value is masked when the key names a secret (``GUEST_PASSWORD``); otherwise the
+    secrets inside the value are (a URL with credentials in a ``Repository`` row).
+    """
+    if _SECRET_WORD_RE.search(key):
+        return MASK
+    return mask(value)
 
 
 def url_credentials(url: str) -> str | None:

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ovsperf_common import resultdir
+from ovsperf_common.secrets import mask_pair
 from reporting import load_text
 from reporting.errors import load_error
 from reporting.resultmodel import LoadWarning, ResultSet, TestRun, ThroughputRow
@@ -354,13 +355,17 @@ def _failed_tests(
 
 
 def _environment(path: Path, names: list[str], warnings: list[LoadWarning]) -> tuple[tuple[str, str], ...]:
-    """Merge the environment blocks of every ``result_*.rst`` (else ``.md``), first value wins."""
+    """Merge the environment blocks of every ``result_*.rst`` (else ``.md``), first value wins.
+
+    Values are masked where they enter (``ovsperf_common.secrets.mask_pair``): the page's
+    environment table and ``report.json`` never show a password, token or URL credential.
+    """
     merged: dict[str, str] = {}
     for suffix in (".rst", ".md"):
         for name in names:
             if name.startswith("result_") and name.endswith(suffix) and (path / name).is_file():
                 for key, value in load_text.environment_block(path / name, warnings):
-                    merged.setdefault(key, value)
+                    merged.setdefault(key, mask_pair(key, value))
         if merged:
             break
     return tuple(merged.items())

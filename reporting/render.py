@@ -14,7 +14,6 @@ import functools
 import json
 import logging
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from matplotlib.figure import Figure
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
+from ovsperf_common.secrets import redact_bytes
 from reporting.document import PathDisplay, SourceLink, findings, graph_name, report_data, safe_name
 from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
 from reporting.resultmodel import ResultSet
@@ -39,28 +39,8 @@ MAX_COPY_BYTES = 50 * 1024 * 1024
 """VSperf files larger than this are linked by path only, not copied [B]."""
 
 
-_SECRET_PATTERNS = (
-    # key = value / key: value, as in VSperf conf dumps and tool logs (quotes kept, value hidden)
-    re.compile(
-        rb"(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key)[A-Za-z0-9_]*\s*[:=]\s*[\"']?)"
-        rb"[^\s\"',;]+"
-    ),
-    re.compile(rb"(sshpass\s+-p\s*)\S+"),  # sshpass -p PASSWORD in host-cmds logs
-    re.compile(rb"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # scheme://user:PASSWORD@host
-)
-REDACTED = b"<redacted>"
-
-
-def redact(data: bytes) -> tuple[bytes, int]:
-    """Hide passwords, tokens and URL credentials in a copied log or report.
-
-    :returns: (the text with each secret value replaced by ``<redacted>``, number replaced).
-    """
-    count = 0
-    for pattern in _SECRET_PATTERNS:
-        data, hits = pattern.subn(rb"\1" + REDACTED, data)
-        count += hits
-    return data, count
+REDACTED = "<redacted>"
+"""What stands in for a secret in the report's copies of VSperf files (``ovsperf_common.secrets``)."""
 
 
 def copy_sources(rs: ResultSet, out: Path, prefix: str, warnings: list[str]) -> list[SourceLink]:
@@ -68,9 +48,10 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str, warnings: list[str]) -> 
 
     Only regular files (no symlinks) up to :data:`MAX_COPY_BYTES` are copied; names are
     sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them. Secrets
-    (``password=…``, ``sshpass -p …``, ``scheme://user:…@``) are replaced by ``<redacted>``: a
-    report may be published. A source too large or unreadable is left out; each of those and
-    each redaction adds a warning naming the file to ``warnings``.
+    (every pattern of :mod:`ovsperf_common.secrets`: ``key = value`` and list settings, JSON,
+    ``Authorization`` headers, private-key blocks, URL credentials, ``sshpass -p``) are replaced
+    by ``<redacted>``: a report may be published. A source too large or unreadable is left out;
+    each of those and each redaction adds a warning naming the file to ``warnings``.
 
     :raises OSError: when writing fails (e.g. a full disk).
     """
@@ -88,7 +69,7 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str, warnings: list[str]) -> 
         except OSError as err:
             warnings.append(f"'{src}': cannot be read ({err.strerror}); not copied into the report.")
             continue
-        data, hidden = redact(data)
+        data, hidden = redact_bytes(data, REDACTED)
         if hidden:
             warnings.append(
                 f"'{src}': {hidden} secret value(s) replaced by '<redacted>' in the report's copy."

@@ -85,3 +85,29 @@ def test_url_credentials(url: str, why: str | None) -> None:
         assert reason is None
     else:
         assert reason is not None and why in reason
+
+
+def test_log_lines_and_error_lines_are_masked(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import logging
+
+    from ovsperf_common.errors import OvsperfError
+    from ovsperf_common.runner import run_command
+
+    def command(_args: argparse.Namespace) -> int:
+        logging.getLogger("test.secrets").warning("hub said: login 'bob' password=hunter2 refused")
+        raise OvsperfError("Cannot reach 'https://bob:hunter2@hub.example.com/': refused; token=abc")
+
+    assert run_command(argparse.ArgumentParser(prog="tool"), command, []) == 2
+    err = capsys.readouterr().err
+    assert "hunter2" not in err and "abc" not in err.split("token=")[-1]
+    assert "password=*** refused" in err
+    assert "tool: error: Cannot reach 'https://bob:***@hub.example.com/': refused; token=***" in err
+
+
+def test_mask_pair_masks_secret_keys_whole_and_values_inside() -> None:
+    from ovsperf_common.secrets import mask_pair
+
+    assert mask_pair("GUEST_PASSWORD", "['a', 'b']") == "***"
+    assert mask_pair("Repository", "https://qe:pw@repo/x") == "https://qe:***@repo/x"
+    assert mask_pair("vSwitch", "OvsDpdkVhost") == "OvsDpdkVhost"

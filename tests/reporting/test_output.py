@@ -122,3 +122,21 @@ def test_secrets_in_copied_logs_are_redacted(tmp_path: Path, copy_results: Any) 
     assert len(hits) == 2
     assert any(w.startswith(f"'{overall}': 2 secret value(s)") for w in hits)
     assert any(w.startswith(f"'{host_cmds}': 1 secret value(s)") for w in hits)
+
+
+def test_secrets_in_the_environment_block_never_reach_page_or_json(tmp_path: Path, copy_results: Any) -> None:
+    src = copy_results(BASELINE, "env_secrets")
+    rst = next(next(src.glob("results_*")).glob("result_0_*.rst"))
+    text = rst.read_text()
+    text = text.replace(
+        "* OS: Red Hat",
+        "* Guest password: hunter2\n* Repository: https://qe:pa55word@repo.example.com/x\n* OS: Red Hat",
+        1,
+    )
+    rst.write_text(text)
+    outcome = generate_report([BASELINE], [src], tmp_path / "out")
+    page = outcome.index_html.read_text()
+    report = outcome.report_json.read_text()
+    for secret in ("hunter2", "pa55word"):
+        assert secret not in page and secret not in report
+    assert "https://qe:***@repo.example.com/x" in report and "Guest password" in report
