@@ -153,7 +153,7 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
     raw_options = fields.required(merged, "kernel_options")
     if not isinstance(raw_options, list):
         raise FieldError("expected a list of kernel options.", field="kernel_options")
-    kernel_options = tuple(str(o) for o in raw_options)
+    kernel_options = tuple(fields.kernel_option(o, f"kernel_options[{i}]") for i, o in enumerate(raw_options))
 
     guest = _parse_guest(entry.get("guest"), defaults.get("guest") or {}, queues)
     needs_guest = any(t is not VsperfTest.PHY2PHY_TPUT for t in tests)

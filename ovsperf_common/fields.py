@@ -112,6 +112,35 @@ def hostname(value: object, field: str | None = None) -> str:
     return value
 
 
+KERNEL_OPTION_RE: Final = re.compile(r"^[A-Za-z0-9_.,:/+@-]+(?:=[A-Za-z0-9_.,:/+@=-]*)?$")
+"""One kernel command-line token ``key[=value]``: no spaces, quotes, ``$`` or control characters
+(the kernel splits its command line on spaces; Beaker passes it through a shell-free attribute)."""
+
+
+def kernel_option(value: object, field: str | None = None) -> str:
+    """Return ``value`` if it is one kernel command-line token ``key[=value]`` (:data:`KERNEL_OPTION_RE`).
+
+    :raises FieldError: otherwise, quoting the value escaped.
+    """
+    if not isinstance(value, str) or not KERNEL_OPTION_RE.match(value):
+        raise FieldError(
+            f"{value!r} is not one kernel option 'key[=value]' (no spaces, quotes or control characters).",
+            field=field,
+        )
+    return value
+
+
+def absolute_path(value: object, field: str | None = None) -> str:
+    """Return ``value`` if it is an absolute path on one line without control characters or quotes.
+
+    :raises FieldError: otherwise.
+    """
+    text = string(value, field)
+    if not text.startswith("/") or any(ch in text for ch in "'\"`$\\"):
+        raise FieldError(f"{text!r} is not an absolute path (no quotes, '$' or backslashes).", field=field)
+    return text
+
+
 def integer(
     value: object, field: str | None = None, *, minimum: int | None = None, maximum: int | None = None
 ) -> int:

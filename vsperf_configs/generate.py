@@ -18,6 +18,7 @@ from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
 from jobcreator.model import GuestLoopback, Scenario, Topology, Vswitch
 from ovsperf_common.errors import FieldError
+from ovsperf_common.runner import one_line
 from vsperf_configs.errors import InventoryError, VsperfConfigError
 from vsperf_configs.inventory import cpu_mask, format_cpu_list, load_inventory
 from vsperf_configs.model import HostInventory, HostRole, Layer, Setting
@@ -249,8 +250,13 @@ def merge_layers(layers: Iterable[list[Setting]]) -> tuple[Setting, ...]:
 
 
 def render(settings: tuple[Setting, ...], header: Iterable[str]) -> str:
-    """Return the conf file text: comment header, then one ``TARGET = literal`` line per setting."""
-    lines = [f"# {line}" if line else "#" for line in header]
+    """Return the conf file text: comment header, then one ``TARGET = literal`` line per setting.
+
+    VSperf executes the file as Python, so nothing from outside may leave its token or line: values
+    and dict keys are ``repr()`` literals, and every comment is escaped onto its one line
+    (``ovsperf_common.runner.one_line``: a newline in a description or path cannot start a statement).
+    """
+    lines = [f"# {one_line(line)}" if line else "#" for line in header]
     current: Layer | None = None
     for setting in settings:
         if setting.layer is not current:
@@ -259,7 +265,7 @@ def render(settings: tuple[Setting, ...], header: Iterable[str]) -> str:
         target = setting.target[0] + "".join(f"[{key!r}]" for key in setting.target[1:])
         line = f"{target} = {setting.value!r}"
         if setting.comment:
-            line += f"  # {setting.comment}"
+            line += f"  # {one_line(setting.comment)}"
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -193,6 +193,15 @@ def load_inventory(path: Path) -> Inventory:
 
 
 def _parse_host(name: str, entry: Any) -> HostInventory:
+    """Return the validated entry of host ``name``.
+
+    :raises FieldError: naming the field that is unknown, missing or invalid (the host's name is
+        checked as a host name: it reaches the generated VSperf configuration).
+    """
+    try:
+        fields.hostname(name)
+    except FieldError as err:
+        raise FieldError(f"the host's name: {err.reason}") from err
     if not isinstance(entry, dict):
         raise FieldError("the entry must be a mapping of fields.")
     fields.reject_unknown(entry, _HOST_KEYS)
@@ -214,8 +223,8 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
     fields.reject_unknown(raw_cpus, _CPU_KEYS, "cpus")
     cpus = {k: parse_cpu_list(v, key=f"cpus.{k}") for k, v in raw_cpus.items()}
     guest_image = entry.get("guest_image")
-    if guest_image is not None and (not isinstance(guest_image, str) or not guest_image.startswith("/")):
-        raise FieldError(f"{guest_image!r} is not an absolute path.", field="guest_image")
+    if guest_image is not None:
+        guest_image = fields.absolute_path(guest_image, "guest_image")
 
     if role is HostRole.DUT:
         return _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
@@ -299,18 +308,14 @@ def _moongen(raw: Any) -> MoongenPeer:
     if not isinstance(raw, dict):
         raise FieldError("a DUT needs its MoonGen peer: host, address, ports.", field="moongen")
     fields.reject_unknown(raw, _MOONGEN_KEYS, "moongen")
-    host = raw.get("host")
-    if not isinstance(host, str) or not host:
-        raise FieldError("expected the traffic generator's host name.", field="moongen.host")
+    host = fields.hostname(raw.get("host"), "moongen.host")
     address = raw.get("address", host)
     if not isinstance(address, str) or not re.fullmatch(r"[A-Za-z0-9.:_-]+", address):
         raise FieldError(f"{address!r} is not a host name or IP address.", field="moongen.address")
     user = raw.get("user", "root")
     if not isinstance(user, str) or not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
         raise FieldError(f"{user!r} is not a user name.", field="moongen.user")
-    base_dir = raw.get("base_dir", "/root/lua-trafficgen")
-    if not isinstance(base_dir, str) or not base_dir.startswith("/"):
-        raise FieldError(f"{base_dir!r} is not an absolute path.", field="moongen.base_dir")
+    base_dir = fields.absolute_path(raw.get("base_dir", "/root/lua-trafficgen"), "moongen.base_dir")
     ports = raw.get("ports", [0, 1])
     if (
         not isinstance(ports, list)
@@ -338,9 +343,11 @@ def host_environment(host: HostInventory) -> dict[str, str]:
 
     :returns: variable name → value; lists are space-separated PCI addresses or Linux cpulists,
         empty strings where a field does not apply to the host's role.
+    :raises InventoryError: when a value holds a control character (the loader refuses those
+        already; this guards the line-parsed output itself).
     """
     peer = host.moongen
-    return {
+    env = {
         "ROLE": host.role.value,
         "TEST_NICS": " ".join(host.nics),
         "NUMA_NODE": str(host.numa_node),
@@ -355,3 +362,9 @@ def host_environment(host: HostInventory) -> dict[str, str]:
         "MOONGEN_USER": peer.user if peer else "",
         "MOONGEN_BASE_DIR": peer.base_dir if peer else "",
     }
+    for name, value in env.items():  # the tasks read NAME=VALUE lines: a value must stay on its line
+        if not value.isprintable():
+            raise InventoryError(
+                f"{value!r} would leave its 'NAME=VALUE' line.", host=host.hostname, field=name
+            )
+    return env
