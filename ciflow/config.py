@@ -112,10 +112,16 @@ def _config(path: Path, data: object) -> CiConfig:
     if db_spec is not None and not isinstance(db_spec, str):
         raise FieldError("must be a database URL or an SQLite file path.", field="database")
     if db_spec is not None and "://" not in db_spec:
-        db_spec = str(_path(db_spec, "database", base))
+        db_file = _path(db_spec, "database", base)
+        _check_outside(db_file, {k: v for k, v in dirs.items() if k != "reports"}, "database")
+        db_spec = str(db_file)
     thresholds = _thresholds(mapping.get("thresholds"), Thresholds(), "thresholds")
     scenarios_raw = fields.mapping(mapping.get("scenarios") or {}, "scenarios")
     scenarios = {name: _scenario(name, spec, thresholds, base) for name, spec in scenarios_raw.items()}
+    for scenario in scenarios.values():
+        for baseline in scenario.baseline_dirs:
+            _check_outside(baseline, {"reports": dirs["reports"]}, f"scenarios.{scenario.name}.baseline")
+            _check_outside(dirs["reports"], {"baseline": baseline}, "reports")
     if not scenarios:
         log.warning("'%s' configures no scenarios: every result will go to ci_failed.", path)
     _warn_unknown_scenarios(scenarios, mapping.get("catalog"), path, base)
@@ -209,6 +215,23 @@ def _path(value: object, key: str, base: Path) -> Path:
         raise FieldError(f"{value!r} is not a path.", field=key)
     candidate = Path(value).expanduser()
     return candidate if candidate.is_absolute() else (base / candidate).absolute()
+
+
+def _check_outside(path: Path, dirs: Mapping[str, Path], key: str) -> None:
+    """Refuse ``path`` when it equals or lies inside one of ``dirs``.
+
+    The store or a report inside a flow directory would be moved, failed or reprocessed with the
+    results; a report written into a baseline would replace a user's results.
+
+    :raises FieldError: naming ``key`` and the directory it lies in.
+    """
+    resolved = path.resolve()
+    for name, directory in dirs.items():
+        inside = directory.resolve()
+        if resolved == inside or resolved.is_relative_to(inside):
+            raise FieldError(
+                f"'{path}' lies inside or equals {name} '{directory}'; use a separate path.", field=key
+            )
 
 
 def _check_disjoint(dirs: Mapping[str, Path]) -> None:

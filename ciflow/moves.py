@@ -17,6 +17,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from ciflow.errors import MoveError
@@ -134,12 +135,25 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
     log.debug("Copied '%s' to '%s' (another file system) and removed the source.", source, destination)
 
 
-def sweep_temporaries(directory: Path) -> list[Path]:
-    """Remove what interrupted cross-file-system moves left in ``directory``; return what was removed.
+def _age_s(path: Path) -> float:
+    """Return the time since ``path`` last changed [s]; 0 when it vanished."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def sweep_temporaries(directory: Path, suffixes: tuple[str, ...] = (), min_age_s: float = 0.0) -> list[Path]:
+    """Remove what interrupted moves (or, with ``suffixes``, report writes) left in ``directory``.
 
     Only call this while holding the pass lock: then no move is running, so a hidden
     ``*.moving`` directory is an abandoned partial copy (its source is still whole) and a hidden
-    ``*.moved-away`` one is a source whose copy had completed.
+    ``*.moved-away`` one is a source whose copy had completed. The reports directory is swept for
+    the hidden ``.<name>.*.tmp`` / ``.<name>.*.old`` directories of an interrupted atomic report
+    write (``ovsperf_common.atomicio.atomic_directory``) by passing those suffixes, with
+    ``min_age_s`` so that a page ``ovsperf-results`` is re-rendering right now is left alone [s].
+
+    :returns: the paths removed.
     """
     removed: list[Path] = []
     try:
@@ -151,11 +165,13 @@ def sweep_temporaries(directory: Path) -> list[Path]:
         path = directory / name
         if (
             name.startswith(".")
-            and name.endswith((MOVING_SUFFIX, MOVED_AWAY_SUFFIX))
+            and name.endswith((MOVING_SUFFIX, MOVED_AWAY_SUFFIX, *suffixes))
             and not path.is_symlink()
+            and path.is_dir()
+            and _age_s(path) >= min_age_s
         ):
             shutil.rmtree(path, ignore_errors=True)
-            log.info("Removed '%s' left by an interrupted move.", path)
+            log.info("Removed '%s' left by an interrupted move or report write.", path)
             removed.append(path)
     return removed
 

@@ -19,6 +19,7 @@ store records.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import logging
@@ -42,9 +43,10 @@ from ciflow.model import (
 )
 from ciflow.moves import free_destination, move_result, sweep_temporaries
 from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
-from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_write_text
 from ovsperf_common.metadata import RunMetadata
 from ovsperf_common.resultdir import fingerprint, result_csvs
+from ovsperf_common.runner import one_line
 from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import InvalidRecordError, ResultStoreError
@@ -57,6 +59,10 @@ log = logging.getLogger(__name__)
 
 INFRASTRUCTURE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 """``OSError`` numbers that mean "our disk is in trouble", not "the result is bad"."""
+
+
+REPORT_TEMPORARY_AGE_S = 3600.0
+"""A hidden report temporary older than this is left from a killed writer and removed [s]."""
 
 
 def run_pass(
@@ -85,6 +91,7 @@ def run_pass(
             return PassSummary(lock_busy=True)
         for directory in (config.ci_in, config.ci_processed, config.ci_failed):
             sweep_temporaries(directory)
+        sweep_temporaries(config.reports_dir, TEMPORARY_SUFFIXES, min_age_s=REPORT_TEMPORARY_AGE_S)
         entries = scan(
             config.ci_in,
             quiet_period_s=config.quiet_period_s,
@@ -119,6 +126,15 @@ def run_pass(
                     problems.append(f"{err} Stopped; {left} result(s) left in ci_in for the next pass.")
                     log.error("%s", problems[-1])
                     break
+                except Exception as err:  # the per-result boundary: one delivery never stops the pass
+                    log.error(
+                        "Result '%s' hit an unexpected error: %s",
+                        one_line(entry.name),
+                        err,
+                        exc_info=True,
+                    )
+                    reason = f"unexpected error while processing it ({type(err).__name__}: {err})"
+                    outcomes.append(_fail(config, store, entry, reason, None))
             if any(o.kind is OutcomeKind.PROCESSED for o in outcomes):
                 try:
                     write_overview(store, config.reports_dir)
@@ -132,11 +148,54 @@ def run_pass(
 def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
     """Return what a pass would do with each entry of ``ci_in``, changing nothing (``--dry-run``).
 
+    A ready entry whose metadata a pass would reject (unreadable, no scenario, a scenario without a
+    baseline, no result CSV) is predicted as rejected, with the reason the pass would write.
+
     :raises CiflowError: when ``ci_in`` cannot be listed.
     """
-    return scan(
+    entries = scan(
         config.ci_in, quiet_period_s=config.quiet_period_s, marker_timeout_s=config.marker_timeout_s, now=now
     )
+    return [_predict(config, e) if e.state is EntryState.READY else e for e in entries]
+
+
+def _predict(config: CiConfig, entry: InboxEntry) -> InboxEntry:
+    """Return ``entry`` as rejected when the checks a pass makes before comparing would reject it."""
+    try:
+        _scenario_of(config, entry, read_metadata(entry.path))
+        _current_dirs(entry)
+    except ResultRejectedError as err:
+        return dataclasses.replace(entry, state=EntryState.REJECTED, reason=err.reason)
+    except OSError as err:
+        return dataclasses.replace(entry, state=EntryState.REJECTED, reason=f"cannot be read: {err}")
+    return entry
+
+
+def _scenario_of(config: CiConfig, entry: InboxEntry, metadata: RunMetadata) -> ScenarioConfig:
+    """Return the configured scenario of a delivery.
+
+    :raises ResultRejectedError: when the configuration has no baseline for it.
+    """
+    scenario = config.scenarios.get(metadata.scenario)
+    if scenario is None:
+        raise ResultRejectedError(
+            f"scenario '{metadata.scenario}' has no baseline in '{config.path}'; add it under 'scenarios:'.",
+            name=entry.name,
+        )
+    return scenario
+
+
+def _current_dirs(entry: InboxEntry) -> tuple[Path, ...]:
+    """Return the VSperf results directories of a delivery.
+
+    :raises ResultRejectedError: when none holds a result CSV.
+    """
+    dirs = vsperf_result_dirs(entry.path)
+    if not any(result_csvs(d) for d in dirs):
+        raise ResultRejectedError(
+            f"no VSperf result CSV (result_*.csv) in '{entry.path}' or its subdirectories.", name=entry.name
+        )
+    return dirs
 
 
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
@@ -159,22 +218,13 @@ def _compare_record_move(
     except OSError as err:
         raise ResultRejectedError(f"cannot read the delivery: {err}.", name=entry.name) from err
     _refuse_duplicate(store, entry.name, destination, delivered)
-    scenario = config.scenarios.get(metadata.scenario)
-    if scenario is None:
-        raise ResultRejectedError(
-            f"scenario '{metadata.scenario}' has no baseline in '{config.path}'; add it under 'scenarios:'.",
-            name=entry.name,
-        )
+    scenario = _scenario_of(config, entry, metadata)
     if metadata.incomplete_reason is not None:
         log.warning(
             "'%s' is incomplete: %s; the report covers what it holds.", entry.name, metadata.incomplete_reason
         )
     baseline_dirs, baseline_name = _baseline(store, scenario, entry.name)
-    current_dirs = vsperf_result_dirs(entry.path)
-    if not any(result_csvs(d) for d in current_dirs):
-        raise ResultRejectedError(
-            f"no VSperf result CSV (result_*.csv) in '{entry.path}' or its subdirectories.", name=entry.name
-        )
+    current_dirs = _current_dirs(entry)
     report_dir = config.reports_dir / entry.name
     baseline_label = baseline_name or ", ".join(p.name for p in scenario.baseline_dirs)
     title = f"{scenario.name}: {entry.name} vs {baseline_label}"

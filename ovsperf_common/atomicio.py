@@ -21,6 +21,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+TEMPORARY_SUFFIXES = (".tmp", ".old")
+"""Suffixes of the hidden ``.<name>.<random><suffix>`` siblings the writers here create; a killed
+process can leave them behind (``process-ci-results`` sweeps its reports directory for them)."""
+
 
 class UnsafeTargetError(OSError):
     """The output path exists and is not a regular file; it is left untouched.

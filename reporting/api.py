@@ -22,7 +22,7 @@ from reporting.document import PathDisplay
 from reporting.errors import NoResultsError, ReportingError, write_error
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TesterVerdict, Thresholds
-from reporting.render import MARKER_NAME, write_report
+from reporting.render import MARKER_NAME, REPORT_ENTRIES, write_report
 from reporting.resultmodel import ResultSet
 
 __all__ = [
@@ -222,6 +222,23 @@ def _check_output(output_dir: Path, inputs: Sequence[Path]) -> None:
                 "refusing to replace it.",
                 output_dir,
             )
+        foreign = sorted(set(entries) - _written_by_report(output_dir))
+        if foreign:
+            raise write_error(
+                f"it holds files the report did not write ({', '.join(foreign)}); move them away or "
+                "choose another output directory (a report never deletes them).",
+                output_dir,
+            )
+
+
+def _written_by_report(output_dir: Path) -> frozenset[str]:
+    """Return the top-level entries the earlier report in ``output_dir`` wrote (its marker's list)."""
+    try:
+        lines = (output_dir / MARKER_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return REPORT_ENTRIES
+    listed = frozenset(line.strip() for line in lines[1:] if line.strip())
+    return listed | {MARKER_NAME} if listed else REPORT_ENTRIES
 
 
 def _default_title(baseline: Sequence[ResultSet], current: Sequence[ResultSet]) -> str:

@@ -140,3 +140,19 @@ def test_secrets_in_the_environment_block_never_reach_page_or_json(tmp_path: Pat
     for secret in ("hunter2", "pa55word"):
         assert secret not in page and secret not in report
     assert "https://qe:***@repo.example.com/x" in report and "Guest password" in report
+
+
+def test_a_testers_notes_in_an_earlier_report_are_never_deleted(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    generate_report([BASELINE], [CANDIDATE], out)
+    (out / "notes.txt").write_text("tester: looked at 64 B, fine")
+    before = (out / "index.html").read_bytes()
+    with pytest.raises(ReportingError, match=r"holds files the report did not write \(notes.txt\)"):
+        generate_report([BASELINE], [CANDIDATE], out)
+    assert (out / "notes.txt").read_text() == "tester: looked at 64 B, fine"
+    assert (out / "index.html").read_bytes() == before
+    (out / "notes.txt").unlink()
+    generate_report([BASELINE], [CANDIDATE], out)  # the report alone is replaced as before
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        (out / ".ovsperf-report").read_text().splitlines()[1:]
+    )
