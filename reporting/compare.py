@@ -167,7 +167,9 @@ def _invalid_reason(side: str, trials: list[ThroughputRow], runs: Sequence[TestR
             return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
         return f"No {size} B row on the {side} side (frame sizes differ)."
     bad = trials[0]
-    if bad.rx_pps is not None and bad.rx_pps <= 0:
+    if bad.implausible is not None:
+        what = f"implausible ({bad.implausible})"
+    elif bad.rx_pps is not None and bad.rx_pps <= 0:
         what = "0" if bad.rx_pps == 0 else f"negative ({bad.rx_pps:g} fps)"
     else:
         what = "missing or unparsable"

@@ -15,6 +15,7 @@ directory, VSperf ≥ Hunter) and pre-Fraser (``result_<test>_<deployment>.csv``
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import logging
 import math
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from ovsperf_common import resultdir
 from ovsperf_common.secrets import mask_pair
+from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES, line_rate_pps
 from reporting import load_text
 from reporting.errors import load_error
 from reporting.resultmodel import LoadWarning, ResultSet, TestRun, ThroughputRow
@@ -149,6 +151,41 @@ def _num(value: str | None, column: str, file: Path, line: int, warnings: list[L
     return number
 
 
+PLAUSIBLE_LINK_BPS = 400e9
+"""Fastest Ethernet link a result is checked against when it gives no line-rate share [bit/s]."""
+
+LINE_RATE_TOLERANCE = 0.01
+"""Measurement tolerance above line rate before a throughput is impossible [1] (clock drift of
+generator and DUT; RFC 2544 §26 asks for the maximum rate the medium allows, not more)."""
+
+
+def _implausible(row: ThroughputRow) -> str | None:
+    """Return why ``row`` cannot be a physical measurement, or None.
+
+    Throughput above line rate beyond :data:`LINE_RATE_TOLERANCE`: by VSperf's own
+    ``throughput_rx_percent`` (share of the theoretical maximum for the streams used), or, when
+    that is absent, above both directions of a :data:`PLAUSIBLE_LINK_BPS` link; frame loss outside
+    [0, 100] %; a negative latency.
+    """
+    limit_percent = 100.0 * (1 + LINE_RATE_TOLERANCE)
+    if row.rx_line_rate_percent is not None and row.rx_line_rate_percent > limit_percent:
+        return f"{row.rx_line_rate_percent:g} % of line rate"
+    if row.rx_pps is not None:
+        ceiling = 2 * line_rate_pps(row.frame_size_bytes, PLAUSIBLE_LINK_BPS) * (1 + LINE_RATE_TOLERANCE)
+        if row.rx_pps > ceiling:
+            return f"{row.rx_pps:g} fps is above line rate even for 2 x 400 GbE"
+    if row.frame_loss_percent is not None and not 0 <= row.frame_loss_percent <= 100:
+        return f"frame loss {row.frame_loss_percent:g} % is outside [0, 100] %"
+    for name, value in (
+        ("minimum", row.latency_min_ns),
+        ("average", row.latency_avg_ns),
+        ("maximum", row.latency_max_ns),
+    ):
+        if value is not None and value < 0:
+            return f"{name} latency {value:g} ns is negative"
+    return None
+
+
 def _measured(value: float | None) -> float | None:
     """Map VSperf's 0 latency ("MoonGen does not measure it", reference §7.3) to None."""
     return None if value is None or value == 0 else value
@@ -166,8 +203,8 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
     if not rows:
         warnings.append(LoadWarning(file, None, "Empty result CSV (no header); test skipped."))
         return None
-    header_line, header = rows[0]
-    header = [h.strip() for h in header]
+    header_line, header_cells = rows[0]
+    header = [h.strip() for h in header_cells or []]
     for required in (COL_RX_FPS, COL_PACKET_SIZE):
         if required not in header:
             warnings.append(
@@ -185,6 +222,13 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
     unknown_lines: dict[str, list[int]] = {}
     seen_sizes: set[int] = set()
     for position, (line, cells) in enumerate(rows[1:], start=1):
+        if cells is None:
+            warnings.append(
+                LoadWarning(
+                    file, line, "Row has a field too long to be a number; row skipped.", row_skipped=True
+                )
+            )
+            continue
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):
@@ -213,10 +257,14 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
                 )
             )
             continue
-        if size <= 0:
+        if not MIN_FRAME_SIZE_BYTES <= size <= MAX_JUMBO_FRAME_SIZE_BYTES:
             warnings.append(
                 LoadWarning(
-                    file, line, f"Frame size {size} B is not positive; row skipped.", row_skipped=True
+                    file,
+                    line,
+                    f"Frame size {size} B is outside {MIN_FRAME_SIZE_BYTES}..{MAX_JUMBO_FRAME_SIZE_BYTES} B "
+                    "(sizes include the FCS); row skipped.",
+                    row_skipped=True,
                 )
             )
             continue
@@ -247,6 +295,12 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
             path=file,
             line=line,
         )
+        implausible = _implausible(result)
+        if implausible is not None:
+            result = dataclasses.replace(result, implausible=implausible)
+            warnings.append(
+                LoadWarning(file, line, f"Physically impossible at {size} B: {implausible}; marked INVALID.")
+            )
         if rx is not None and rx == 0:
             warnings.append(
                 LoadWarning(
@@ -294,15 +348,24 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
     )
 
 
-def _csv_rows(text: str) -> Iterable[tuple[int, list[str]]]:
-    """Yield (last physical line number, fields) per CSV record (CRLF handled by ``csv``)."""
+def _csv_rows(text: str) -> Iterable[tuple[int, list[str] | None]]:
+    """Yield (last physical line number, fields) per CSV record (CRLF handled by ``csv``).
+
+    A record ``csv`` cannot read (a field over its size limit) is yielded with ``None``, so the
+    caller warns about that row alone and reads on; an unterminated quote at the end stops.
+    """
     reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        for fields in reader:
-            yield reader.line_num, fields
-    except csv.Error:
-        # An unterminated quote at EOF: the rows read so far stand; the caller warns on the rest.
-        return
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            if reader.line_num >= text.count("\n") + 1:
+                return  # an unterminated quote at EOF: the rows read so far stand
+            yield reader.line_num, None
+            continue
+        yield reader.line_num, fields
 
 
 def _ranges(lines: list[int]) -> str:

@@ -59,11 +59,23 @@ class ThroughputRow:
     """CSV file the row came from."""
     line: int
     """1-based physical line of the row in ``path``."""
+    implausible: str | None = None
+    """Why the row's numbers cannot be physical (above line rate, loss outside [0, 100] %,
+    negative latency); ``None`` when they can. An implausible row is INVALID, never compared."""
 
     @property
     def valid(self) -> bool:
-        """True when the throughput is a positive finite number (VSperf writes 0 on parse failure)."""
-        return self.rx_pps is not None and math.isfinite(self.rx_pps) and self.rx_pps > 0
+        """Return whether the row can be compared.
+
+        It can when the throughput is a positive finite number (VSperf writes 0 on parse failure)
+        and nothing in the row is physically impossible.
+        """
+        return (
+            self.implausible is None
+            and self.rx_pps is not None
+            and math.isfinite(self.rx_pps)
+            and self.rx_pps > 0
+        )
 
 
 @dataclass(frozen=True)
