@@ -99,6 +99,23 @@ def move_result(source: Path, destination: Path) -> None:
     _copy_then_remove(source, destination)
 
 
+def _copy_failure(err: OSError | shutil.Error) -> str:
+    """Return a copy failure in one readable line.
+
+    ``shutil.copytree`` gathers every failed file into one ``shutil.Error`` whose text is the repr
+    of a list (kilobytes on a full disk); this names the first failure and counts the others.
+    """
+    if isinstance(err, shutil.Error) and err.args and isinstance(err.args[0], list) and err.args[0]:
+        failures = err.args[0]
+        first = failures[0]
+        reason = first[2] if isinstance(first, tuple) and len(first) == 3 else first
+        more = f" (and {len(failures) - 1} more file(s))" if len(failures) > 1 else ""
+        return f"{reason}{more}"
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror} ('{err.filename}')" if err.filename else err.strerror
+    return str(err)
+
+
 def _copy_then_remove(source: Path, destination: Path) -> None:
     """Move across file systems: copy to a hidden temporary, rename in, then remove the source."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=MOVING_SUFFIX, dir=destination.parent))
@@ -113,7 +130,7 @@ def _copy_then_remove(source: Path, destination: Path) -> None:
     except (OSError, shutil.Error) as err:
         shutil.rmtree(tmp, ignore_errors=True)
         raise MoveError(
-            f"Cannot copy '{source}' to '{destination}' (another file system): {err}; "
+            f"Cannot copy '{source}' to '{destination}' (another file system): {_copy_failure(err)}; "
             "the source is unchanged.",
             source=source,
         ) from err

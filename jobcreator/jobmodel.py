@@ -170,6 +170,12 @@ class JobOptions:
             or self.reserve_hours < 0
         ):
             raise option_error("--reserve", f"{self.reserve_hours!r} is not a duration; expected hours >= 0.")
+        if self.reserve_hours is not None and self.reserve_hours * 3600 > MAX_RESERVE_S:
+            raise option_error(
+                "--reserve",
+                f"{self.reserve_hours:g} h is more than Beaker reserves a system for "
+                f"({MAX_RESERVE_S // 3600} h, /distribution/reservesys RESERVETIME <= {MAX_RESERVE_S} s).",
+            )
         if self.collector is not None:
             if not self.collector or any(c.isspace() or not c.isprintable() for c in self.collector):
                 raise option_error(
@@ -334,6 +340,9 @@ class JobRequest:
     hub: HubSettings = HubSettings()
     """Timeouts for the hub."""
 
+
+MAX_RESERVE_S: Final = 356400
+"""Longest reservation Beaker grants [s] (``/distribution/reservesys`` ``RESERVETIME`` maximum: 99 h)."""
 
 JOB_ID_RE: Final = re.compile(r"^J:\d+$")
 """A Beaker job id as ``jobs.upload`` answers it and ``jobcreator --autosubmit`` prints it: ``J:1234``."""

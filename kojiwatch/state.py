@@ -89,6 +89,11 @@ def load_state(path: Path, tag: str) -> WatchState:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise KojiWatchError(f"Cannot read watch state '{path}': {err.strerror}.") from err
+    except UnicodeDecodeError as err:
+        raise KojiWatchError(
+            f"Watch state '{path}' is not UTF-8 text (byte {err.start}); fix or move it aside "
+            "(a new one starts empty)."
+        ) from err
     except json.JSONDecodeError as err:
         raise KojiWatchError(
             f"Watch state '{path}' is not valid JSON ({err}); fix or move it aside (a new one starts empty)."

@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         const=Decision.FAIL,
         help="a real problem (give --bug)",
     )
-    verdict.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
+    verdict.add_argument(
+        "--bug",
+        metavar="ID",
+        help="bug tracker id: PREFIX#NUMBER or PREFIX-NUMBER, e.g. RHBZ#2001234, FDP-123",
+    )
     verdict.add_argument("--comment", metavar="TEXT", help="free text shown on the page")
     verdict.add_argument("--tester", metavar="NAME", help="who decides (default: login name)")
 
@@ -151,7 +155,7 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     """Open the store and run the sub-command; return 0, or 3 when 'list' matched nothing."""
-    with ResultStore.open(database_url(args.db)) as store:
+    with ResultStore.open(database_url(args.db), create_directory=False) as store:
         if args.command == "list":
             records = store.comparisons(
                 scenario=args.scenario, undecided_only=args.undecided, limit=args.limit or None

@@ -66,11 +66,12 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def open_engine(url: str) -> Engine:
+def open_engine(url: str, *, create_directory: bool = True) -> Engine:
     """Return an engine for ``url``; an SQLite file's parent directory is created when missing.
 
+    :param create_directory: when false, a missing SQLite directory is an error instead.
     :raises StoreDatabaseError: when the URL is invalid, names an unknown database type, or the
-        SQLite directory cannot be created.
+        SQLite directory is missing (and may not be) or cannot be created.
     """
     shown = masked_url(url)
     try:
@@ -79,8 +80,15 @@ def open_engine(url: str) -> Engine:
         raise StoreDatabaseError(f"not a database URL; {_URL_HINT}", url=shown) from err
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database not in (None, "", ":memory:"):
+        directory = Path(str(parsed.database)).parent
+        if not create_directory and not directory.is_dir():
+            raise StoreDatabaseError(
+                f"directory '{directory}' does not exist; give the store process-ci-results writes "
+                "(--db, or $OVSPERF_RESULTS_DB).",
+                url=shown,
+            )
         try:
-            Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreDatabaseError(f"cannot create its directory: {err.strerror}.", url=shown) from err
     try:

@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""Control characters a multi-line comment may not hold (newline and tab are allowed)."""
 
 
 def _utcnow() -> datetime:
@@ -63,6 +65,25 @@ def _unknown_comparison(ref: str) -> ResultStoreError:
     return ResultStoreError(
         f"No comparison '{ref}' in the results store; 'ovsperf-results list' shows the ids."
     )
+
+
+BUG_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,31}[#-][0-9]{1,12}$")
+"""A bug id as trackers write them: a tracker prefix, ``#`` or ``-``, a number (``RHBZ#2001234``,
+``FDP-123``, ``OVS-42``)."""
+
+
+def _bug_id(value: str | None) -> str | None:
+    """Return the stripped bug id, None when empty.
+
+    :raises InvalidRecordError: when it is not ``PREFIX#NUMBER`` or ``PREFIX-NUMBER`` (:data:`BUG_ID_RE`).
+    """
+    text = _clean_text(value, "Bug id", _MAX_SHORT_TEXT, single_line=True)
+    if text is not None and not BUG_ID_RE.match(text):
+        raise InvalidRecordError(
+            f"Bug id {text!r} is not PREFIX#NUMBER or PREFIX-NUMBER (e.g. RHBZ#2001234, FDP-123).",
+            field="bug",
+        )
+    return text
 
 
 def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
@@ -81,6 +102,12 @@ def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool)
             f"{field} {text!r} contains control characters (e.g. a newline); give one line.",
             field=field,
         )
+    if not single_line and _CONTROL_BUT_LINES.search(text):
+        raise InvalidRecordError(
+            f"{field} contains control characters other than newlines and tabs "
+            f"({_CONTROL_BUT_LINES.search(text).group()!r}); remove them.",  # type: ignore[union-attr]
+            field=field,
+        )
     return text
 
 
@@ -94,15 +121,17 @@ class ResultStore:
         """The database URL with the password masked."""
 
     @classmethod
-    def open(cls, url: str) -> ResultStore:
+    def open(cls, url: str, *, create_directory: bool = True) -> ResultStore:
         """Connect to ``url``, create missing tables and check the schema version.
 
-        An SQLite file's parent directory is created when missing.
+        An SQLite file's parent directory is created when missing, unless ``create_directory`` is
+        false (``ovsperf-results``: a mistyped ``--db`` must not create an empty store).
 
-        :raises StoreDatabaseError: when the URL is invalid or the database cannot be reached.
+        :raises StoreDatabaseError: when the URL is invalid, the database cannot be reached, or the
+            SQLite directory is missing and may not be created.
         :raises SchemaVersionError: when the database was written by a newer schema.
         """
-        engine = open_engine(url)
+        engine = open_engine(url, create_directory=create_directory)
         store = cls(engine, url)
         try:
             store._create_schema()
@@ -404,7 +433,7 @@ class ResultStore:
         row = VerdictRow(
             comparison_id=comparison_id,
             decision=decision.value,
-            bug_id=_clean_text(bug_id, "Bug id", _MAX_SHORT_TEXT, single_line=True),
+            bug_id=_bug_id(bug_id),
             comment=_clean_text(comment, "Comment", _MAX_COMMENT, single_line=False),
             tester=_clean_text(tester, "Tester", _MAX_SHORT_TEXT, single_line=True),
             recorded_at=recorded_at or _utcnow(),

@@ -110,6 +110,9 @@ def test_move_to_a_full_other_file_system_leaves_the_source_whole(
         assert lines[0][:2] == ["error", "night-1"]
         assert snapshot(ci_in / "night-1") == files
         assert list(processed.iterdir()) == []  # no partial copy, no temporary
+        # One readable line, not the repr of shutil.Error's list of every failed file.
+        assert len(lines) == 1 and len(lines[0][2]) < 600
+        assert "No space left on device" in lines[0][2] and "[(" not in lines[0][2]
 
 
 def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(

@@ -34,7 +34,7 @@ def make_options(**changes: object) -> JobOptions:
         "distro": "RHEL-7.3",
         "kick_repos": KICK_REPOS,
         "tag": "nightly",
-        "reserve_hours": 100.0,
+        "reserve_hours": 99.0,
         **changes,
     }
     return JobOptions(**fields)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ DESIGN_EXAMPLE = [
     "--kickrepo", "http://example.com/repos/dpdk/16.11/4.el7",
     "--kickrepo", "http://example.com/repos/openvswitch/2.6.1/15.el7",
     "--tag", "nightly",
-    "--reserve", "100",
+    "--reserve", "99",
 ]  # fmt: skip
 
 
@@ -32,7 +32,7 @@ def test_prints_the_valid_job_on_stdout(capsys: pytest.CaptureFixture[str]) -> N
     assert main(DESIGN_EXAMPLE) == ExitCode.OK
     out = capsys.readouterr().out
     job = validate_job(out).getroot()
-    assert job.xpath("//reservesys/@duration") == ["360000", "360000"]
+    assert job.xpath("//reservesys/@duration") == ["356400", "356400"]
     assert job.findtext("whiteboard", "").startswith("[nightly] ovsperf OVS_DPDK1q_GUEST_DPDK1q")
 
 
@@ -116,6 +116,9 @@ BAD_INPUT = [
         [*BASE, "--kickrepo", "http://u:pw@example.com/r"], ["credentials"], id="kickrepo-credentials"
     ),
     pytest.param([*BASE, "--reserve", "-1"], ["'--reserve'", "hours >= 0"], id="negative-reserve"),
+    pytest.param(
+        [*BASE, "--reserve", "100"], ["'--reserve'", "more than Beaker reserves", "99 h"], id="reserve-100h"
+    ),
     pytest.param([*BASE, "--reserve", "nan"], ["'--reserve'"], id="nan-reserve"),
     pytest.param(
         [*BASE, "--reserve", "two"], ["--reserve", "invalid float value"], id="reserve-not-a-number"

@@ -211,7 +211,7 @@ def test_markup_in_the_tag_is_escaped_and_survives_intact(catalog: Catalog) -> N
     assert job.find(".//b") is None
 
 
-@pytest.mark.parametrize(("hours", "seconds"), [(100.0, 360000), (4.0, 14400), (0.5, 1800)])
+@pytest.mark.parametrize(("hours", "seconds"), [(99.0, 356400), (4.0, 14400), (0.5, 1800)])
 def test_reserve_hours_become_reservesys_seconds_on_both_hosts(
     catalog: Catalog, hours: float, seconds: int
 ) -> None:

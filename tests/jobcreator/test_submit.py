@@ -27,7 +27,7 @@ from tests.jobcreator.fakehub import FakeBeakerHub
 
 ARGV = [
     "--host", TG, "--host", DUT, "--config", "OVS_DPDK1q_GUEST_DPDK1q", "--distro", "RHEL-7.3",
-    "--kickrepo", "http://example.com/repos/dpdk/16.11/4.el7", "--tag", "nightly", "--reserve", "100",
+    "--kickrepo", "http://example.com/repos/dpdk/16.11/4.el7", "--tag", "nightly", "--reserve", "99",
     "--autosubmit",
 ]  # fmt: skip
 

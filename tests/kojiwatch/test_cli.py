@@ -92,3 +92,15 @@ def test_bad_messages(text: str, message: str) -> None:
         parse_message(text, Path("/ws/out/ci-message.json"))
     assert message in str(exc.value)
     assert str(exc.value).startswith("'/ws/out/ci-message.json'")
+
+
+def test_a_watch_state_that_is_not_utf8_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kojiwatch.errors import KojiWatchError
+    from kojiwatch.state import load_state
+
+    state = tmp_path / "watch-state.json"
+    state.write_bytes(b'{"version": 1, "tag": "t\xff\xfe"}')
+    with pytest.raises(KojiWatchError, match=f"Watch state '{state}' is not UTF-8 text"):
+        load_state(state, "t")

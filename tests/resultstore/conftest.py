@@ -103,6 +103,7 @@ _db_numbers = itertools.count()
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty results store URL on each backend."""
     if request.param == "sqlite":
+        (tmp_path / "store").mkdir(exist_ok=True)  # the store's directory exists; the file not yet
         return f"sqlite:///{tmp_path / 'store' / 'results.sqlite'}"
     import psycopg
 

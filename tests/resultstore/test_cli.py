@@ -89,6 +89,32 @@ def test_list_of_empty_store_is_exit_3(store_url: str, capsys: pytest.CaptureFix
     assert out_lines(capsys) == []
 
 
+def test_a_db_path_in_a_missing_directory_is_an_error_not_an_empty_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo" / "results.sqlite"
+    assert main(["--db", str(missing), "list"]) == 2
+    assert f"directory '{missing.parent}' does not exist" in capsys.readouterr().err
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--bug", "see the mail"], "is not PREFIX#NUMBER or PREFIX-NUMBER"),
+        (["--bug", "RHBZ#1\n2"], "control characters"),
+        (["--comment", "fine\x1b[2Jgone"], "control characters other than newlines and tabs"),
+    ],
+)
+def test_bad_bug_ids_and_comments_are_refused(
+    processed: str, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    assert main(["--db", processed, "verdict", "1", "--fail", *options]) == 2
+    assert message in capsys.readouterr().err
+    good = ["--bug", "FDP-123", "--comment", "a\nb\tc"]
+    assert main(["--db", processed, "verdict", "1", "--fail", *good]) == 0
+
+
 def test_verdict_is_stored_and_shown_on_the_page(
     processed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
