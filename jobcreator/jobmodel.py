@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from jobcreator.errors import option_error
+from ovsperf_common.secrets import url_credentials
 
 DEFAULT_MOONGEN_COMMIT: Final = "7746ff2f0afdbb222aa9cb220b48355e2d19552b"
 """MoonGen (github.com/emmericp/MoonGen) commit built on the TG: master of 2022-04-10."""
@@ -73,11 +74,12 @@ def _check_url(value: str, option: str, schemes: tuple[str, ...]) -> str:
     parsed = urllib.parse.urlsplit(value)
     if parsed.scheme not in schemes or not parsed.netloc:
         raise option_error(option, f"'{value}' is not a URL; expected {'/'.join(schemes)}://host/path.")
-    if parsed.username is not None or parsed.password is not None:
+    credentials = url_credentials(value)
+    if parsed.username is not None or credentials is not None:
         raise option_error(
             option,
-            "the URL carries credentials, which would be stored in the job XML; "
-            "give a URL without 'user:password@'.",
+            f"the URL carries credentials ({credentials or 'a user name'}), which would be stored in the job "
+            "XML; give a URL without 'user:password@' or secret query parameters.",
         )
     return value
 

@@ -29,7 +29,7 @@ from kojiwatch.repo import prepare_repo, write_repo_record
 from kojiwatch.submit import submit_scenarios, write_job_ids
 from kojiwatch.watch import Watcher
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.runner import add_verbosity_options, run_command
+from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ def _prepare(args: argparse.Namespace) -> int:
         client.close()
     if args.output_json is not None:
         write_repo_record(args.output_json, repo)
-    print(repo.url)
+    print(one_line(repo.url))
     return ExitCode.OK
 
 

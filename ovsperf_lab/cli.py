@@ -12,7 +12,7 @@ from typing import Any
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.runner import add_verbosity_options, run_command
+from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
@@ -229,7 +229,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
         return ExitCode.ERROR
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(outcome.results_dir)
+    print(one_line(outcome.results_dir))
     if not outcome.complete:
         print(f"ovsperf-lab: run incomplete: {outcome.reason}", file=sys.stderr)
         return ExitCode.ERROR

@@ -196,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             record = refresh_pages(store, store.comparison(args.comparison))
-        print(record.report_dir / "index.html")
+        print(one_line(record.report_dir / "index.html"))
         return int(ExitCode.OK)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.runner import run_command
+from ovsperf_common.runner import one_line, run_command
 from vsperf_configs.errors import VsperfConfigError
 from vsperf_configs.generate import generate_config
 from vsperf_configs.inventory import host_environment, load_inventory, resolve_inventory_path
@@ -68,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
             atomic_write_text(args.output, config.text)
         except OSError as err:
             raise VsperfConfigError(f"cannot write '{args.output}': {err.strerror or err}.") from err
-        print(args.output)
+        print(one_line(args.output))
     else:
         sys.stdout.write(config.text)
     return ExitCode.OK

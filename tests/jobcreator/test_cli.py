@@ -115,6 +115,11 @@ BAD_INPUT = [
     pytest.param(
         [*BASE, "--kickrepo", "http://u:pw@example.com/r"], ["credentials"], id="kickrepo-credentials"
     ),
+    pytest.param(
+        [*BASE, "--kickrepo", "http://example.com/r?access_token=s3cr3t"],
+        ["credentials", "'access_token'"],
+        id="kickrepo-token",
+    ),
     pytest.param([*BASE, "--reserve", "-1"], ["'--reserve'", "hours >= 0"], id="negative-reserve"),
     pytest.param(
         [*BASE, "--reserve", "100"], ["'--reserve'", "more than Beaker reserves", "99 h"], id="reserve-100h"
@@ -165,6 +170,8 @@ def test_bad_input_gives_one_line_and_exit_2(
     assert lines[0].startswith("jobcreator: error: ")
     for fragment in fragments:
         assert fragment in lines[0]
+    for secret in ("s3cr3t", ":pw@"):  # a refused credential is not echoed either
+        assert secret not in captured.err
 
 
 def test_bad_catalog_entry_names_file_entry_and_field(
