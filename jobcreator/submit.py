@@ -35,7 +35,7 @@ from bkr.common.pyconfig import ImproperlyConfigured, PyConfigParser
 
 from jobcreator.errors import SubmitError
 from jobcreator.jobmodel import HubSettings, is_job_id
-from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_common.deadline import Deadline, DeadlineExceededError, run_within
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,8 @@ def _call(
     """
     for attempt in range(settings.retries + 1):
         try:
-            return call()
+            # One deadline over the whole call: the hub's socket timeout holds per read only.
+            return run_within(deadline.remaining_s(), f"{what} at the Beaker hub", call)
         except OSError as err:
             retriable = resend_safe or isinstance(err, _NOT_DELIVERED)
             if (

@@ -36,6 +36,7 @@ from kojiwatch.errors import (
 )
 from kojiwatch.model import BuildState, KojiBuild, KojiServer, RpmFile, TaskRpms
 from ovsperf_common.command import CommandError, run_command
+from ovsperf_common.deadline import Deadline, DeadlineExceededError, run_within
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ _DOWNLOAD_CHUNK_BYTES = 1 << 20
 # Sub-packages a perf run never installs (koji download-build skips them unless --debuginfo).
 _SKIPPED_SUFFIXES = ("-debuginfo", "-debugsource")
 _HUB_ERRORS = (
+    DeadlineExceededError,
     koji.GenericError,
     xmlrpc.client.Error,
     requests.RequestException,
@@ -143,7 +145,12 @@ class KojiClient:
         """
         log.debug("Koji call %s%r %r", method, args, kwargs)
         try:
-            return self._session.callMethod(method, *args, **kwargs)
+            # One deadline over the whole call: the session's timeout holds per socket read only.
+            return run_within(
+                self.server.timeout_s,
+                f"Koji call {method}",
+                lambda: self._session.callMethod(method, *args, **kwargs),
+            )
         except (koji.ServerOffline, koji.RetryError) as err:
             raise KojiHubError(f"Koji hub '{self.server.hub_url}' is offline during {method}: {err}") from err
         except koji.GenericError as err:
@@ -300,11 +307,16 @@ class KojiClient:
             with self._http.get(rpm.url, stream=True, timeout=self.server.timeout_s) as resp:
                 if resp.status_code != 200:
                     raise DownloadError(f"Download of '{rpm.url}' failed: HTTP {resp.status_code}.")
+                deadline = Deadline.in_seconds(
+                    self.server.timeout_s + (rpm.size_bytes or 0) / MIN_DOWNLOAD_BYTES_PER_S,
+                    f"the download of '{rpm.url}'",
+                )
                 with open(part, "wb") as handle:
                     for chunk in resp.iter_content(_DOWNLOAD_CHUNK_BYTES):
                         handle.write(chunk)
+                        deadline.check()  # a server trickling bytes cannot hold the download
                 expected = resp.headers.get("Content-Length")
-        except (requests.RequestException, OSError) as err:
+        except (requests.RequestException, OSError) as err:  # DeadlineExceededError is an OSError
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
             raise DownloadError(f"Download of '{rpm.url}' failed: {type(err).__name__}: {err}") from err
@@ -320,6 +332,9 @@ class KojiClient:
         os.replace(part, target)
         return target
 
+
+MIN_DOWNLOAD_BYTES_PER_S = 1_000_000
+"""Slowest download rate an RPM is given time for, on top of the server timeout [B/s]."""
 
 RPM_TIMEOUT_S = 600.0
 """Longest time one ``rpm -K`` or ``rpm -qp`` over all downloaded files may take [s]."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,3 +91,33 @@ class Deadline:
                 )
                 next_progress += progress_every_s
             time.sleep(min(interval_s, max(self.remaining_s(), 0.01)))
+
+
+def run_within(timeout_s: float, what: str, call: Callable[[], T]) -> T:
+    """Return ``call()``, or raise once ``timeout_s`` has passed, whatever ``call`` is waiting for.
+
+    For client libraries whose timeouts hold per socket read only (xmlrpc through beaker-client,
+    koji's requests session): a server that trickles one byte at a time could hold such a call
+    for ever. ``call`` runs in a daemon thread; when the deadline passes, this returns at once and
+    the thread is abandoned (its socket times out on its own, the process can still exit).
+
+    :raises DeadlineExceededError: naming ``what`` when ``timeout_s`` [s] passes first.
+    :raises BaseException: whatever ``call`` raised.
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread below
+            failure.append(err)
+
+    worker = threading.Thread(target=target, name=f"deadline:{what}", daemon=True)
+    worker.start()
+    worker.join(max(timeout_s, 0.0))
+    if worker.is_alive():
+        raise DeadlineExceededError(f"Timed out after {timeout_s:.1f} s waiting for {what}.")
+    if failure:
+        raise failure[0]
+    return outcome[0]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.runner import run_command
+from ovsperf_common.runner import one_line, run_command
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.model import ComparisonRecord, Decision
 from resultstore.store import ResultStore

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,3 +17,46 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def trickling_server() -> Iterator[str]:
+    """Serve on 127.0.0.1 a peer that answers every request with a status line, then one byte
+    every 0.3 s (bounded to about 40 s): per-read socket timeouts never fire against it.
+
+    Yields ``host:port``.
+    """
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        conns: list[socket.socket] = []
+        for _ in range(130):
+            if stop.is_set():
+                break
+            try:
+                conn, _addr = server.accept()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nX-Slow: ")
+                conns.append(conn)
+            except TimeoutError:
+                pass
+            for conn in conns:
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    pass
+            time.sleep(0.3)
+        for conn in conns:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        server.close()

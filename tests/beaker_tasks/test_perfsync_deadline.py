@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -14,54 +12,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PERFSYNC = ROOT / "beaker_tasks" / "perf_synchronization" / "perfsync.py"
 
 
-def _trickling_peer(stop: threading.Event) -> tuple[socket.socket, threading.Thread]:
-    """Serve on 127.0.0.1: answer each connection with a status line, then one byte every 0.5 s."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.2)
-
-    def serve() -> None:
-        conns = []
-        for _ in range(200):  # bounded: at most ~40 s
-            if stop.is_set():
-                break
-            try:
-                conn, _addr = server.accept()
-                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{")
-                conns.append(conn)
-            except TimeoutError:
-                pass
-            for conn in conns:
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    pass
-            time.sleep(0.3)
-        for conn in conns:
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    return server, thread
-
-
-def test_wait_returns_by_its_deadline_against_a_peer_that_trickles_bytes(tmp_path: Path) -> None:
-    stop = threading.Event()
-    server, thread = _trickling_peer(stop)
-    port = server.getsockname()[1]
-    try:
-        start = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, str(PERFSYNC), "--wait", "SLOW", "--peer", f"127.0.0.1:{port}",
-             "--timeout", "3", "--interval", "0.2", "--state-dir", str(tmp_path / "state")],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
-        elapsed = time.monotonic() - start
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        server.close()
+def test_wait_returns_by_its_deadline_against_a_peer_that_trickles_bytes(
+    tmp_path: Path, trickling_server: str
+) -> None:
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(PERFSYNC), "--wait", "SLOW", "--peer", trickling_server,
+         "--timeout", "3", "--interval", "0.2", "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    elapsed = time.monotonic() - start
     assert proc.returncode == 2
     assert elapsed < 3 + 1.5, f"took {elapsed:.1f} s"
     assert "Timed out after" in proc.stderr and "'SLOW'" in proc.stderr

@@ -278,3 +278,14 @@ def test_anonymous_upload_refused_by_the_hub_is_reported(
     err = capsys.readouterr().err
     assert "rejected the job: Anonymous access denied" in err
     assert fake_hub.state.calls == ["jobs.upload"]
+
+
+def test_a_hub_that_trickles_bytes_cannot_hold_the_submission(tmp_path: Path, trickling_server: str) -> None:
+    conf = write_client_conf(tmp_path / "client.conf", f"http://{trickling_server}")
+    settings = HubSettings(timeout_s=1.0, retries=0)
+    start = time.monotonic()
+    with pytest.raises(SubmitError, match="Timed out after"):
+        submit_job(
+            "<job/>", settings, load_client_config({"BEAKER_CLIENT_CONF": str(conf), "HOME": str(tmp_path)})
+        )
+    assert time.monotonic() - start < 2 * settings.worst_case_s + 1.0

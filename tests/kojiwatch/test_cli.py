@@ -104,3 +104,18 @@ def test_a_watch_state_that_is_not_utf8_is_named_not_a_traceback(
     state.write_bytes(b'{"version": 1, "tag": "t\xff\xfe"}')
     with pytest.raises(KojiWatchError, match=f"Watch state '{state}' is not UTF-8 text"):
         load_state(state, "t")
+
+
+def test_a_koji_hub_that_trickles_bytes_cannot_hold_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trickling_server: str
+) -> None:
+    import time
+
+    argv = ["prepare-repo", "--build", "1", "--hub", f"http://{trickling_server}/kojihub"]
+    argv += ["--topurl", f"http://{trickling_server}/kojifiles", "--koji-timeout-s", "1"]
+    argv += ["--publish-dir", str(tmp_path), "--base-url", "http://127.0.0.1/repos"]
+    start = time.monotonic()
+    assert main(argv) == 2
+    assert time.monotonic() - start < 10
+    err = capsys.readouterr().err
+    assert "Timed out after 1.0 s waiting for Koji call getBuild" in err

@@ -274,3 +274,15 @@ def test_run_command_kills_a_program_that_outlives_its_deadline(tmp_path: Path) 
 def test_run_command_missing_executable() -> None:
     with pytest.raises(CommandError, match="Cannot run a tool: '/nonexistent/tool'"):
         run_command(["/nonexistent/tool"], timeout_s=5, what="a tool")
+
+
+def test_run_within_returns_raises_or_gives_up_by_its_deadline() -> None:
+    from ovsperf_common.deadline import DeadlineExceededError, run_within
+
+    assert run_within(5, "a quick call", lambda: 42) == 42
+    with pytest.raises(KeyError):
+        run_within(5, "a failing call", lambda: {}["x"])
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match=r"Timed out after 0\.3 s waiting for a stuck call"):
+        run_within(0.3, "a stuck call", lambda: time.sleep(30))
+    assert time.monotonic() - start < 2
