@@ -32,7 +32,7 @@ OPTIONS = JobOptions(
         "http://example.com/repos/openvswitch/2.6.1/15.el7",
     ),
     tag="nightly",
-    reserve_hours=100.0,
+    reserve_hours=99.0,
 )
 
 
