@@ -29,6 +29,7 @@ from kojiwatch.model import (
 from ovsperf_common.atomicio import atomic_directory, atomic_write_text
 from ovsperf_common.command import CommandError, run_command
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_common.secrets import url_credentials
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,12 @@ def prepare_repo(
         raise RepoError(f"Publish directory '{publish_dir}' is not writable.")
     if not base_url.startswith(("http://", "https://")):
         raise RepoError(f"Base URL {base_url!r} of '{publish_dir}' is not an http(s) URL.")
+    credentials = url_credentials(base_url)
+    if credentials is not None:
+        raise RepoError(
+            f"The base URL carries credentials ({credentials}); it would be written into the repo "
+            "file, repo.json and every Beaker job. Give the URL without them."
+        )
     name, builds, rpms = resolve(client, selection, arches, tag_wait_s)
     url = f"{base_url.rstrip('/')}/{name}/"
     target = publish_dir / name

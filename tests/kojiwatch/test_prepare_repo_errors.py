@@ -301,3 +301,20 @@ def test_missing_file_on_the_file_server(
     assert code == ExitCode.ERROR and out == ""
     assert "openvswitch-python-3.1.0-1.fc39.noarch.rpm' failed: HTTP 404." in err
     assert list(web.root.iterdir()) == []
+
+
+@pytest.mark.parametrize("base_url", ["http://qe:pa55@lab/repos", "http://lab/repos?token=pa55"])
+def test_a_base_url_with_credentials_is_refused_and_not_echoed(
+    hub: FakeKojiHub,
+    web: StaticHttpServer,
+    rpms: dict[str, list[Path]],
+    capsys: pytest.CaptureFixture[str],
+    base_url: str,
+) -> None:
+    hub.add_build(rpms["dpdk"], tags=(TAG,))
+    argv = ["prepare-repo", "--build", "1000", *koji_args(hub, web)]
+    argv[argv.index("--base-url") + 1] = base_url
+    code, out, err = run(argv, capsys)
+    assert code == ExitCode.ERROR and out == ""
+    assert "carries credentials" in err and "pa55" not in err
+    assert list(web.root.iterdir()) == []
