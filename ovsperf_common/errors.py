@@ -49,8 +49,3 @@ class FieldError(OvsperfError, ValueError):
         :param parts: ``(noun, value)`` pairs before the field, e.g. ``("scenario", "OVS_DPDK1q")``.
         """
         return located(self.reason, path, *parts, ("field", self.field))
-
-    def prefixed(self, prefix: str) -> FieldError:
-        """Return a copy whose field name is ``prefix.field`` (for nested mappings)."""
-        name = f"{prefix}.{self.field}" if self.field else prefix
-        return type(self)(self.reason, field=name)

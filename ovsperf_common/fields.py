@@ -192,28 +192,6 @@ def number(
     return result
 
 
-def boolean(value: object, field: str | None = None) -> bool:
-    """Return ``value`` if it is a ``bool`` (YAML ``true``/``false``).
-
-    :raises FieldError: otherwise.
-    """
-    if not isinstance(value, bool):
-        raise FieldError(f"Expected true or false, got {_kind(value)}.", field=field)
-    return value
-
-
-def string_list(value: object, field: str | None = None) -> tuple[str, ...]:
-    """Return ``value`` as a tuple of one-line strings; a lone string counts as a list of one.
-
-    :raises FieldError: when it is neither a string nor a list of strings (see :func:`string`).
-    """
-    if isinstance(value, str):
-        return (string(value, field),)
-    if not isinstance(value, list):
-        raise FieldError(f"Expected a list of strings, got {_kind(value)}.", field=field)
-    return tuple(string(item, f"{field}[{i}]" if field else f"[{i}]") for i, item in enumerate(value))
-
-
 def _check_range(value: float, field: str | None, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and value < minimum:
         raise FieldError(f"{value!r} is below the minimum {minimum:g}.", field=field)

@@ -45,11 +45,6 @@ class ResultCsvName:
     deployment: str
     """Deployment, e.g. ``'p2p'``, ``'pvp'``."""
 
-    @property
-    def file_name(self) -> str:
-        """Return ``result_<i>_<test>_<deployment>.csv`` (or the pre-Fraser form without an index)."""
-        return result_csv_name(self.test, self.deployment, self.index)
-
 
 def result_csv_name(test: str, deployment: str, index: int | None = 0) -> str:
     """Return VSperf's result CSV name for a test (``testcases/testcase.py`` ``_output_file``).

@@ -100,9 +100,6 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
 )
 """(name, pattern, replacement) in the order they are applied (blocks first, then lines)."""
 
-PATTERN_NAMES: Final = tuple(name for name, _, _ in _PATTERNS)
-"""The names of the patterns, for documentation and tests."""
-
 _LIST_ITEM: Final = re.compile(r"""(["'])(?:(?!\1).)*\1""")
 
 

@@ -179,7 +179,7 @@ def test_result_csv_name_rule(name: str, parts: tuple[int | None, str, str] | No
     else:
         assert parsed is not None
         assert (parsed.index, parsed.test, parsed.deployment) == parts
-        assert parsed.file_name == name
+        assert resultdir.result_csv_name(parsed.test, parsed.deployment, parsed.index) == name
 
 
 def test_result_csv_name_refuses_what_would_not_parse_back() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ovsperf_common.secrets import PATTERN_NAMES, mask, redact, redact_bytes, url_credentials
+from ovsperf_common.secrets import mask, redact, redact_bytes, url_credentials
 
 BEGIN = "-----BEGIN " + "OPENSSH PRIVATE KEY-----"
 END = "-----END " + "OPENSSH PRIVATE KEY-----"
@@ -65,7 +65,6 @@ def test_bytes_survive_and_names_are_listed() -> None:
     masked, count = redact_bytes(data)
     assert masked == b"\xff\xfe password=*** \x80"
     assert count == 1
-    assert len(PATTERN_NAMES) == 8
 
 
 @pytest.mark.parametrize(
