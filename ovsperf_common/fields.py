@@ -17,13 +17,13 @@ from typing import Any, Final
 
 from ovsperf_common.errors import FieldError
 
-SAFE_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@=,-]{0,199}$")
+SAFE_NAME_RE: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+@=,-]{0,199}\Z")
 """A name that is safe as one path component, one shell word and one token of a line: 1..200
 characters from ``A-Za-z0-9._+@=,-``, starting with a letter or digit (and, see :func:`is_safe_name`,
 without ``..``): it cannot climb out of a directory, hide as a dotfile or break a log line."""
 
 HOSTNAME_RE: Final = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+    r"\A(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z"
 )
 """A DNS host name or an IPv4 address (RFC 1123 §2.1 labels)."""
 
@@ -112,7 +112,7 @@ def hostname(value: object, field: str | None = None) -> str:
     return value
 
 
-KERNEL_OPTION_RE: Final = re.compile(r"^[A-Za-z0-9_.,:/+@-]+(?:=[A-Za-z0-9_.,:/+@=-]*)?$")
+KERNEL_OPTION_RE: Final = re.compile(r"\A[A-Za-z0-9_.,:/+@-]+(?:=[A-Za-z0-9_.,:/+@=-]*)?\Z")
 """One kernel command-line token ``key[=value]``: no spaces, quotes, ``$`` or control characters
 (the kernel splits its command line on spaces; Beaker passes it through a shell-free attribute)."""
 

@@ -100,12 +100,12 @@ def test_string_validators_refuse_what_leaves_a_line() -> None:
         assert info.value.field == "host"
     assert fields.safe_name("OVS_DPDK1q", "scenario") == "OVS_DPDK1q"
     assert fields.safe_name("user@example.com,v=2") == "user@example.com,v=2"
-    for bad in ("../x", "a b", "-rf", "x" * 201, "a;b", "a..b", ".hidden", "a/b", "a\nb"):
+    for bad in ("../x", "a b", "-rf", "x" * 201, "a;b", "a..b", ".hidden", "a/b", "a\nb", "name\n"):
         with pytest.raises(FieldError, match="not a safe name"):
             fields.safe_name(bad, "scenario")
     assert fields.hostname("dut01.lab.example.com") == "dut01.lab.example.com"
     assert fields.hostname("192.0.2.7") == "192.0.2.7"
-    for bad in ("dut_01", "-x", "a..b", "x" * 64 + ".com", "host\nname"):
+    for bad in ("dut_01", "-x", "a..b", "x" * 64 + ".com", "host\nname", "dut01\n"):
         with pytest.raises(FieldError, match="host name"):
             fields.hostname(bad)
 
