@@ -263,7 +263,39 @@ def parse_direction(obj: Mapping[str, Any], index: int) -> DirectionResult:
         latency_p50_ns=_optional_float(obj, "latency_p50_ns", where),
         latency_p99_ns=_optional_float(obj, "latency_p99_ns", where),
         latency_p999_ns=_optional_float(obj, "latency_p999_ns", where),
+        latency_histogram=_histogram(obj, where),
     )
+
+
+def _histogram(obj: Mapping[str, Any], where: str) -> tuple[tuple[float, int], ...] | None:
+    """Return ``obj['latency_histogram']`` as ``(middle [ns], count)`` pairs, ``None`` when absent.
+
+    :raises TrafficGeneratorError: when it is not a list of ``[number >= 0, integer >= 1]`` pairs.
+    """
+    raw = obj.get("latency_histogram")
+    if raw is None:
+        return None
+    pairs: list[tuple[float, int]] = []
+    ok = isinstance(raw, list)
+    for pair in raw if ok else ():
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and isinstance(pair[0], int | float)
+            and not isinstance(pair[0], bool)
+            and pair[0] >= 0
+            and isinstance(pair[1], int)
+            and not isinstance(pair[1], bool)
+            and pair[1] >= 1
+        ):
+            ok = False
+            break
+        pairs.append((float(pair[0]), int(pair[1])))
+    if not ok:
+        raise TrafficGeneratorError(
+            f"Generator reply field {where}.latency_histogram is not a list of [ns, count] pairs."
+        )
+    return tuple(pairs)
 
 
 def parse_trial_result(spec: TrialSpec, result: Mapping[str, Any]) -> TrialResult:
@@ -531,6 +563,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
             "tx_tolerance_ratio": self.config.tx_tolerance_ratio,
             "on_tx_full": self.config.on_tx_full.value,
             "drain_early_exit": self.config.drain_early_exit,
+            "latency_histogram": spec.latency_histogram,
         }
 
     def run_raw_trial(self, cmd: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,17 +24,39 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch import (
+    AbstractMeasurer,
+    Config,
+    GoalResult,
+    MeasurementResult,
+    MultipleLossRatioSearch,
+    SearchGoal,
+)
 
 from ovsperf_lab.errors import LabError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.plan import LabOptions
 
 CSIT_MIN_LOAD_PPS = 9001.0
 """CSIT's minimum load: enough frames for a latency histogram [pps] (``Config.min_load``)."""
+
+CSIT_LOSS_RATIO_GOALS = (0.0, 0.005)
+"""CSIT's goals: NDR (0) and PDR (0.5 %) [1] (``perform_mlr_search``: ``[0.0, loss_ratio]``)."""
+CSIT_EXCEED_RATIO = 0.5
+"""CSIT's goal exceed ratio [1] (draft-ietf-bmwg-mlrsearch: RECOMMENDED 0.5)."""
+CSIT_RELATIVE_WIDTH = 0.005
+"""CSIT's goal width relative to the load [1] (``relative_width``)."""
+CSIT_INITIAL_TRIAL_S = 1.0
+"""CSIT's initial trial duration [s]."""
+CSIT_FINAL_TRIAL_S = 1.0
+"""CSIT's final trial duration [s]."""
+CSIT_DURATION_SUM_S = 21.0
+"""CSIT's duration sum per goal [s]."""
+CSIT_SEARCH_DURATION_MAX_S = 1200.0
+"""CSIT's search duration limit [s]."""
 
 
 @dataclass(frozen=True)
@@ -45,25 +67,25 @@ class MlrConfig:
     """Ethernet frame size including FCS [B]."""
     max_rate_pps: float
     """Highest load tried, per direction, usually line rate [pps] (``Config.max_load``)."""
-    loss_ratio_goals: tuple[float, ...] = (0.0, 0.005)
+    loss_ratio_goals: tuple[float, ...] = CSIT_LOSS_RATIO_GOALS
     """Goal loss ratios [1]: 0 is the NDR, 0.005 CSIT's PDR (``--goal`` in %)."""
-    exceed_ratio: float = 0.5
+    exceed_ratio: float = CSIT_EXCEED_RATIO
     """Share of trial time allowed above the goal loss ratio at a lower bound [1] (draft: RECOMMENDED 0.5)."""
-    relative_width: float = 0.005
+    relative_width: float = CSIT_RELATIVE_WIDTH
     """Goal width as a share of the load [1] (``--goal-width`` in %)."""
-    initial_trial_s: float = 1.0
+    initial_trial_s: float = CSIT_INITIAL_TRIAL_S
     """Shortest trial [s]."""
-    final_trial_s: float = 1.0
+    final_trial_s: float = CSIT_FINAL_TRIAL_S
     """Trial duration the final target requires [s] (``--final-trial-duration``)."""
-    duration_sum_s: float = 21.0
+    duration_sum_s: float = CSIT_DURATION_SUM_S
     """Trial time that classifies a load [s] (``--duration-sum``)."""
-    search_duration_max_s: float = 1200.0
+    search_duration_max_s: float = CSIT_SEARCH_DURATION_MAX_S
     """The search fails when it runs longer [s] (``--search-duration-max``)."""
     min_rate_pps: float = CSIT_MIN_LOAD_PPS
     """Lowest load tried, per direction [pps]."""
     bidirectional: bool = True
     """Send both directions."""
-    flows: int = LabOptions.flows
+    flows: int = 1
     """UDP flows per direction [1]."""
     drain_s: float = 0.5
     """RX time after TX stops in each trial [s] (short: MLRsearch counts it as overhead)."""
@@ -82,8 +104,8 @@ class MlrConfig:
         if not 0 < self.relative_width < 1:
             raise LabError(f"Option '--goal-width' must be in (0, 100) %, got {self.relative_width * 100!r}.")
         for option, value, upper in (
-            ("--initial-trial-duration", self.initial_trial_s, 3600.0),
             ("--final-trial-duration", self.final_trial_s, 3600.0),
+            ("--initial-trial-duration", self.initial_trial_s, 3600.0),
             ("--duration-sum", self.duration_sum_s, 86400.0),
             ("--search-duration-max", self.search_duration_max_s, 7 * 86400.0),
         ):
@@ -112,6 +134,16 @@ class MlrTrial:
     """Loss ratio per direction, shortfall of the generator included [1]."""
     valid: bool
     """Whether the generator sent what was asked (an invalid trial's shortfall counts as loss)."""
+    intended_packets: int = 0
+    """Frames that should have been sent per direction: ``round(load × duration)`` [1]."""
+    rx_packets: tuple[int, ...] = ()
+    """Frames received per direction [1]."""
+    invalid_reason: str | None = None
+    """The generator's reason when :attr:`valid` is false."""
+    started_at: float = 0.0
+    """Wall-clock start, seconds since the epoch [s]."""
+    wall_s: float = 0.0
+    """Time the trial took, overheads included [s]."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +194,10 @@ class MlrResult:
         raise KeyError(loss_ratio_limit)
 
 
+TrialCallback = Callable[[MlrTrial], None]
+"""Called after every trial (the run writes it to ``ovsperf-trials.json`` at once)."""
+
+
 @dataclass
 class _Measurer(AbstractMeasurer):  # type: ignore[misc]
     """Run MLRsearch's trials on a :class:`TrafficGenerator` and keep them."""
@@ -169,6 +205,7 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
     generator: TrafficGenerator
     config: MlrConfig
     log: logging.Logger
+    on_trial: TrialCallback | None = None
     trials: list[MlrTrial] = field(default_factory=list)
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
@@ -181,6 +218,7 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
             flows=self.config.flows,
             drain_s=self.config.drain_s,
         )
+        started_at = time.time()
         start = time.monotonic()
         result = self.generator.run_trial(spec)
         wall = time.monotonic() - start
@@ -191,7 +229,18 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
             max(0.0, 1.0 - d.rx_packets / intended_per_direction) if intended_per_direction else 0.0
             for d in result.directions
         )
-        self.trials.append(MlrTrial(spec.rate_pps, spec.duration_s, ratios, result.valid))
+        trial = MlrTrial(
+            load_pps=spec.rate_pps,
+            duration_s=spec.duration_s,
+            loss_ratios=ratios,
+            valid=result.valid,
+            intended_packets=intended_per_direction,
+            rx_packets=tuple(d.rx_packets for d in result.directions),
+            invalid_reason=result.invalid_reason,
+            started_at=started_at,
+            wall_s=wall,
+        )
+        self.trials.append(trial)
         self.log.info(
             "%d B MLR trial %d at %.0f pps/dir for %g s: loss %s%s.",
             self.config.frame_size_bytes,
@@ -201,6 +250,8 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
             " / ".join(f"{r * 100:.4f} %" for r in ratios),
             "" if result.valid else f" (generator: {result.invalid_reason})",
         )
+        if self.on_trial is not None:
+            self.on_trial(trial)
         return MeasurementResult(
             intended_duration=intended_duration,
             intended_load=intended_load,
@@ -210,11 +261,28 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
         )
 
 
-def search_mlr(generator: TrafficGenerator, config: MlrConfig, *, log: logging.Logger) -> MlrResult:
+class MlrIncompleteError(SearchError):
+    """MLRsearch stopped before every goal reached its width; :attr:`partial` holds the bounds found."""
+
+    def __init__(self, message: str, partial: MlrResult | None) -> None:
+        """Keep ``message`` and the bounds found so far (``None`` when not even one trial ran)."""
+        super().__init__(message)
+        self.partial = partial
+
+
+def search_mlr(
+    generator: TrafficGenerator,
+    config: MlrConfig,
+    *,
+    log: logging.Logger,
+    on_trial: TrialCallback | None = None,
+) -> MlrResult:
     """Search every goal of ``config`` at once with MLRsearch; return the answers and the trials.
 
-    :raises SearchError: when MLRsearch gives up (the search duration limit passed, or the minimum
-        load is already an upper bound with ``fail_fast``).
+    :param on_trial: called after every trial with its record.
+    :raises MlrIncompleteError: when the search duration limit passed before every goal reached
+        its width (``partial`` has the relevant bounds found so far, as ``MultipleLossRatioSearch``
+        computes them at its end), or MLRsearch gave up otherwise.
     :raises TrafficGeneratorError: from the generator (it died, hung or refused a trial).
     """
     goals = tuple(
@@ -234,14 +302,29 @@ def search_mlr(generator: TrafficGenerator, config: MlrConfig, *, log: logging.L
     mlr_config.max_load = config.max_rate_pps
     mlr_config.search_duration_max = config.search_duration_max_s
     mlr_config.warmup_duration = None
-    measurer = _Measurer(generator, config, log)
+    measurer = _Measurer(generator, config, log, on_trial)
+    search = MultipleLossRatioSearch(config=mlr_config)
     start = time.monotonic()
     try:
-        found = MultipleLossRatioSearch(config=mlr_config).search(measurer=measurer, debug=log.debug)
+        found = search.search(measurer=measurer, debug=log.debug)
     except RuntimeError as err:
-        raise SearchError(
-            f"{config.frame_size_bytes} B: MLRsearch gave up after {len(measurer.trials)} trials: {err}"
+        partial = _partial(search, config, goals, measurer.trials, time.monotonic() - start)
+        raise MlrIncompleteError(
+            f"{config.frame_size_bytes} B: MLRsearch stopped after {len(measurer.trials)} trials "
+            f"({str(err).split(': ', 1)[0]}); bounds found: {_bounds_text(partial)}",
+            partial,
         ) from err
+    return _result(config, goals, found, measurer.trials, time.monotonic() - start)
+
+
+def _result(
+    config: MlrConfig,
+    goals: tuple[SearchGoal, ...],
+    found: Mapping[SearchGoal, GoalResult],
+    trials: list[MlrTrial],
+    duration_s: float,
+) -> MlrResult:
+    """Return the :class:`MlrResult` of MLRsearch's per-goal ``found``."""
     directions = 2 if config.bidirectional else 1
     answers = []
     for ratio, goal in zip(config.loss_ratio_goals, goals, strict=True):
@@ -257,4 +340,52 @@ def search_mlr(generator: TrafficGenerator, config: MlrConfig, *, log: logging.L
                 directions=directions,
             )
         )
-    return MlrResult(config, tuple(answers), tuple(measurer.trials), time.monotonic() - start)
+    return MlrResult(config, tuple(answers), tuple(trials), duration_s)
+
+
+def _partial(
+    search: MultipleLossRatioSearch,
+    config: MlrConfig,
+    goals: tuple[SearchGoal, ...],
+    trials: list[MlrTrial],
+    duration_s: float,
+) -> MlrResult | None:
+    """Return the relevant bounds a stopped search had found, as its own end would (``None``: none)."""
+    try:
+        found = {
+            goal: GoalResult.from_bounds(
+                bounds=search.database.get_relevant_bounds(target=search.scaling.goal_to_final_target[goal])
+            )
+            for goal in goals
+        }
+    except (AttributeError, KeyError, RuntimeError, ValueError):
+        return None  # stopped before its database existed
+    return _result(config, goals, found, trials, duration_s)
+
+
+def _bounds_text(partial: MlrResult | None) -> str:
+    """Return ``'0 %: [lower, upper] pps/dir; 0.5 %: …'`` for a log line or error message."""
+    if partial is None:
+        return "none"
+
+    def pps(value: float | None) -> str:
+        return "none" if value is None else f"{value:.0f}"
+
+    return "; ".join(
+        f"{g.loss_ratio_limit * 100:g} %: [{pps(g.lower_bound_pps)}, {pps(g.upper_bound_pps)}] pps/dir"
+        for g in partial.goals
+    )
+
+
+def relevance(result: MlrResult, trial: MlrTrial) -> list[dict[str, object]]:
+    """Return the goals whose final relevant bound is ``trial``'s load, for ``ovsperf-trials.json``.
+
+    :returns: ``[{"goal_loss_percent": 0.5, "bound": "lower"}, …]``; empty for a trial that only
+        led the search there.
+    """
+    marks: list[dict[str, object]] = []
+    for goal in result.goals:
+        for bound, load in (("lower", goal.lower_bound_pps), ("upper", goal.upper_bound_pps)):
+            if load is not None and math.isclose(load, trial.load_pps, rel_tol=1e-9):
+                marks.append({"goal_loss_percent": goal.loss_ratio_limit * 100.0, "bound": bound})
+    return marks

@@ -34,6 +34,8 @@ class TrialSpec:
     """Time RX keeps counting after TX stops (RFC 2544 §23 asks about 2 s) [s]."""
     jumbo: bool = False
     """Allow frames above 1518 B."""
+    latency_histogram: bool = False
+    """Ask for each direction's full latency histogram (latency trials; search trials skip it)."""
 
     def __post_init__(self) -> None:
         try:
@@ -82,6 +84,10 @@ class DirectionResult:
     """99th-percentile latency [ns]; ``None`` when no frame was received."""
     latency_p999_ns: float | None
     """99.9th-percentile latency [ns]; ``None`` when no frame was received."""
+    latency_histogram: tuple[tuple[float, int], ...] | None = None
+    """Latency histogram as ``(bucket middle [ns], frames [1])`` pairs, ascending, non-empty
+    buckets only (each middle within 0.4 % of every value in its bucket; ``docs/trafficgen.md``);
+    ``None`` when the trial did not ask for it (:attr:`TrialSpec.latency_histogram`)."""
 
     @property
     def lost_packets(self) -> int:

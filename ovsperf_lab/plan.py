@@ -9,11 +9,14 @@ listing every unmet requirement with the command that fixes it. Pure: no process
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from jobcreator.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswitch
+from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
+from ovsperf_lab import mlr
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.requirements import Demand, Need, unmet
@@ -33,6 +36,23 @@ MAX_REPEATS = 20
 
 RING_SIZES = tuple(1 << n for n in range(8, 16))
 """Ring sizes ``--ring-size`` accepts: powers of two, 256 to 32768 (the virtio maximum)."""
+
+
+MAX_GOALS = 2
+"""Most ``--goal`` options: the results format carries an NDR and one PDR (docs/results-format.md)."""
+
+LATENCY_LEVELS_PERCENT = (0.0, 10.0, 50.0, 90.0)
+"""Loads of the latency trials as shares of the PDR load [%], as CSIT reports them; 0 % means
+:data:`~ovsperf_lab.mlr.CSIT_MIN_LOAD_PPS`."""
+
+
+class SearchMethod(SpecEnum):
+    """How the throughput is searched (``--search``)."""
+
+    MLR = "mlr"
+    """FD.io CSIT's MLRsearch: NDR and PDR in one search, then latency at fixed loads (default)."""
+    BINARY = "binary"
+    """lua-trafficgen's bisection with a validation trial, one loss limit (Beaker-lab numbers)."""
 
 
 class VnfKind(enum.Enum):
@@ -85,6 +105,43 @@ class LabOptions:
     repeats: int = 1
     """How often every test runs (``--repeats``); repeat *r* of test *t* writes VSperf result
     index ``r * len(tests) + t``, which ``generate-report`` pools as samples of one test [1]."""
+    search: SearchMethod = SearchMethod.MLR
+    """Search method (``--search``)."""
+    goals_percent: tuple[float, ...] = tuple(g * 100.0 for g in mlr.CSIT_LOSS_RATIO_GOALS)
+    """MLRsearch loss-ratio goals [%] (``--goal``, repeatable): 0 is the NDR, 0.5 CSIT's PDR."""
+    goal_width_percent: float = mlr.CSIT_RELATIVE_WIDTH * 100.0
+    """MLRsearch goal width relative to the load [%] (``--goal-width``)."""
+    exceed_ratio: float = mlr.CSIT_EXCEED_RATIO
+    """MLRsearch goal exceed ratio [1] (``--exceed-ratio``)."""
+    final_trial_s: float = mlr.CSIT_FINAL_TRIAL_S
+    """MLRsearch final trial duration [s] (``--final-trial-duration``)."""
+    duration_sum_s: float = mlr.CSIT_DURATION_SUM_S
+    """MLRsearch duration sum per goal [s] (``--duration-sum``)."""
+    search_duration_max_s: float = mlr.CSIT_SEARCH_DURATION_MAX_S
+    """MLRsearch limit per frame size [s] (``--search-duration-max``)."""
+    latency_levels_percent: tuple[float, ...] = LATENCY_LEVELS_PERCENT
+    """Latency trial loads as shares of the PDR load [%] (``--latency-loads``); empty: none."""
+    latency_trial_s: float = 10.0
+    """Duration of each latency trial [s] (``--latency-time``): 10 s at 10 % of 1 Mpps gives
+    1e6 frames, 1000 of them above the p99.9."""
+
+    def mlr_config(self, frame_size_bytes: int, max_rate_pps: float) -> mlr.MlrConfig:
+        """Return the MLRsearch parameters for one frame size [B] up to ``max_rate_pps`` per direction.
+
+        :raises LabError: naming the option whose value MLRsearch cannot take.
+        """
+        return mlr.MlrConfig(
+            frame_size_bytes=frame_size_bytes,
+            max_rate_pps=max_rate_pps,
+            loss_ratio_goals=tuple(g / 100.0 for g in sorted(self.goals_percent)),
+            exceed_ratio=self.exceed_ratio,
+            relative_width=self.goal_width_percent / 100.0,
+            initial_trial_s=min(mlr.CSIT_INITIAL_TRIAL_S, self.final_trial_s),
+            final_trial_s=self.final_trial_s,
+            duration_sum_s=self.duration_sum_s,
+            search_duration_max_s=self.search_duration_max_s,
+            flows=self.flows,
+        )
 
     def hugepage_memory_mb(self, *, vnf: bool) -> int:
         """Return the hugepage memory OVS, the generator and (with ``vnf``) the forwarder reserve [MiB]."""
@@ -126,6 +183,41 @@ class LabOptions:
             raise LabError(f"Option '--repeats' must be in [1, {MAX_REPEATS}], got {self.repeats!r}.")
         if self.flows < 1:
             raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
+        self._check_mlr_options()
+
+    def _check_mlr_options(self) -> None:
+        """Check the MLRsearch and latency options (``--goal``, ``--latency-*``, binary-only ones).
+
+        :raises LabError: naming the option.
+        """
+        if self.search is SearchMethod.MLR:
+            for value, option in (
+                (self.loss_percent, "--loss"),
+                (self.search_trial_s, "--search-time"),
+                (self.validation_trial_s, "--validation-time"),
+            ):
+                if value is not None:
+                    raise LabError(
+                        f"Option '{option}' applies to '--search binary'; MLRsearch takes '--goal' "
+                        "and '--final-trial-duration'."
+                    )
+        goals = self.goals_percent
+        if not 1 <= len(goals) <= MAX_GOALS or len(set(goals)) != len(goals):
+            raise LabError(
+                f"Option '--goal' must be given once or twice with different values (an NDR and one PDR), "
+                f"got {list(goals)!r}."
+            )
+        if any(not (math.isfinite(g) and 0 <= g < 100) for g in goals):
+            raise LabError(f"Option '--goal' must be loss percentages in [0, 100), got {list(goals)!r}.")
+        self.mlr_config(64, 1e6)  # MlrConfig names the option of any other bad value
+        levels = self.latency_levels_percent
+        if any(not (math.isfinite(p) and 0 <= p <= 100) for p in levels) or len(set(levels)) != len(levels):
+            raise LabError(
+                f"Option '--latency-loads' must be different percentages of the PDR load in [0, 100], "
+                f"got {list(levels)!r}."
+            )
+        if not (math.isfinite(self.latency_trial_s) and 0 < self.latency_trial_s <= 3600):
+            raise LabError(f"Option '--latency-time' must be in (0, 3600] s, got {self.latency_trial_s!r}.")
 
 
 @dataclass(frozen=True)

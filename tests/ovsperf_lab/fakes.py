@@ -61,6 +61,7 @@ class FakeTrafficGenerator(TrafficGenerator):
                 latency_p50_ns=self.latency_ns if rx else None,
                 latency_p99_ns=self.latency_ns * 2 if rx else None,
                 latency_p999_ns=self.latency_ns * 2.5 if rx else None,
+                latency_histogram=self._histogram(rx) if spec.latency_histogram else None,
             )
             for a, b in pairs
         )
@@ -70,6 +71,18 @@ class FakeTrafficGenerator(TrafficGenerator):
         if number in self.invalid_trials:
             return TrialResult(spec, directions, False, "injected invalid trial")
         return TrialResult(spec, directions, True)
+
+    def _histogram(self, rx: int) -> tuple[tuple[float, int], ...]:
+        """Buckets: one frame at half the latency, 1 % at twice it, one at three times, the rest at it."""
+        if rx < 3:
+            return ((self.latency_ns, rx),) if rx else ()
+        tail = rx // 100
+        return (
+            (self.latency_ns / 2, 1),
+            (self.latency_ns, rx - 2 - tail),
+            (self.latency_ns * 2, tail),
+            (self.latency_ns * 3, 1),
+        )
 
     def close(self) -> None:
         self.closed += 1

@@ -235,6 +235,26 @@ def test_loopback_counting_is_exact(ring_gen: DpdkTrafficGenerator) -> None:
     assert result["rx_foreign_packets"] == [0, 0]
 
 
+def test_latency_histogram_counts_every_frame(ring_gen: DpdkTrafficGenerator) -> None:
+    spec = TrialSpec(
+        frame_size_bytes=64, rate_pps=100000, duration_s=0.3, drain_s=0.1, latency_histogram=True
+    )
+    result = ring_gen.run_raw_trial({**ring_gen.trial_command(spec), "loopback": True})
+    trial = parse_trial_result(spec, result)
+    for d in trial.directions:
+        assert d.latency_histogram is not None
+        assert sum(count for _, count in d.latency_histogram) == d.rx_packets == 30000
+        middles = [ns for ns, _ in d.latency_histogram]
+        assert middles == sorted(middles) and len(set(middles)) == len(middles)
+        assert d.latency_min_ns is not None and d.latency_max_ns is not None
+        # Bucket middles lie within 0.4 % (plus one TSC cycle) of the exact extremes.
+        assert middles[0] == pytest.approx(d.latency_min_ns, rel=0.005, abs=1.0)
+        assert middles[-1] == pytest.approx(d.latency_max_ns, rel=0.005, abs=1.0)
+    raw = {"frame_size_bytes": 64, "rate_pps": 10000, "duration_s": 0.1, "drain_s": 0.1, "loopback": True}
+    plain = parse_trial_result(spec, ring_gen.run_raw_trial(raw))
+    assert all(d.latency_histogram is None for d in plain.directions)
+
+
 def test_warmup_frames_are_not_counted(ring_gen: DpdkTrafficGenerator) -> None:
     result = ring_gen.run_raw_trial(
         {
@@ -474,6 +494,14 @@ def test_malformed_results_are_rejected() -> None:
     trial = parse_trial_result(spec, {"valid": False, "invalid_reason": "x", "directions": [direction]})
     assert (trial.valid, trial.invalid_reason, trial.loss_ratio) == (False, "x", 0.1)
     assert trial.directions[0].latency_avg_ns is None
+    assert trial.directions[0].latency_histogram is None
+    good = parse_trial_result(
+        spec, {"valid": True, "directions": [{**direction, "latency_histogram": [[1500.5, 7], [2000, 2]]}]}
+    )
+    assert good.directions[0].latency_histogram == ((1500.5, 7), (2000.0, 2))
+    for bad in ({}, [[1.0]], [[1.0, 0]], [[-1.0, 1]], [["1", 1]], [[1.0, 1.5]], [[1.0, True]]):
+        with pytest.raises(TrafficGeneratorError, match="latency_histogram is not a list"):
+            parse_trial_result(spec, {"valid": True, "directions": [{**direction, "latency_histogram": bad}]})
 
 
 def test_raw_sigterm_during_a_trial_stops_cleanly(binary: h.Path) -> None:

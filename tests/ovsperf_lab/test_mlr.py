@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 
 import pytest
 
 from ovsperf_lab.errors import LabError, SearchError, TrafficGeneratorError
-from ovsperf_lab.mlr import MlrConfig, search_mlr
+from ovsperf_lab.mlr import CSIT_MIN_LOAD_PPS, MlrConfig, MlrIncompleteError, MlrTrial, relevance, search_mlr
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
@@ -51,8 +52,55 @@ def test_a_generator_that_falls_short_is_not_taken_for_the_dut() -> None:
 
 def test_a_dut_that_forwards_nothing_fails_the_search() -> None:
     generator = FakeTrafficGenerator(capacity_pps=0.0)
-    with pytest.raises(SearchError, match="MLRsearch gave up"):
+    with pytest.raises(
+        MlrIncompleteError, match=r"No lower bound\); bounds found: 0 %: \[none, 9001\]"
+    ) as info:
         search_mlr(generator, MlrConfig(frame_size_bytes=64, max_rate_pps=LINE_RATE_64B), log=LOG)
+    assert isinstance(info.value, SearchError)
+    partial = info.value.partial
+    assert partial is not None and len(partial.trials) == len(generator.specs)
+    assert [(g.lower_bound_pps, g.upper_bound_pps, g.conditional_throughput_pps) for g in partial.goals] == [
+        (None, CSIT_MIN_LOAD_PPS, None),
+        (None, CSIT_MIN_LOAD_PPS, None),
+    ]
+
+
+def test_a_search_past_its_duration_limit_reports_the_bounds_found() -> None:
+    def slow(spec: TrialSpec) -> float:
+        time.sleep(0.003)
+        return 750_000.0
+
+    generator = FakeTrafficGenerator(capacity_for=slow)
+    seen: list[MlrTrial] = []
+    config = MlrConfig(frame_size_bytes=64, max_rate_pps=LINE_RATE_64B, search_duration_max_s=0.02)
+    with pytest.raises(MlrIncompleteError, match="takes too long") as info:
+        search_mlr(generator, config, log=LOG, on_trial=seen.append)
+    partial = info.value.partial
+    assert partial is not None and partial.trials == tuple(seen) and len(seen) == len(generator.specs) >= 2
+    ndr = partial.goal(0.0)
+    # The first trials bracket the capacity: whatever bounds exist hold it between them.
+    assert ndr.upper_bound_pps is None or ndr.upper_bound_pps > 750_000 * 0.99
+    assert ndr.lower_bound_pps is None or ndr.lower_bound_pps <= 750_000
+
+
+def test_trials_are_recorded_and_marked_with_their_goals() -> None:
+    generator = FakeTrafficGenerator(capacity_pps=750_000.0)
+    seen: list[MlrTrial] = []
+    result = search_mlr(
+        generator, MlrConfig(frame_size_bytes=64, max_rate_pps=LINE_RATE_64B), log=LOG, on_trial=seen.append
+    )
+    assert tuple(seen) == result.trials
+    first = result.trials[0]
+    assert first.load_pps == LINE_RATE_64B and first.intended_packets == round(LINE_RATE_64B)
+    assert first.rx_packets == (750_000, 750_000)
+    assert first.loss_ratios[0] == pytest.approx(1 - 750_000 / round(LINE_RATE_64B))
+    marks = [m for t in result.trials for m in relevance(result, t)]
+    for goal in result.goals:
+        for bound, load in (("lower", goal.lower_bound_pps), ("upper", goal.upper_bound_pps)):
+            mark = {"goal_loss_percent": goal.loss_ratio_limit * 100, "bound": bound}
+            hits = [t for t in result.trials if mark in relevance(result, t)]
+            assert hits and all(t.load_pps == load for t in hits)
+    assert relevance(result, first) == [] and len(marks) >= 4
 
 
 def test_a_generator_dying_mid_search_propagates() -> None:

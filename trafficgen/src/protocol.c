@@ -26,7 +26,7 @@
 static const char *const trial_fields[] = {
 	"cmd", "id", "frame_size_bytes", "rate_pps", "duration_s", "bidirectional", "loopback",
 	"flows", "flow_field", "warmup_s", "drain_s", "link_timeout_s", "tx_tolerance_ratio",
-	"on_tx_full", "burst_packets", "drain_early_exit", NULL,
+	"on_tx_full", "burst_packets", "drain_early_exit", "latency_histogram", NULL,
 };
 
 static void
@@ -328,6 +328,8 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 	if (ret == 0)
 		ret = get_bool(cmd, "drain_early_exit", false, &cfg->drain_early_exit, err);
 	if (ret == 0)
+		ret = get_bool(cmd, "latency_histogram", false, &cfg->latency_histogram, err);
+	if (ret == 0)
 		ret = get_choice(cmd, "flow_field", "src_port", "src_ip", &flow_field, err);
 	if (ret == 0)
 		ret = get_choice(cmd, "on_tx_full", "loss", "retry", &on_full, err);
@@ -353,6 +355,27 @@ nullable_ns(double cycles, uint64_t tsc_hz)
 	if (isnan(cycles))
 		return json_null();
 	return json_real(cycles * 1e9 / (double)tsc_hz);
+}
+
+/* The non-empty buckets of a direction's latency histogram: [[middle_ns, count], ...] in
+ * ascending order (the middle of a bucket is within 0.4 % of every value in it; hist.h). */
+static json_t *
+histogram_json(const struct tg_stream *s, uint64_t tsc_hz)
+{
+	json_t *buckets = json_array();
+	unsigned int i;
+
+	for (i = 0; i < TG_HIST_BUCKETS; i++) {
+		json_t *pair;
+
+		if (s->hist[i] == 0)
+			continue;
+		pair = json_array();
+		json_array_append_new(pair, json_real(tg_hist_bucket_mid(i) * 1e9 / (double)tsc_hz));
+		json_array_append_new(pair, json_integer((json_int_t)s->hist[i]));
+		json_array_append_new(buckets, pair);
+	}
+	return buckets;
 }
 
 static json_t *
@@ -394,6 +417,8 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 			    nullable_ns(stream_quantile(s, 0.99), app->tsc_hz));
 	json_object_set_new(d, "latency_p999_ns",
 			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
+	if (cfg->latency_histogram)
+		json_object_set_new(d, "latency_histogram", histogram_json(s, app->tsc_hz));
 
 	if (*invalid == NULL && s->tx_stalled) {
 		snprintf(reason, reason_len, "port %u stopped taking frames: TX gave up after "

@@ -62,6 +62,7 @@ struct tg_trial_cfg {
 	bool loopback;
 	bool retry_on_full;
 	bool drain_early_exit;		/* end the drain once every sent frame arrived */
+	bool latency_histogram;		/* reply with each direction's latency histogram */
 };
 
 /* One direction of a trial. TX fields are written by the lcore that owns tx_port, RX fields by
