@@ -18,9 +18,11 @@ from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.plan import RING_SIZES, LabOptions, plan_run
+from ovsperf_lab.mlr import MlrTrial
+from ovsperf_lab.plan import RING_SIZES, LabOptions, SearchMethod, plan_run
+from ovsperf_lab.results import FrameSizeResult, goal_label
 from ovsperf_lab.run import RunObserver, run_lab
-from ovsperf_lab.search import SearchResult, TrialKind, TrialRecord
+from ovsperf_lab.search import TrialKind, TrialRecord
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
 
 DEFAULTS = LabOptions()
@@ -42,6 +44,13 @@ def _frame_sizes(text: str) -> tuple[int, ...]:
     if not sizes:
         raise argparse.ArgumentTypeError("no frame size given")
     return sizes
+
+
+def _percent_list(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of percentages") from err
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,11 +79,85 @@ def _parser() -> argparse.ArgumentParser:
         "--output", type=Path, default=Path("/tmp"), help="where results_<timestamp>/ goes (/tmp)"
     )
     run.add_argument(
+        "--search",
+        choices=[m.value for m in SearchMethod],
+        default=DEFAULTS.search.value,
+        help="throughput search: 'mlr' = FD.io CSIT's MLRsearch, NDR and PDR in one search, then "
+        "latency at shares of the PDR load; 'binary' = the lua-trafficgen-compatible bisection of the "
+        "Beaker lab, one loss limit (%(default)s)",
+    )
+    mlr = run.add_argument_group(
+        "MLRsearch (--search mlr)",
+        "defaults are CSIT's (OptimizedSearch.perform_mlr_search, draft-ietf-bmwg-mlrsearch)",
+    )
+    mlr.add_argument(
+        "--goal",
+        type=float,
+        action="append",
+        metavar="PCT",
+        help="loss-ratio goal [%%], once or twice: 0 = NDR, 0.5 = CSIT's PDR (default: "
+        + " and ".join(f"{g:g}" for g in DEFAULTS.goals_percent)
+        + ")",
+    )
+    mlr.add_argument(
+        "--goal-width",
+        type=float,
+        default=DEFAULTS.goal_width_percent,
+        metavar="PCT",
+        help="stop when the bounds are this close, relative to the load [%%] (%(default)s)",
+    )
+    mlr.add_argument(
+        "--exceed-ratio",
+        type=float,
+        default=DEFAULTS.exceed_ratio,
+        help="share of trial time allowed above the goal loss at a lower bound [0, 1) (%(default)s)",
+    )
+    mlr.add_argument(
+        "--final-trial-duration",
+        type=float,
+        default=DEFAULTS.final_trial_s,
+        metavar="S",
+        help="trial duration near the answer [s] (%(default)s)",
+    )
+    mlr.add_argument(
+        "--duration-sum",
+        type=float,
+        default=DEFAULTS.duration_sum_s,
+        metavar="S",
+        help="trial time that classifies a load [s] (%(default)s)",
+    )
+    mlr.add_argument(
+        "--search-duration-max",
+        type=float,
+        default=DEFAULTS.search_duration_max_s,
+        metavar="S",
+        help="give up a frame size after this long, reporting the bounds found [s] (%(default)s)",
+    )
+    mlr.add_argument(
+        "--latency-loads",
+        type=_percent_list,
+        default=DEFAULTS.latency_levels_percent,
+        metavar="PCT,...",
+        help="latency trials at these shares of the PDR load [%%], 0 = 9001 pps; '' for none ("
+        + ",".join(f"{p:g}" for p in DEFAULTS.latency_levels_percent)
+        + ")",
+    )
+    mlr.add_argument(
+        "--latency-time",
+        type=float,
+        default=DEFAULTS.latency_trial_s,
+        metavar="S",
+        help="duration of each latency trial [s] (%(default)s)",
+    )
+    binary = run.add_argument_group("binary search (--search binary)")
+    binary.add_argument(
         "--search-time", type=float, help="search trial duration [s] (scenario's search_trial_s)"
     )
-    run.add_argument("--validation-time", type=float, help="validation trial duration [s]")
-    run.add_argument("--loss", type=float, help="acceptable loss [%%] (scenario's acceptable_loss_percent)")
-    run.add_argument(
+    binary.add_argument("--validation-time", type=float, help="validation trial duration [s]")
+    binary.add_argument(
+        "--loss", type=float, help="acceptable loss [%%] (scenario's acceptable_loss_percent)"
+    )
+    binary.add_argument(
         "--granularity",
         type=float,
         default=DEFAULTS.granularity_percent,
@@ -83,17 +166,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--flows", type=int, default=DEFAULTS.flows, help="UDP flows per direction (%(default)s)"
     )
-    run.add_argument(
+    binary.add_argument(
         "--max-trials",
         type=int,
         default=DEFAULTS.max_trials,
         help="bound on counted trials per frame size (%(default)s)",
     )
-    run.add_argument(
+    binary.add_argument(
         "--drain-time",
         type=float,
         default=DEFAULTS.drain_s,
-        help="RX time after TX stops [s] (%(default)s, RFC 2544 §23)",
+        help="RX time after TX stops [s] (%(default)s, RFC 2544 §23; MLRsearch trials drain 0.5 s)",
     )
     run.add_argument(
         "--ring-size",
@@ -164,11 +247,28 @@ class _RichProgress(RunObserver):
         self.last = "-"
         self._show("calibrating")
 
-    def frame_size_finished(self, test: VsperfTest, result: SearchResult | None) -> None:
-        text = f"{result.validation.rx_pps / 1e6:.3f} Mpps" if result else "FAILED"
+    def frame_size_finished(self, test: VsperfTest, result: FrameSizeResult | None) -> None:
+        if result is None:
+            text = "FAILED"
+        else:
+            text = ", ".join(
+                f"{goal_label(g.loss_goal_percent)} "
+                + ("n/a" if g.rx_fps is None else f"{g.rx_fps / 1e6:.3f} Mpps")
+                for g in result.goals
+            )
         if result is not None and result.generator_limited:
             text += " (the generator's ceiling: the DUT forwards at least this)"
         self.progress.console.print(f"{self.head}: throughput {text}")
+
+    def mlr_trial_finished(self, number: int, trial: MlrTrial) -> None:
+        loss = " / ".join(f"{r * 100:.4f} %" for r in trial.loss_ratios)
+        self.last = f"{trial.load_pps / 1e6:.3f} Mpps/dir for {trial.duration_s:g} s, loss {loss}"
+        self._show(f"MLRsearch trial {number} done")
+
+    def latency_started(self, percent_of_pdr: float, load_pps: float, duration_s: float) -> None:
+        self._show(
+            f"latency at {percent_of_pdr:g} % of PDR ({load_pps / 1e6:.3f} Mpps/dir, {duration_s:g} s)"
+        )
 
     def generator_started(self, generator: TrafficGenerator) -> None:
         self._show("generator ready")
@@ -204,6 +304,15 @@ def _run_scenario(args: argparse.Namespace) -> int:
         max_trials=args.max_trials,
         ring_size=args.ring_size,
         repeats=args.repeats,
+        search=SearchMethod.from_spec(args.search, field="--search"),
+        goals_percent=tuple(args.goal) if args.goal else DEFAULTS.goals_percent,
+        goal_width_percent=args.goal_width,
+        exceed_ratio=args.exceed_ratio,
+        final_trial_s=args.final_trial_duration,
+        duration_sum_s=args.duration_sum,
+        search_duration_max_s=args.search_duration_max,
+        latency_levels_percent=args.latency_loads,
+        latency_trial_s=args.latency_time,
         tests=tuple(VsperfTest.from_spec(t, field="--test") for t in args.test) if args.test else None,
     )
     facts = probe_machine()

@@ -12,7 +12,7 @@ with other runs and re-plotted later (``HdrHistogram.decode``). Format: docs/res
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,10 +177,13 @@ def measure_levels(
     drain_s: float,
     log: logging.Logger,
     bidirectional: bool = True,
+    on_start: Callable[[float, float, float], None] | None = None,
 ) -> tuple[LatencyLevel, ...]:
     """Run one latency trial per level of ``levels_percent`` (ascending) at shares of ``pdr_pps``.
 
     :param pdr_pps: the PDR load per direction [pps] (MLRsearch's relevant lower bound).
+    :param on_start: called with (percent of PDR, load per direction [pps], duration [s]) before
+        each trial (progress).
     :returns: one :class:`LatencyLevel` per level, ascending.
     :raises LabError: when ``pdr_pps`` is not positive.
     :raises TrafficGeneratorError: from the generator.
@@ -190,6 +193,8 @@ def measure_levels(
     levels: list[LatencyLevel] = []
     for percent in sorted(levels_percent):
         load = level_load_pps(percent, pdr_pps)
+        if on_start is not None:
+            on_start(percent, load, duration_s)
         spec = TrialSpec(
             frame_size_bytes=frame_size_bytes,
             rate_pps=load,

@@ -5,10 +5,12 @@ Layout (VSperf ``vsperf`` main and ``testcases/testcase.py``; reference vsperf.m
 * ``results_<YYYY-mm-dd_HH-MM-SS>/`` (local time, like VSperf), created empty and never reused;
 * ``result_<i>_<test>_<deployment>.csv``: one row per frame size, VSperf's MoonGen columns in
   VSperf's order, plus ``frame_loss_percent`` after the latency columns (where VSperf's Dummy and
-  Trex drivers put it); latency is measured (``''``, i.e. "not measured", when none);
+  Trex drivers put it) and the goal columns (:data:`GOAL_COLUMNS`: NDR and PDR,
+  docs/results-format.md); latency is measured (``''``, i.e. "not measured", when none);
 * ``result_<i>_<test>_<deployment>.md`` and ``.rst``: the environment block in VSperf's
   ``* vSwitch: X, Version: Y, GIT tag: Z`` style and a metrics table per frame size;
 * ``ovsperf-trials.json``: every trial of every search (rewritten after each trial);
+* ``ovsperf-latency.json``: latency at shares of the PDR load, with HdrHistograms (MLRsearch);
 * ``vswitchd_<ts>.log`` and the forwarder/generator logs (copied at the end);
 * ``ovsperf-metadata.json``: written LAST; ``"complete": false`` with the reason when the run
   crashed or was interrupted (the CSV then holds the frame sizes finished so far).
@@ -37,6 +39,8 @@ from ovsperf_common.metadata import write as write_metadata
 from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.units import l1_bps, line_rate_pps
 from ovsperf_lab.errors import LabError
+from ovsperf_lab.latency import LatencyLevel
+from ovsperf_lab.mlr import MlrResult, MlrTrial
 from ovsperf_lab.model import TrialResult
 from ovsperf_lab.search import SearchResult, TrialRecord
 
@@ -68,11 +72,29 @@ CSV_COLUMNS = (
 )
 """VSperf's MoonGen RFC 2544 throughput header (vsperf.md §1.6) with ``frame_loss_percent``."""
 
+GOAL_COLUMNS = (
+    "loss_goal_percent",
+    "search_method",
+    "pdr_loss_goal_percent",
+    "pdr_throughput_rx_fps",
+    "pdr_throughput_rx_mbps",
+    "pdr_throughput_rx_percent",
+    "pdr_tx_rate_fps",
+)
+"""The lab's columns after VSperf's: the goal of VSperf's throughput columns and a second goal
+(the PDR); docs/results-format.md."""
+
 GUEST_COLUMN = "guest_loopback_app"
 """Appended for deployments with a VNF (VSperf ``TestCase._append_results``)."""
 
 TRIALS_FILE = "ovsperf-trials.json"
 """The trial log of every search."""
+
+LATENCY_FILE = "ovsperf-latency.json"
+"""Latency at shares of the PDR load (docs/results-format.md)."""
+
+HDRH_ENCODING = "HdrHistogram V2, compressed, base64 (HdrHistogram.encode()); values in ns"
+"""How ``ovsperf-latency.json`` encodes its histograms."""
 
 _TIME_FMT = "%Y-%m-%d %H:%M:%S"
 
@@ -112,13 +134,135 @@ class Environment:
 
 
 @dataclass(frozen=True)
-class FrameSizeResult:
-    """One row: the search result of one frame size and the line rate it is measured against."""
+class GoalRow:
+    """The throughput of one frame size at one loss-ratio goal (docs/results-format.md)."""
 
-    search: SearchResult
-    """The search (its validation trial gives the numbers)."""
+    loss_goal_percent: float
+    """The goal [%]: 0 is the NDR."""
+    rx_fps: float | None
+    """Throughput summed over directions [fps]; ``None`` when even the lowest load lost too much."""
+    tx_fps: float | None
+    """Offered load summed over directions [fps]: the validated rate (binary), the relevant lower
+    bound (MLRsearch)."""
+    frame_loss_percent: float | None
+    """Loss at that load [%]: the validation trial's (binary), the loss-ratio quantile the
+    conditional throughput discounts (MLRsearch)."""
+    lower_bound_pps: float | None = None
+    """Relevant lower bound per direction [pps] (MLRsearch; binary: the validated rate)."""
+    upper_bound_pps: float | None = None
+    """Relevant upper bound per direction [pps] (MLRsearch); ``None`` when unknown."""
+
+
+@dataclass(frozen=True)
+class FrameSizeResult:
+    """One CSV row: what the search of one frame size found, and its latency."""
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
     link_speed_mbps: int | None
     """Generator port speed [Mbit/s]; ``None`` when the port reports none (no % of line rate)."""
+    directions: int
+    """Directions the load was offered on [1]."""
+    flows: int
+    """UDP flows per direction [1] (VSperf ``stream_count``)."""
+    search_method: str
+    """``'mlr'`` or ``'binary'`` (the CSV's ``search_method``)."""
+    goals: tuple[GoalRow, ...]
+    """One or two goals, ascending: the first goes to VSperf's columns, the second to ``pdr_*``."""
+    latency_ns: tuple[float | None, float | None, float | None] = (None, None, None)
+    """(min, avg, max) latency for VSperf's columns [ns]: the validation trial's (binary), the 90 %
+    PDR level's (MLRsearch); ``None`` when not measured."""
+    latency_levels: tuple[LatencyLevel, ...] = ()
+    """Latency trials at shares of the PDR load, ascending (MLRsearch)."""
+    generator_limited: bool = False
+    """The binary search validated the generator's ceiling, not a rate the DUT failed above."""
+
+    @classmethod
+    def from_binary(cls, search: SearchResult, link_speed_mbps: int | None) -> FrameSizeResult:
+        """Return the row of a binary search: its passing validation trial gives the numbers."""
+        validation = search.validation
+        return cls(
+            frame_size_bytes=search.config.frame_size_bytes,
+            link_speed_mbps=link_speed_mbps,
+            directions=len(validation.directions),
+            flows=search.config.flows,
+            search_method="binary",
+            goals=(
+                GoalRow(
+                    loss_goal_percent=search.config.loss_ratio_limit * 100.0,
+                    rx_fps=validation.rx_pps,
+                    tx_fps=validation.tx_pps,
+                    frame_loss_percent=validation.loss_ratio * 100.0,
+                    lower_bound_pps=search.rate_pps,
+                ),
+            ),
+            latency_ns=aggregate_latency(validation),
+            generator_limited=search.generator_limited,
+        )
+
+    @classmethod
+    def from_mlr(
+        cls, result: MlrResult, levels: tuple[LatencyLevel, ...], link_speed_mbps: int | None
+    ) -> FrameSizeResult:
+        """Return the row of an MLRsearch and its latency levels (docs/results-format.md)."""
+        goals = []
+        for goal in sorted(result.goals, key=lambda g: g.loss_ratio_limit):
+            throughput, lower = goal.conditional_throughput_pps, goal.lower_bound_pps
+            goals.append(
+                GoalRow(
+                    loss_goal_percent=goal.loss_ratio_limit * 100.0,
+                    rx_fps=goal.aggregate_pps,
+                    tx_fps=None if lower is None else lower * goal.directions,
+                    frame_loss_percent=(
+                        None if throughput is None or not lower else 100.0 * (1.0 - throughput / lower)
+                    ),
+                    lower_bound_pps=lower,
+                    upper_bound_pps=goal.upper_bound_pps,
+                )
+            )
+        at_90 = [lv for lv in levels if lv.percent_of_pdr == LATENCY_COLUMNS_LEVEL and lv.all is not None]
+        summary = at_90[0].all if at_90 else None
+        return cls(
+            frame_size_bytes=result.config.frame_size_bytes,
+            link_speed_mbps=link_speed_mbps,
+            directions=2 if result.config.bidirectional else 1,
+            flows=result.config.flows,
+            search_method="mlr",
+            goals=tuple(goals),
+            latency_ns=(None, None, None)
+            if summary is None
+            else (summary.min_ns, summary.avg_ns, summary.max_ns),
+            latency_levels=levels,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the entry of ``ovsperf-metadata.json``'s ``throughput`` lists."""
+        return {
+            "frame_size_bytes": self.frame_size_bytes,
+            "search_method": self.search_method,
+            "generator_limited": self.generator_limited,
+            "goals": [
+                {
+                    "loss_goal_percent": g.loss_goal_percent,
+                    "throughput_rx_fps": g.rx_fps,
+                    "tx_rate_fps": g.tx_fps,
+                    "frame_loss_percent": g.frame_loss_percent,
+                    "lower_bound_pps_per_direction": g.lower_bound_pps,
+                    "upper_bound_pps_per_direction": g.upper_bound_pps,
+                }
+                for g in self.goals
+            ],
+        }
+
+
+def goal_label(loss_goal_percent: float) -> str:
+    """Return ``'NDR'`` for a 0 % goal, else ``'PDR 0.5 %'`` (the metric's name on pages and consoles)."""
+    return "NDR" if loss_goal_percent == 0 else f"PDR {loss_goal_percent:g} %"
+
+
+LATENCY_COLUMNS_LEVEL = 90.0
+"""The latency level whose numbers go to VSperf's ``*_latency_ns`` columns with MLRsearch [% of
+PDR]: the highest fixed load, closest to RFC 2544 §26.2's "at the throughput rate"."""
 
 
 def _fmt(value: float | None, digits: int) -> str:
@@ -151,32 +295,34 @@ def csv_row(
 ) -> dict[str, str]:
     """Return the VSperf CSV row of one frame size (values formatted as VSperf's MoonGen driver).
 
-    ``throughput_rx_fps``/``tx_rate_fps`` are aggregates over both directions of the passing
-    validation trial [fps]; ``*_mbps`` are L1 rates ``fps * (size + 20) * 8 / 1e6``; ``*_percent``
-    is relative to ``directions × line rate`` (VSperf-341), empty without a link speed.
+    ``throughput_rx_fps``/``tx_rate_fps`` are aggregates over both directions [fps] of the first
+    goal, ``pdr_*`` of the second (docs/results-format.md); ``*_mbps`` are L1 rates
+    ``fps * (size + 20) * 8 / 1e6``; ``*_percent`` is relative to ``directions × line rate``
+    (VSperf-341), empty without a link speed.
     """
-    validation = row.search.validation
-    size = row.search.config.frame_size_bytes
-    rx_fps = validation.rx_pps
-    tx_fps = validation.tx_pps
-    if row.link_speed_mbps:
-        line = line_rate_pps(size, row.link_speed_mbps * 1e6) * len(validation.directions)
-        rx_pct: float | None = 100.0 * rx_fps / line
-        tx_pct: float | None = 100.0 * tx_fps / line
-    else:
-        rx_pct = tx_pct = None
-    lat_min, lat_avg, lat_max = aggregate_latency(validation)
+    size = row.frame_size_bytes
+    line = line_rate_pps(size, row.link_speed_mbps * 1e6) * row.directions if row.link_speed_mbps else None
+
+    def percent(fps: float | None) -> float | None:
+        return None if fps is None or line is None else 100.0 * fps / line
+
+    def mbps(fps: float | None) -> float | None:
+        return None if fps is None else l1_bps(fps, size) / 1e6
+
+    first = row.goals[0]
+    second = row.goals[1] if len(row.goals) > 1 else None
+    lat_min, lat_avg, lat_max = row.latency_ns
     values = {
-        "throughput_rx_fps": _fmt(rx_fps, 6),
-        "throughput_rx_mbps": _fmt(l1_bps(rx_fps, size) / 1e6, 3),
-        "throughput_rx_percent": _fmt(rx_pct, 3),
-        "tx_rate_fps": _fmt(tx_fps, 6),
-        "tx_rate_mbps": _fmt(l1_bps(tx_fps, size) / 1e6, 3),
-        "tx_rate_percent": _fmt(tx_pct, 3),
+        "throughput_rx_fps": _fmt(first.rx_fps, 6),
+        "throughput_rx_mbps": _fmt(mbps(first.rx_fps), 3),
+        "throughput_rx_percent": _fmt(percent(first.rx_fps), 3),
+        "tx_rate_fps": _fmt(first.tx_fps, 6),
+        "tx_rate_mbps": _fmt(mbps(first.tx_fps), 3),
+        "tx_rate_percent": _fmt(percent(first.tx_fps), 3),
         "min_latency_ns": _fmt(lat_min, 3),
         "max_latency_ns": _fmt(lat_max, 3),
         "avg_latency_ns": _fmt(lat_avg, 3),
-        "frame_loss_percent": _fmt(validation.loss_ratio * 100.0, 6),
+        "frame_loss_percent": _fmt(first.frame_loss_percent, 6),
         "type": "rfc2544_throughput",
         "packet_size": str(size),
         "id": test.value,
@@ -186,9 +332,16 @@ def csv_row(
         "test_execution_time": time.strftime("%H:%M:%S", time.gmtime((stop - start).total_seconds())),
         "start_time": start.strftime(_TIME_FMT),
         "stop_time": stop.strftime(_TIME_FMT),
-        "stream_count": str(row.search.config.flows),
+        "stream_count": str(row.flows),
         "match_type": "L4",
         "pre-installed_flows": "No",
+        "loss_goal_percent": f"{first.loss_goal_percent:g}",
+        "search_method": row.search_method,
+        "pdr_loss_goal_percent": "" if second is None else f"{second.loss_goal_percent:g}",
+        "pdr_throughput_rx_fps": "" if second is None else _fmt(second.rx_fps, 6),
+        "pdr_throughput_rx_mbps": "" if second is None else _fmt(mbps(second.rx_fps), 3),
+        "pdr_throughput_rx_percent": "" if second is None else _fmt(percent(second.rx_fps), 3),
+        "pdr_tx_rate_fps": "" if second is None else _fmt(second.tx_fps, 6),
     }
     if guest is not None:
         values[GUEST_COLUMN] = guest.value
@@ -223,7 +376,8 @@ def render_md(test: VsperfTest, env: Environment, rows: Sequence[dict[str, str]]
     out = [
         f"# Local lab test report: {test.value} ({test.topology.value})",
         "",
-        "Produced by ovsperf-lab (RFC 2544 throughput search with lua-trafficgen semantics).",
+        "Produced by ovsperf-lab (RFC 2544 throughput: MLRsearch's NDR and PDR, or the lua-trafficgen "
+        "compatible binary search; see search_method).",
         "" if complete else "**INCOMPLETE: the run stopped early; only the frame sizes below finished.**",
         "",
         "##### Test Environment",
@@ -305,6 +459,42 @@ def trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None = None)
     }
 
 
+def mlr_trial_to_json(trial: MlrTrial, frame_size_bytes: int) -> dict[str, Any]:
+    """Return one MLRsearch trial as a JSON-ready dict (``relevant_to`` is added after the search)."""
+    return {
+        "search": "mlr",
+        "kind": "search",
+        "frame_size_bytes": frame_size_bytes,
+        "load_pps_per_direction": trial.load_pps,
+        "duration_s": trial.duration_s,
+        "started_at": datetime.fromtimestamp(trial.started_at).astimezone().isoformat(),
+        "wall_s": trial.wall_s,
+        "valid": trial.valid,
+        "invalid_reason": trial.invalid_reason,
+        "intended_packets_per_direction": trial.intended_packets,
+        "rx_packets": list(trial.rx_packets),
+        "loss_ratios": list(trial.loss_ratios),
+        "relevant_to": [],
+    }
+
+
+def latency_trial_to_json(level: LatencyLevel, frame_size_bytes: int) -> dict[str, Any]:
+    """Return one latency trial as a JSON-ready dict (its histograms are in ``ovsperf-latency.json``)."""
+    summary = level.all
+    return {
+        "search": "mlr",
+        "kind": "latency",
+        "frame_size_bytes": frame_size_bytes,
+        "percent_of_pdr": level.percent_of_pdr,
+        "load_pps_per_direction": level.load_pps,
+        "duration_s": level.duration_s,
+        "valid": level.valid,
+        "invalid_reason": level.invalid_reason,
+        "loss_ratio": level.loss_ratio,
+        "latency": None if summary is None else {k: v for k, v in summary.to_json().items() if k != "hdrh"},
+    }
+
+
 class ResultsWriter:
     """Create one ``results_<timestamp>`` directory and keep it consistent while the run goes on."""
 
@@ -325,22 +515,69 @@ class ResultsWriter:
         except OSError as err:
             raise LabError(f"Cannot create results directory '{self.path}': {err}.") from err
         self.trials: list[dict[str, Any]] = []
+        self.latency: list[dict[str, Any]] = []
         self.tests: dict[str, dict[str, Any]] = {}
         log.info("Creating result directory: %s", self.path)
 
     def add_trial(
         self, index: int, test: VsperfTest, record: TrialRecord, crosscheck: dict[str, Any] | None
     ) -> None:
-        """Append one trial of VSperf result ``index`` to ``ovsperf-trials.json`` (rewritten atomically)."""
+        """Append one binary-search trial of VSperf result ``index`` to ``ovsperf-trials.json``."""
+        self.add_trial_json(index, test, {"search": "binary", **trial_to_json(record, crosscheck)})
+
+    def add_trial_json(self, index: int, test: VsperfTest, trial: dict[str, Any]) -> int:
+        """Append one trial object of VSperf result ``index`` and rewrite ``ovsperf-trials.json``.
+
+        :returns: its position, for :meth:`update_trials`.
+        :raises LabError: when the file cannot be written.
+        """
         self.trials.append(
+            {"result_index": index, "test": test.value, "deployment": test.topology.value, **trial}
+        )
+        self._write_trials()
+        return len(self.trials) - 1
+
+    def update_trials(self, updates: dict[int, dict[str, Any]]) -> None:
+        """Merge ``updates`` (position → fields) into trials already written and rewrite the file."""
+        for position, fields in updates.items():
+            self.trials[position].update(fields)
+        self._write_trials()
+
+    def _write_trials(self) -> None:
+        self._write(TRIALS_FILE, json.dumps({"schema": 2, "trials": self.trials}, indent=1) + "\n")
+
+    def write_latency(
+        self,
+        index: int,
+        test: VsperfTest,
+        row: FrameSizeResult,
+        *,
+        pdr_loss_goal_percent: float,
+        pdr_pps: float,
+    ) -> None:
+        """Add (or replace) one frame size's latency levels and rewrite ``ovsperf-latency.json``.
+
+        :param pdr_pps: the PDR load per direction the levels are shares of [pps].
+        :raises LabError: when the file cannot be written.
+        """
+        csv_name = result_csv_name(test.value, test.topology.value, index)
+        self.latency = [
+            e for e in self.latency if (e["csv"], e["frame_size_bytes"]) != (csv_name, row.frame_size_bytes)
+        ]
+        self.latency.append(
             {
                 "result_index": index,
                 "test": test.value,
                 "deployment": test.topology.value,
-                **trial_to_json(record, crosscheck),
+                "csv": csv_name,
+                "frame_size_bytes": row.frame_size_bytes,
+                "pdr_loss_goal_percent": pdr_loss_goal_percent,
+                "pdr_fps_per_direction": pdr_pps,
+                "levels": [level.to_json() for level in row.latency_levels],
             }
         )
-        self._write(TRIALS_FILE, json.dumps({"schema": 1, "trials": self.trials}, indent=1) + "\n")
+        document = {"schema": 1, "histogram_encoding": HDRH_ENCODING, "results": self.latency}
+        self._write(LATENCY_FILE, json.dumps(document, indent=1) + "\n")
 
     def write_test(
         self,
@@ -364,7 +601,7 @@ class ResultsWriter:
             csv_row(r, test=test, vswitch=env.vswitch, start=start, stop=stop, guest=guest) for r in rows
         ]
         buf = io.StringIO()
-        columns = [*CSV_COLUMNS, GUEST_COLUMN] if guest is not None else list(CSV_COLUMNS)
+        columns = [*CSV_COLUMNS, *GOAL_COLUMNS, *([GUEST_COLUMN] if guest is not None else [])]
         writer = csv.DictWriter(buf, fieldnames=columns)
         writer.writeheader()
         writer.writerows(dict_rows)
@@ -375,7 +612,7 @@ class ResultsWriter:
             "index": index,
             "test": test.value,
             "deployment": test.topology.value,
-            "frame_sizes_bytes": [r.search.config.frame_size_bytes for r in rows],
+            "frame_sizes_bytes": [r.frame_size_bytes for r in rows],
             "complete": complete,
             "start_time": start.strftime(_TIME_FMT),
             "stop_time": stop.strftime(_TIME_FMT),

@@ -26,14 +26,21 @@ from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
 from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
 from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.latency import LatencyLevel, measure_levels
 from ovsperf_lab.machine import MachineFacts
+from ovsperf_lab.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabPlan, VnfKind
-from ovsperf_lab.results import Environment, FrameSizeResult, ResultsWriter
+from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabPlan, SearchMethod, VnfKind
+from ovsperf_lab.results import (
+    Environment,
+    FrameSizeResult,
+    ResultsWriter,
+    latency_trial_to_json,
+    mlr_trial_to_json,
+)
 from ovsperf_lab.search import (
     SearchConfig,
     SearchObserver,
-    SearchResult,
     TrialKind,
     TrialRecord,
     search_throughput,
@@ -100,8 +107,14 @@ class RunObserver(SearchObserver):
     def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
         """Be told that the search of ``frame_size_bytes`` (``number`` of ``total``) starts."""
 
-    def frame_size_finished(self, test: VsperfTest, result: SearchResult | None) -> None:
-        """Be told a search ended (``None``: it failed)."""
+    def frame_size_finished(self, test: VsperfTest, result: FrameSizeResult | None) -> None:
+        """Be told a frame size ended (``None``: its search failed)."""
+
+    def mlr_trial_finished(self, number: int, trial: MlrTrial) -> None:
+        """Be told MLRsearch's trial ``number`` (1-based, per frame size) ended."""
+
+    def latency_started(self, percent_of_pdr: float, load_pps: float, duration_s: float) -> None:
+        """Be told a latency trial at ``percent_of_pdr`` [%] (``load_pps`` per direction) starts."""
 
     def generator_started(self, generator: TrafficGenerator) -> None:
         """Be told the generator runs (tests use it to inject crashes)."""
@@ -117,9 +130,9 @@ class RunOutcome:
     """Whether every test and frame size finished."""
     reason: str | None
     """Why the run is incomplete."""
-    results: dict[int, tuple[VsperfTest, list[SearchResult]]] = field(default_factory=dict)
-    """VSperf result index → the test and its search results in frame-size order (with
-    ``--repeats``, one index per repeat of each test)."""
+    results: dict[int, tuple[VsperfTest, list[FrameSizeResult]]] = field(default_factory=dict)
+    """VSperf result index → the test and its rows in frame-size order (with ``--repeats``, one
+    index per repeat of each test)."""
     csv_paths: list[Path] = field(default_factory=list)
     """Result CSVs written."""
 
@@ -375,20 +388,23 @@ def run_lab(
                 "cpu_model": facts.cpu_model,
                 "warnings": list(plan.warnings),
                 "repeats": plan.options.repeats,
-                # NDR when loss_ratio_limit is 0, else PDR at that limit (RFC 2544 throughput).
+                "search_method": plan.options.search.value,
+                "mlr": None
+                if plan.options.search is not SearchMethod.MLR
+                else {
+                    "goals_percent": sorted(plan.options.goals_percent),
+                    "goal_width_percent": plan.options.goal_width_percent,
+                    "exceed_ratio": plan.options.exceed_ratio,
+                    "final_trial_s": plan.options.final_trial_s,
+                    "duration_sum_s": plan.options.duration_sum_s,
+                    "search_duration_max_s": plan.options.search_duration_max_s,
+                    "latency_levels_percent": list(plan.options.latency_levels_percent),
+                    "latency_trial_s": plan.options.latency_trial_s,
+                },
+                # Per frame size: every goal's throughput (docs/results-format.md).
                 "throughput": {
-                    f"result_{index}_{test.value}": [
-                        {
-                            "frame_size_bytes": r.config.frame_size_bytes,
-                            "loss_ratio_limit": r.config.loss_ratio_limit,
-                            "rate_pps_per_direction": r.rate_pps,
-                            "throughput_rx_fps": r.validation.rx_pps,
-                            "loss_ratio": r.validation.loss_ratio,
-                            "generator_limited": r.generator_limited,
-                        }
-                        for r in results
-                    ]
-                    for index, (test, results) in outcome.results.items()
+                    f"result_{index}_{test.value}": [r.to_json() for r in rows]
+                    for index, (test, rows) in outcome.results.items()
                 },
             },
         )
@@ -479,33 +495,32 @@ class _TestRunner:
                 vnf.check_alive()
             _check_rings(generator, plan.options.ring_size)
             speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+            mlr = plan.options.search is SearchMethod.MLR
             checked = CrossCheckedGenerator(
                 generator,
                 ovs,
                 ovs.bridge,
                 tuple(p.ofport for p in lay.generator_ports),
-                plan.loss_ratio_limit,
+                max(plan.options.goals_percent) / 100.0 if mlr else plan.loss_ratio_limit,
             )
-            trial_log = _TrialLogger(writer, index, test, checked, obs)
-            results: list[SearchResult] = outcome.results.setdefault(index, (test, []))[1]
+            rows_so_far: list[FrameSizeResult] = outcome.results.setdefault(index, (test, []))[1]
             for number, size in enumerate(plan.frame_sizes_bytes, start=1):
                 obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
                 try:
-                    found = search_throughput(
-                        checked,
-                        _search_config(plan, size, speed),
-                        log=logging.getLogger("ovsperf_lab.search"),
-                        observer=trial_log,
+                    row = (
+                        self._mlr(index, test, checked, size, speed)
+                        if mlr
+                        else self._binary(index, test, checked, size, speed)
                     )
                 except SearchError as err:
                     log.error("%s: %s", test.value, err)
                     failures.append(f"{test.value}: {err}")
                     obs.frame_size_finished(test, None)
                     continue
-                results.append(found)
-                rows.append(FrameSizeResult(found, speed))
+                rows_so_far.append(row)
+                rows.append(row)
                 outcome.csv_paths.append(write(complete=False))
-                obs.frame_size_finished(test, found)
+                obs.frame_size_finished(test, row)
             if rows:
                 write(complete=not failures)
         except (TrafficGeneratorError, VnfError, OvsError) as err:
@@ -523,3 +538,80 @@ class _TestRunner:
                 topology.remove(ovs)
         outcome.csv_paths = list(dict.fromkeys(outcome.csv_paths))
         return failures
+
+    def _binary(
+        self, index: int, test: VsperfTest, generator: CrossCheckedGenerator, size: int, speed: int
+    ) -> FrameSizeResult:
+        """Search ``size`` [B] with the lua-compatible binary search; return its row.
+
+        :raises SearchError: when the search ends without a validated rate.
+        """
+        found = search_throughput(
+            generator,
+            _search_config(self.plan, size, speed),
+            log=logging.getLogger("ovsperf_lab.search"),
+            observer=_TrialLogger(self.writer, index, test, generator, self.obs),
+        )
+        return FrameSizeResult.from_binary(found, speed)
+
+    def _mlr(
+        self, index: int, test: VsperfTest, generator: CrossCheckedGenerator, size: int, speed: int
+    ) -> FrameSizeResult:
+        """Search ``size`` [B] with MLRsearch, then measure latency at shares of the PDR load.
+
+        Every trial is written to ``ovsperf-trials.json`` as it ends; after the search each is
+        marked with the goals whose relevant bound it is.
+
+        :raises SearchError: (:class:`~ovsperf_lab.mlr.MlrIncompleteError`) when the search
+            stopped before its goals reached their width; the message has the bounds found.
+        """
+        options = self.plan.options
+        config = options.mlr_config(size, line_rate_pps(size, speed * 1e6))
+        positions: list[tuple[int, MlrTrial]] = []
+
+        def record(trial: MlrTrial) -> None:
+            position = self.writer.add_trial_json(index, test, mlr_trial_to_json(trial, size))
+            positions.append((position, trial))
+            self.obs.mlr_trial_finished(len(positions), trial)
+
+        try:
+            found = search_mlr(generator, config, log=logging.getLogger("ovsperf_lab.mlr"), on_trial=record)
+        except MlrIncompleteError as err:
+            if err.partial is not None:
+                self._mark(positions, err.partial)
+            raise
+        self._mark(positions, found)
+        pdr = max(found.goals, key=lambda g: g.loss_ratio_limit)
+        levels: tuple[LatencyLevel, ...] = ()
+        if options.latency_levels_percent and pdr.lower_bound_pps:
+            levels = measure_levels(
+                generator,
+                frame_size_bytes=size,
+                pdr_pps=pdr.lower_bound_pps,
+                levels_percent=options.latency_levels_percent,
+                duration_s=options.latency_trial_s,
+                flows=config.flows,
+                drain_s=config.drain_s,
+                log=logging.getLogger("ovsperf_lab.latency"),
+                on_start=self.obs.latency_started,
+            )
+            for level in levels:
+                self.writer.add_trial_json(index, test, latency_trial_to_json(level, size))
+        elif options.latency_levels_percent:
+            log.warning("%s %d B: no PDR load found, so no latency trials.", test.value, size)
+        row = FrameSizeResult.from_mlr(found, levels, speed)
+        if levels and pdr.lower_bound_pps:
+            self.writer.write_latency(
+                index,
+                test,
+                row,
+                pdr_loss_goal_percent=pdr.loss_ratio_limit * 100.0,
+                pdr_pps=pdr.lower_bound_pps,
+            )
+        return row
+
+    def _mark(self, positions: list[tuple[int, MlrTrial]], result: MlrResult) -> None:
+        """Write each trial's goal relevance (``relevant_to``) into ``ovsperf-trials.json``."""
+        self.writer.update_trials(
+            {position: {"relevant_to": relevance(result, trial)} for position, trial in positions}
+        )

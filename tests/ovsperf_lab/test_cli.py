@@ -37,6 +37,23 @@ def test_doctor_reports_this_machine(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--latency-loads", "10,x"], "'10,x' is not a comma-separated list of percentages"),
+        (["--search", "fast"], "invalid choice: 'fast'"),
+        (["--goal", "x"], "invalid float value: 'x'"),
+    ],
+)
+def test_unparsable_options_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["run", "--config", "OVS_DPDK1q", *argv, "--output", str(tmp_path)]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "ovsperf-lab run: error:" in err and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
     "argv,code,message",
     [
         (
@@ -46,6 +63,27 @@ def test_doctor_reports_this_machine(capsys: pytest.CaptureFixture[str]) -> None
         ),
         (["run", "--config", "OVS_DPDK1q", "--frame-sizes", "63"], ExitCode.ERROR, "Option '--frame-sizes'"),
         (["run", "--config", "OVS_DPDK1q", "--loss", "150"], ExitCode.ERROR, "Option '--loss'"),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--search", "binary", "--loss", "150"],
+            ExitCode.ERROR,
+            "Option '--loss' must be a percentage in [0, 100), got 150.0.",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--goal", "0", "--goal", "100"],
+            ExitCode.ERROR,
+            "Option '--goal' must be loss percentages in [0, 100), got [0.0, 100.0].",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--goal-width", "-1"],
+            ExitCode.ERROR,
+            "Option '--goal-width' must be in (0, 100) %, got -1.0.",
+        ),
+        (["run", "--config", "OVS_DPDK1q", "--exceed-ratio", "1"], ExitCode.ERROR, "Option '--exceed-ratio'"),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--final-trial-duration", "1e9"],
+            ExitCode.ERROR,
+            "Option '--final-trial-duration' must be in (0, 3600] s",
+        ),
         (
             ["run", "--config", "OVS_DPDK1q", "--pmd-cores", "8"],
             ExitCode.ERROR,

@@ -12,13 +12,22 @@ import time
 from pathlib import Path
 
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.plan import LabOptions, LabPlan, plan_run
-from ovsperf_lab.results import CSV_COLUMNS, GUEST_COLUMN, METADATA_FILE, TRIALS_FILE
+from ovsperf_lab.mlr import MlrTrial
+from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
+from ovsperf_lab.results import (
+    CSV_COLUMNS,
+    GOAL_COLUMNS,
+    GUEST_COLUMN,
+    LATENCY_FILE,
+    METADATA_FILE,
+    TRIALS_FILE,
+)
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from ovsperf_lab.state import HUGEPAGE_DIR
@@ -44,6 +53,20 @@ def short_plan(
         granularity_percent=1.0,
         drain_s=0.5,
         tests=tests,
+        search=SearchMethod.BINARY,
+    )
+    return plan_run(CATALOG.get(name), FACTS, options)
+
+
+def short_mlr_plan(name: str, sizes: tuple[int, ...] = (1518,)) -> LabPlan:
+    """MLRsearch with short trials (0.5 s, 3 s per load) and 1 s latency trials: a minute, not ten."""
+    options = LabOptions(
+        frame_sizes_bytes=sizes,
+        final_trial_s=0.5,
+        duration_sum_s=3.0,
+        search_duration_max_s=300.0,
+        latency_levels_percent=(0.0, 50.0, 90.0),
+        latency_trial_s=1.0,
     )
     return plan_run(CATALOG.get(name), FACTS, options)
 
@@ -94,7 +117,7 @@ def test_p2p_real_run(tmp_path: Path, state_root: Path) -> None:
     assert outcome.complete, outcome.reason
     assert list((tmp_path / "out").iterdir()) == [outcome.results_dir]
     rows = read_rows(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
-    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert list(rows[0]) == [*CSV_COLUMNS, *GOAL_COLUMNS]
     check_run(outcome.results_dir, "result_0_phy2phy_tput_p2p.csv", tmp_path)
     assert leftovers(state_root, before) == []
 
@@ -106,9 +129,48 @@ def test_pvp_real_run_with_testpmd_vnf(tmp_path: Path, state_root: Path) -> None
     assert outcome.complete, outcome.reason
     csv_name = "result_0_pvp_tput_pvp.csv"
     rows = read_rows(outcome.results_dir / csv_name)
-    assert list(rows[0]) == [*CSV_COLUMNS, GUEST_COLUMN] and rows[0][GUEST_COLUMN] == "testpmd"
+    assert list(rows[0]) == [*CSV_COLUMNS, *GOAL_COLUMNS, GUEST_COLUMN] and rows[0][GUEST_COLUMN] == "testpmd"
     check_run(outcome.results_dir, csv_name, tmp_path)
     assert list(outcome.results_dir.glob("vnf-testpmd_*.log"))
+    assert leftovers(state_root, before) == []
+
+
+def test_p2p_real_run_with_mlrsearch_and_latency(tmp_path: Path, state_root: Path) -> None:
+    before = set(os.listdir(HUGEPAGE_DIR))
+    outcome = run_lab(
+        short_mlr_plan("OVS_DPDK1q"), FACTS, output_root=tmp_path / "out", state_root=state_root
+    )
+    assert outcome.complete, outcome.reason
+    [row] = read_rows(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
+    ndr, pdr = float(row["throughput_rx_fps"]), float(row["pdr_throughput_rx_fps"])
+    assert row["search_method"] == "mlr" and (row["loss_goal_percent"], row["pdr_loss_goal_percent"]) == (
+        "0",
+        "0.5",
+    )
+    assert 0 < ndr and 0 < pdr and ndr <= pdr * 1.01
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    search = [t for t in trials if t["kind"] == "search"]
+    assert all(t["search"] == "mlr" and len(t["rx_packets"]) == 2 for t in search)
+    assert {m["goal_loss_percent"] for t in search for m in t["relevant_to"]} == {0.0, 0.5}
+    [entry] = json.loads((outcome.results_dir / LATENCY_FILE).read_text())["results"]
+    assert [lv["percent_of_pdr"] for lv in entry["levels"]] == [0.0, 50.0, 90.0]
+    for level in entry["levels"]:
+        merged = level["all"]
+        assert merged is not None, level
+        assert (
+            0
+            < merged["min_ns"]
+            <= merged["p50_ns"]
+            <= merged["p90_ns"]
+            <= merged["p99_ns"]
+            <= merged["p999_ns"]
+        )
+        assert merged["p999_ns"] <= merged["max_ns"] * 1.001  # 3 significant digits
+        assert HdrHistogram.decode(merged["hdrh"]).get_total_count() == merged["rx_packets"] > 0
+        assert sum(d["rx_packets"] for d in level["directions"]) == merged["rx_packets"]
+    assert float(row["max_latency_ns"]) == pytest.approx(entry["levels"][-1]["all"]["max_ns"], rel=1e-6)
+    report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
+    assert report.overall == "PASS"
     assert leftovers(state_root, before) == []
 
 
@@ -124,6 +186,12 @@ class KillAt(RunObserver):
         self.current = frame_size_bytes
 
     def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+        self._kill_at(index)
+
+    def mlr_trial_finished(self, number: int, trial: MlrTrial) -> None:
+        self._kill_at(number + 1)  # the next trial is number + 1
+
+    def _kill_at(self, index: int) -> None:
         if self.current == self.size and index == self.trial and self.killed is None:
             [run_dir] = list(self.state_root.iterdir())
             state = json.loads((run_dir / "state.json").read_text())
@@ -132,14 +200,15 @@ class KillAt(RunObserver):
 
 
 @pytest.mark.parametrize(
-    "victim,error,message",
+    "victim,error,message,search",
     [
-        ("ovsperf-trafficgen", TrafficGeneratorError, "exited"),
-        ("ovs-vswitchd", OvsError, r"ovs-vswitchd \(PID \d+\) died"),
+        ("ovsperf-trafficgen", TrafficGeneratorError, "exited", SearchMethod.BINARY),
+        ("ovs-vswitchd", OvsError, r"ovs-vswitchd \(PID \d+\) died", SearchMethod.BINARY),
+        ("ovsperf-trafficgen", TrafficGeneratorError, "exited", SearchMethod.MLR),
     ],
 )
 def test_crash_mid_search_leaves_nothing_and_keeps_partial_results(
-    tmp_path: Path, state_root: Path, victim: str, error: type[Exception], message: str
+    tmp_path: Path, state_root: Path, victim: str, error: type[Exception], message: str, search: SearchMethod
 ) -> None:
     before = set(os.listdir(HUGEPAGE_DIR))
     killer = KillAt(state_root, victim, 1518, 2)
@@ -148,7 +217,9 @@ def test_crash_mid_search_leaves_nothing_and_keeps_partial_results(
             # 1 % acceptable loss: the 1280 B search must end with a result on a noisy shared
             # machine too (a zero-loss search may legitimately find none); this test is about
             # the teardown and the partial results, not the NDR.
-            short_plan("OVS_DPDK1q", sizes=(1280, 1518), loss_percent=1.0),
+            short_plan("OVS_DPDK1q", sizes=(1280, 1518), loss_percent=1.0)
+            if search is SearchMethod.BINARY
+            else short_mlr_plan("OVS_DPDK1q", sizes=(1280, 1518)),
             FACTS,
             output_root=tmp_path,
             state_root=state_root,
@@ -158,6 +229,11 @@ def test_crash_mid_search_leaves_nothing_and_keeps_partial_results(
     [results] = list(tmp_path.iterdir())
     rows = read_rows(results / "result_0_phy2phy_tput_p2p.csv")
     assert [r["packet_size"] for r in rows] == ["1280"]
+    if search is SearchMethod.MLR:
+        [entry] = json.loads((results / LATENCY_FILE).read_text())["results"]
+        assert entry["frame_size_bytes"] == 1280
+        trials = json.loads((results / TRIALS_FILE).read_text())["trials"]
+        assert len([t for t in trials if t["frame_size_bytes"] == 1518]) == 1
     meta = json.loads((results / METADATA_FILE).read_text())
     assert meta["complete"] is False and meta["incomplete_reason"]
     assert leftovers(state_root, before) == []
@@ -181,6 +257,8 @@ def test_sigint_to_the_cli_tears_down(tmp_path: Path, state_root: Path) -> None:
             "OVS_DPDK1q",
             "--frame-sizes",
             "1518",
+            "--search",
+            "binary",
             "--search-time",
             "1",
             "--validation-time",

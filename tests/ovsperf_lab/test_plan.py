@@ -11,7 +11,7 @@ from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts, probe_machine
-from ovsperf_lab.plan import LabOptions, VnfKind, plan_run
+from ovsperf_lab.plan import LabOptions, SearchMethod, VnfKind, plan_run
 
 CATALOG = load_catalog()
 
@@ -43,7 +43,7 @@ def test_p2p_on_two_cpus(here: MachineFacts) -> None:
 
 
 def test_options_override_scenario(here: MachineFacts) -> None:
-    opts = LabOptions(search_trial_s=1, validation_trial_s=2, loss_percent=0.5)
+    opts = LabOptions(search_trial_s=1, validation_trial_s=2, loss_percent=0.5, search=SearchMethod.BINARY)
     plan = plan_run(CATALOG.get("OVS_DPDK1q"), facts(here), opts)
     assert (plan.search_trial_s, plan.validation_trial_s, plan.loss_ratio_limit) == (1, 2, 0.005)
 
@@ -113,10 +113,54 @@ def test_unknown_test_and_bad_options(here: MachineFacts) -> None:
     with pytest.raises(LabError, match="--frame-sizes"):
         LabOptions(frame_sizes_bytes=(63,))
     with pytest.raises(LabError, match="--loss"):
-        LabOptions(loss_percent=100)
+        LabOptions(loss_percent=100, search=SearchMethod.BINARY)
     with pytest.raises(LabError, match="--search-time"):
-        LabOptions(search_trial_s=0)
+        LabOptions(search_trial_s=0, search=SearchMethod.BINARY)
     for bad in (100, 128, 6000, 65536):
         with pytest.raises(LabError, match=r"--ring-size' must be a power of two in \[256, 32768\]"):
             LabOptions(ring_size=bad)
     assert LabOptions(ring_size=256).ring_size == 256 and LabOptions().ring_size == 8192
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"loss_percent": 1.0}, "'--loss' applies to '--search binary'"),
+        ({"search_trial_s": 1.0}, "'--search-time' applies to '--search binary'"),
+        ({"validation_trial_s": 1.0}, "'--validation-time' applies to '--search binary'"),
+        ({"goals_percent": ()}, "'--goal' must be given once or twice"),
+        ({"goals_percent": (0.0, 0.1, 0.5)}, "'--goal' must be given once or twice"),
+        ({"goals_percent": (0.5, 0.5)}, "with different values"),
+        ({"goals_percent": (0.0, 100.0)}, r"'--goal' must be loss percentages in \[0, 100\)"),
+        ({"goals_percent": (-1.0,)}, "'--goal' must be loss percentages"),
+        ({"goals_percent": (float("nan"),)}, "'--goal' must be loss percentages"),
+        ({"goal_width_percent": 0.0}, "'--goal-width'"),
+        ({"exceed_ratio": 1.0}, "'--exceed-ratio'"),
+        ({"exceed_ratio": -0.1}, "'--exceed-ratio'"),
+        ({"final_trial_s": 0.0}, "'--final-trial-duration'"),
+        ({"final_trial_s": 1e6}, "'--final-trial-duration'"),
+        ({"duration_sum_s": 0.5}, "initial <= final <= duration sum"),
+        ({"search_duration_max_s": float("inf")}, "'--search-duration-max'"),
+        ({"latency_levels_percent": (50.0, 150.0)}, "'--latency-loads'"),
+        ({"latency_levels_percent": (50.0, 50.0)}, "'--latency-loads'"),
+        ({"latency_trial_s": 0.0}, "'--latency-time'"),
+    ],
+)
+def test_mlr_options_are_checked_and_name_the_option(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(LabError, match=message):
+        LabOptions(**changes)  # type: ignore[arg-type]
+
+
+def test_mlr_is_the_default_with_csits_parameters() -> None:
+    options = LabOptions()
+    assert options.search is SearchMethod.MLR
+    config = options.mlr_config(64, 14_880_952.0)
+    assert config.loss_ratio_goals == (0.0, 0.005)
+    assert (config.exceed_ratio, config.relative_width) == (0.5, 0.005)
+    assert (config.initial_trial_s, config.final_trial_s, config.duration_sum_s) == (1.0, 1.0, 21.0)
+    assert config.search_duration_max_s == 1200.0 and config.min_rate_pps == 9001.0
+    assert options.latency_levels_percent == (0.0, 10.0, 50.0, 90.0)
+    # Goals are searched in ascending order whatever order they were given in.
+    assert LabOptions(goals_percent=(0.5, 0.0)).mlr_config(64, 1e6).loss_ratio_goals == (0.0, 0.005)
+    short = LabOptions(final_trial_s=0.5, duration_sum_s=2.0).mlr_config(64, 1e6)
+    assert (short.initial_trial_s, short.final_trial_s) == (0.5, 0.5)

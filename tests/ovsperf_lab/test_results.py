@@ -14,7 +14,15 @@ import pytest
 
 from jobcreator.model import GuestLoopback, VsperfTest
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.results import Environment, FrameSizeResult, ResultsWriter, aggregate_latency
+from ovsperf_lab.results import (
+    CSV_COLUMNS,
+    GOAL_COLUMNS,
+    Environment,
+    FrameSizeResult,
+    ResultsWriter,
+    aggregate_latency,
+    goal_label,
+)
 from ovsperf_lab.search import SearchConfig, search_throughput
 from ovsperf_lab.state import TrackedProcess, process_start_ticks
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
@@ -47,7 +55,7 @@ def header(path: Path) -> list[str]:
 
 def found(size: int, capacity: float) -> FrameSizeResult:
     config = SearchConfig(size, 1e6, 1e4, 0.0, 1.0, 2.0)
-    return FrameSizeResult(
+    return FrameSizeResult.from_binary(
         search_throughput(FakeTrafficGenerator(capacity_pps=capacity), config, log=logging.getLogger("t")),
         10_000,
     )
@@ -78,8 +86,10 @@ def test_columns_are_vsperfs_in_vsperfs_order(tmp_path: Path, test: VsperfTest, 
     assert path.name == csv_name
     ours = header(path)
     theirs = header(FIXTURE / csv_name)
-    assert [c for c in ours if c != "frame_loss_percent"] == theirs
+    # VSperf's columns in VSperf's order, guest_loopback_app last; ours documented in between.
+    assert [c for c in ours if c != "frame_loss_percent" and c not in GOAL_COLUMNS] == theirs
     assert ours.index("frame_loss_percent") == ours.index("avg_latency_ns") + 1
+    assert ours[len(CSV_COLUMNS) : len(CSV_COLUMNS) + len(GOAL_COLUMNS)] == list(GOAL_COLUMNS)
     with path.open(newline="") as handle:
         row = next(csv.DictReader(handle))
     assert row["test_execution_time"] == "00:05:01"
@@ -90,6 +100,10 @@ def test_columns_are_vsperfs_in_vsperfs_order(tmp_path: Path, test: VsperfTest, 
     assert float(row["throughput_rx_mbps"]) == pytest.approx(fps * 84 * 8 / 1e6, abs=1e-3)
     assert float(row["throughput_rx_percent"]) == pytest.approx(100 * fps / (2 * 1e10 / 84 / 8), abs=1e-3)
     assert (row.get("guest_loopback_app") == "testpmd") == (guest is not None)
+
+
+def test_goal_labels() -> None:
+    assert [goal_label(g) for g in (0.0, 0.5, 0.1, 2.0)] == ["NDR", "PDR 0.5 %", "PDR 0.1 %", "PDR 2 %"]
 
 
 def test_environment_lines_match_vsperfs_style(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ import csv
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
@@ -21,8 +23,8 @@ from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.results import CSV_COLUMNS, METADATA_FILE, TRIALS_FILE
+from ovsperf_lab.plan import LabOptions, SearchMethod, plan_run
+from ovsperf_lab.results import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, METADATA_FILE, TRIALS_FILE
 from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from reporting.api import generate_report
@@ -35,8 +37,15 @@ FACTS = probe_machine()
 
 
 def plan(name: str = "OVS_DPDK1q", sizes: tuple[int, ...] = (64, 1518)):  # type: ignore[no-untyped-def]
-    opts = LabOptions(frame_sizes_bytes=sizes, search_trial_s=1, validation_trial_s=2)
+    opts = LabOptions(
+        frame_sizes_bytes=sizes, search_trial_s=1, validation_trial_s=2, search=SearchMethod.BINARY
+    )
     return plan_run(CATALOG.get(name), FACTS, opts)
+
+
+def mlr_plan(sizes: tuple[int, ...] = (64, 1518), **options: object):  # type: ignore[no-untyped-def]
+    opts = LabOptions(frame_sizes_bytes=sizes, **options)  # type: ignore[arg-type]
+    return plan_run(CATALOG.get("OVS_DPDK1q"), FACTS, opts)
 
 
 def assert_nothing_left(state_root: Path) -> None:
@@ -63,8 +72,13 @@ def test_complete_p2p_run(tmp_path: Path, state_root: Path) -> None:
     assert csv_path.name == "result_0_phy2phy_tput_p2p.csv"
     assert csv_path.read_bytes().count(b"\r\n") == 3  # header + 2 rows, VSperf's CRLF
     rows = read_csv(csv_path)
-    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert list(rows[0]) == [*CSV_COLUMNS, *GOAL_COLUMNS]
     assert [r["packet_size"] for r in rows] == ["64", "1518"]
+    assert (rows[0]["loss_goal_percent"], rows[0]["search_method"], rows[0]["pdr_throughput_rx_fps"]) == (
+        "0",
+        "binary",
+        "",
+    )
     ndr64 = float(rows[0]["throughput_rx_fps"])
     assert 0.98 * 1.4e6 <= ndr64 <= 1.4e6  # both directions, within 1 % granularity below capacity
     assert rows[0]["frame_loss_percent"] == "0.000000"
@@ -192,7 +206,9 @@ def test_repeats_write_one_vsperf_index_each_and_report_as_samples(tmp_path: Pat
     def factory(req: GeneratorRequest) -> TrafficGenerator:
         return FakeTrafficGenerator(capacity_pps=next(capacities))
 
-    opts = LabOptions(frame_sizes_bytes=(64,), search_trial_s=1, validation_trial_s=2, repeats=3)
+    opts = LabOptions(
+        frame_sizes_bytes=(64,), search_trial_s=1, validation_trial_s=2, repeats=3, search=SearchMethod.BINARY
+    )
     outcome = run_lab(
         plan_run(CATALOG.get("OVS_DPDK1q"), FACTS, opts),
         FACTS,
@@ -222,3 +238,139 @@ def test_repeats_write_one_vsperf_index_each_and_report_as_samples(tmp_path: Pat
     assert cell["verdict"] in ("PASS", "UNSTABLE")
     assert cell["current_n"] == 3 and sorted(cell["current_samples_fps"]) == sorted(ndr)
     assert_nothing_left(state_root)
+
+
+def test_mlr_run_writes_ndr_pdr_latency_and_every_trial(tmp_path: Path, state_root: Path) -> None:
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        return FakeTrafficGenerator(capacity_pps=700_000.0, latency_ns=8_000.0)
+
+    outcome = run_lab(
+        mlr_plan(latency_trial_s=2.0),
+        FACTS,
+        output_root=tmp_path,
+        state_root=state_root,
+        generator_factory=factory,
+    )
+    assert outcome.complete, outcome.reason
+    assert_nothing_left(state_root)
+    rows = read_csv(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
+    assert list(rows[0]) == [*CSV_COLUMNS, *GOAL_COLUMNS]
+    for row in rows:
+        ndr, pdr = float(row["throughput_rx_fps"]), float(row["pdr_throughput_rx_fps"])
+        assert (row["search_method"], row["loss_goal_percent"], row["pdr_loss_goal_percent"]) == (
+            "mlr",
+            "0",
+            "0.5",
+        )
+        # Conditional throughput within the 0.5 % goal width below the capacity, both directions.
+        assert 2 * 700_000 * 0.99 <= ndr <= pdr <= 2 * 700_000 * 1.005
+        assert float(row["tx_rate_fps"]) >= ndr and float(row["pdr_tx_rate_fps"]) >= pdr
+        size = int(row["packet_size"])
+        assert float(row["pdr_throughput_rx_mbps"]) == pytest.approx(pdr * (size + 20) * 8 / 1e6, abs=1e-3)
+        # VSperf's latency columns hold the 90 % PDR level: the fake's 8 us, min 4 us, max 24 us.
+        assert (float(row["min_latency_ns"]), float(row["avg_latency_ns"]), float(row["max_latency_ns"])) == (
+            4000.0,
+            8000.0,
+            24000.0,
+        )
+    latency = json.loads((outcome.results_dir / LATENCY_FILE).read_text())
+    assert latency["schema"] == 1 and "HdrHistogram V2" in latency["histogram_encoding"]
+    assert [(e["csv"], e["frame_size_bytes"]) for e in latency["results"]] == [
+        ("result_0_phy2phy_tput_p2p.csv", 64),
+        ("result_0_phy2phy_tput_p2p.csv", 1518),
+    ]
+    entry = latency["results"][0]
+    assert entry["pdr_loss_goal_percent"] == 0.5
+    assert [lv["percent_of_pdr"] for lv in entry["levels"]] == [0.0, 10.0, 50.0, 90.0]
+    assert entry["levels"][0]["load_fps_per_direction"] == 9001.0
+    top = entry["levels"][-1]
+    assert top["load_fps_per_direction"] == pytest.approx(0.9 * entry["pdr_fps_per_direction"])
+    histogram = HdrHistogram.decode(top["all"]["hdrh"])
+    assert (
+        histogram.get_total_count()
+        == top["all"]["rx_packets"]
+        == round(top["load_fps_per_direction"] * 2) * 2
+    )
+    assert top["all"]["p50_ns"] == pytest.approx(8000, rel=1e-3) and top["all"]["p999_ns"] == pytest.approx(
+        16000, rel=1e-3
+    )
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())
+    assert trials["schema"] == 2
+    search = [t for t in trials["trials"] if t["kind"] == "search"]
+    assert search and all(t["search"] == "mlr" for t in search)
+    marked = {(m["goal_loss_percent"], m["bound"]) for t in search for m in t["relevant_to"]}
+    assert marked == {(0.0, "lower"), (0.0, "upper"), (0.5, "lower"), (0.5, "upper")}
+    assert len([t for t in trials["trials"] if t["kind"] == "latency"]) == 8
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    assert meta["search_method"] == "mlr" and meta["mlr"]["goals_percent"] == [0.0, 0.5]
+    [entry64, _] = meta["throughput"]["result_0_phy2phy_tput"]
+    assert [g["loss_goal_percent"] for g in entry64["goals"]] == [0.0, 50.0 / 100]
+    assert entry64["goals"][0]["throughput_rx_fps"] == pytest.approx(float(rows[0]["throughput_rx_fps"]))
+    assert load_results_dir(outcome.results_dir).runs[0].rows[0].rx_pps == float(rows[0]["throughput_rx_fps"])
+
+
+def test_mlr_search_past_its_limit_is_incomplete_with_its_bounds(tmp_path: Path, state_root: Path) -> None:
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        def slow(spec: TrialSpec) -> float:
+            time.sleep(0.02)
+            return 700_000.0
+
+        return FakeTrafficGenerator(capacity_for=slow)
+
+    outcome = run_lab(
+        mlr_plan(sizes=(64,), search_duration_max_s=0.1),
+        FACTS,
+        output_root=tmp_path,
+        state_root=state_root,
+        generator_factory=factory,
+    )
+    assert not outcome.complete
+    assert "64 B: MLRsearch stopped after" in (outcome.reason or "") and "bounds found: 0 %: [" in (
+        outcome.reason or ""
+    )
+    assert outcome.csv_paths == []
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    assert meta["complete"] is False and "bounds found" in meta["incomplete_reason"]
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    assert trials and all(t["search"] == "mlr" for t in trials)
+    assert_nothing_left(state_root)
+
+
+def test_generator_crash_mid_mlr_search_keeps_what_was_measured(tmp_path: Path, state_root: Path) -> None:
+    counts: list[int] = []
+
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        gen = FakeTrafficGenerator(capacity_pps=700_000.0)
+        counts.append(0)
+        return gen
+
+    class CrashSecond(RunObserver):
+        sizes = 0
+
+        def frame_size_started(
+            self, test: VsperfTest, frame_size_bytes: int, number: int, total: int
+        ) -> None:
+            self.sizes = number
+
+        def mlr_trial_finished(self, number: int, trial: object) -> None:
+            if self.sizes == 2 and number == 3:
+                raise TrafficGeneratorError("ovsperf-trafficgen exited with status -9")
+
+    with pytest.raises(TrafficGeneratorError, match="exited"):
+        run_lab(
+            mlr_plan(latency_levels_percent=(50.0,), latency_trial_s=1.0),
+            FACTS,
+            output_root=tmp_path,
+            state_root=state_root,
+            generator_factory=factory,
+            observer=CrashSecond(),
+        )
+    assert_nothing_left(state_root)
+    [results] = list(tmp_path.iterdir())
+    assert [r["packet_size"] for r in read_csv(results / "result_0_phy2phy_tput_p2p.csv")] == ["64"]
+    assert [e["frame_size_bytes"] for e in json.loads((results / LATENCY_FILE).read_text())["results"]] == [
+        64
+    ]
+    trials = json.loads((results / TRIALS_FILE).read_text())["trials"]
+    assert len([t for t in trials if t["frame_size_bytes"] == 1518]) == 3
+    assert json.loads((results / METADATA_FILE).read_text())["complete"] is False
