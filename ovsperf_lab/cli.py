@@ -12,6 +12,7 @@ from typing import Any
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.goals import goal_label
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
@@ -20,7 +21,7 @@ from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.mlr import MlrTrial
 from ovsperf_lab.plan import RING_SIZES, LabOptions, SearchMethod, plan_run
-from ovsperf_lab.results import FrameSizeResult, goal_label
+from ovsperf_lab.results import FrameSizeResult
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import TrialKind, TrialRecord
 from ovsperf_lab.state import DEFAULT_STATE_ROOT

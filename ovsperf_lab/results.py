@@ -255,11 +255,6 @@ class FrameSizeResult:
         }
 
 
-def goal_label(loss_goal_percent: float) -> str:
-    """Return ``'NDR'`` for a 0 % goal, else ``'PDR 0.5 %'`` (the metric's name on pages and consoles)."""
-    return "NDR" if loss_goal_percent == 0 else f"PDR {loss_goal_percent:g} %"
-
-
 LATENCY_COLUMNS_LEVEL = 90.0
 """The latency level whose numbers go to VSperf's ``*_latency_ns`` columns with MLRsearch [% of
 PDR]: the highest fixed load, closest to RFC 2544 §26.2's "at the throughput rate"."""

@@ -1,4 +1,8 @@
-"""Compare baseline and current VSperf results per (test, deployment, frame size); pure, no I/O.
+"""Compare baseline and current VSperf results per (test, deployment, frame size, loss goal); pure.
+
+Throughputs compare only with the same loss-ratio goal: NDR with NDR, PDR with PDR
+(docs/results-format.md); a goal the baseline never measured is NO_BASELINE. Latency at shares of
+the PDR load is compared percentile by percentile (``reporting.latency``), without a verdict.
 
 Method (stated on the report page):
 
@@ -35,7 +39,9 @@ from dataclasses import dataclass, replace
 
 from scipy import stats as scipy_stats
 
+from ovsperf_common.goals import goal_label
 from ovsperf_common.units import l1_bps, line_rate_pps
+from reporting.latency import compare_latency
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
 from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
 
@@ -112,10 +118,12 @@ def compare(
                 warnings.append(
                     f"Test '{test}' ({deployment}) has no result on the {side} side{why}; {outcome}."
                 )
-        sizes = sorted({t.frame_size_bytes for r in [*b_runs, *c_runs] for t in r.rows})
+        keys_here = sorted(
+            {(t.frame_size_bytes, t.loss_goal_percent) for r in [*b_runs, *c_runs] for t in r.rows}
+        )
         cells = tuple(
-            _cell(size, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
-            for size in sizes
+            _cell(size, goal, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
+            for size, goal in keys_here
         )
         for cell in cells:
             if (
@@ -124,10 +132,18 @@ def compare(
                 and c_runs
                 and (cell.baseline is None or cell.current is None)
             ):
-                warnings.append(f"Test '{test}' ({deployment}) {cell.frame_size_bytes} B: {cell.reason}")
+                warnings.append(
+                    f"Test '{test}' ({deployment}) {cell.frame_size_bytes} B "
+                    f"{goal_label(cell.loss_goal_percent)}: {cell.reason}"
+                )
         tests.append(
             TestComparison(
-                test=test, deployment=deployment, cells=cells, baseline_runs=b_runs, current_runs=c_runs
+                test=test,
+                deployment=deployment,
+                cells=cells,
+                baseline_runs=b_runs,
+                current_runs=c_runs,
+                latency=compare_latency(b_runs, c_runs),
             )
         )
     return Comparison(
@@ -143,8 +159,8 @@ def _runs(sets: Sequence[ResultSet], test: str, deployment: str) -> tuple[TestRu
     return tuple(r for rs in sets for r in rs.runs if r.test == test and r.deployment == deployment)
 
 
-def _rows(runs: Sequence[TestRun], size: int) -> list[ThroughputRow]:
-    return [t for r in runs for t in r.rows if t.frame_size_bytes == size]
+def _rows(runs: Sequence[TestRun], size: int, goal: float) -> list[ThroughputRow]:
+    return [t for r in runs for t in r.rows if t.frame_size_bytes == size and t.loss_goal_percent == goal]
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -157,7 +173,9 @@ def _side(trials: list[ThroughputRow]) -> SideStats | None:
     return SideStats(samples) if samples else None
 
 
-def _invalid_reason(side: str, trials: list[ThroughputRow], runs: Sequence[TestRun], size: int) -> str:
+def _invalid_reason(
+    side: str, trials: list[ThroughputRow], runs: Sequence[TestRun], size: int, goal: float
+) -> str:
     if not runs:
         return f"Test not present on the {side} side."
     if not trials:
@@ -165,6 +183,8 @@ def _invalid_reason(side: str, trials: list[ThroughputRow], runs: Sequence[TestR
         if damaged:
             shown = ", ".join(f"'{name}'" for name in damaged)
             return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
+        if goal != 0 or any(t.frame_size_bytes == size for r in runs for t in r.rows):
+            return f"No {goal_label(goal)} at {size} B on the {side} side (it measured other goals)."
         return f"No {size} B row on the {side} side (frame sizes differ)."
     bad = trials[0]
     if bad.implausible is not None:
@@ -178,6 +198,7 @@ def _invalid_reason(side: str, trials: list[ThroughputRow], runs: Sequence[TestR
 
 def _cell(
     size: int,
+    goal: float,
     b_runs: tuple[TestRun, ...],
     c_runs: tuple[TestRun, ...],
     current_sets: Sequence[ResultSet],
@@ -187,11 +208,11 @@ def _cell(
     thresholds: Thresholds,
     baseline_failed: bool,
 ) -> Cell:
-    b_trials = _rows(b_runs, size)
-    c_trials = _rows(c_runs, size)
+    b_trials = _rows(b_runs, size, goal)
+    c_trials = _rows(c_runs, size, goal)
     base = _side(b_trials)
     cur = _side(c_trials)
-    per_result = tuple(_run_value(rs, test, deployment, size, base) for rs in current_sets)
+    per_result = tuple(_run_value(rs, test, deployment, size, goal, base) for rs in current_sets)
     new_test = not b_runs and not baseline_failed
     # A frame size the baseline never measured (its CSVs are whole, it just has other sizes).
     new_size = (
@@ -204,16 +225,19 @@ def _cell(
             "(add it to the baseline to compare it).",
         )
     elif new_size and cur is not None:
+        other_goal = any(t.frame_size_bytes == size for r in b_runs for t in r.rows)
+        what = f"{goal_label(goal)} at {size} B" if other_goal else f"{size} B row"
+        kind = "goal (e.g. an older NDR-only baseline)" if other_goal else "frame size"
         decision = _not_compared(
             Verdict.NO_BASELINE,
-            f"No {size} B row on the baseline side: a new frame size, no baseline yet; shown, not "
+            f"No {what} on the baseline side: a new {kind}, no baseline yet; shown, not "
             "compared (add it to the baseline to compare it).",
         )
     elif base is None or cur is None:
         if base is None and not new_test:
-            reason = _invalid_reason("baseline", b_trials, b_runs, size)
+            reason = _invalid_reason("baseline", b_trials, b_runs, size, goal)
         else:
-            reason = _invalid_reason("current", c_trials, c_runs, size)
+            reason = _invalid_reason("current", c_trials, c_runs, size, goal)
         decision = _not_compared(Verdict.INVALID, reason)
     else:
         decision = decide(base, cur, thresholds)
@@ -223,6 +247,7 @@ def _cell(
     rel = decision.rel_change_percent
     return Cell(
         frame_size_bytes=size,
+        loss_goal_percent=goal,
         baseline=base,
         current=cur,
         line_rate_pps=line_rate_pps(size, link.bps),
@@ -244,8 +269,10 @@ def _cell(
     )
 
 
-def _run_value(rs: ResultSet, test: str, deployment: str, size: int, base: SideStats | None) -> RunValue:
-    trials = _rows([r for r in rs.runs if r.test == test and r.deployment == deployment], size)
+def _run_value(
+    rs: ResultSet, test: str, deployment: str, size: int, goal: float, base: SideStats | None
+) -> RunValue:
+    trials = _rows([r for r in rs.runs if r.test == test and r.deployment == deployment], size, goal)
     valid = [t.rx_pps for t in trials if t.valid and t.rx_pps is not None]
     value = sum(valid) / len(valid) if valid else None
     rel = (value / base.mean_pps - 1.0) * 100.0 if value is not None and base is not None else None

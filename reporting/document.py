@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.goals import goal_label
 from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, TestComparison, TesterVerdict, Verdict
-from reporting.resultmodel import ResultSet, TestRun
+from reporting.model import Cell, Comparison, LatencyCell, TestComparison, TesterVerdict, Verdict
+from reporting.resultmodel import LatencyPoint, ResultSet, TestRun
 
 SCHEMA_VERSION = 1
 """Version of ``report.json``'s layout; bump on incompatible changes."""
@@ -122,6 +123,8 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
     line = cell.line_rate_pps
     return {
         "frame_size_bytes": size,
+        "loss_goal_percent": cell.loss_goal_percent,
+        "metric": goal_label(cell.loss_goal_percent),
         "baseline_fps": b_fps,
         "current_fps": c_fps,
         "baseline_mpps": _round(_mpps(b_fps), 6),
@@ -162,6 +165,31 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
             }
             for r in cell.per_result
         ],
+    }
+
+
+LATENCY_KEYS = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
+"""Latency values of a report row, in column order."""
+
+
+def _latency_side(point: LatencyPoint | None) -> dict[str, Any] | None:
+    if point is None:
+        return None
+    return {
+        "load_fps_per_direction": point.load_pps,
+        "rx_packets": point.rx_packets,
+        "valid": point.valid,
+        **{key: getattr(point, key) for key in LATENCY_KEYS},
+    }
+
+
+def _latency_json(cell: LatencyCell) -> dict[str, Any]:
+    return {
+        "frame_size_bytes": cell.frame_size_bytes,
+        "percent_of_pdr": cell.percent_of_pdr,
+        "baseline": _latency_side(cell.baseline),
+        "current": _latency_side(cell.current),
+        "rel_change_percent": {key: _round(cell.rel_change_percent(key), 6) for key in LATENCY_KEYS},
     }
 
 
@@ -210,6 +238,8 @@ def report_data(
                 "deployment": t.deployment,
                 "graph": f"graphs/{graph_name(t)}",
                 "rows": [_cell_json(c) for c in t.cells],
+                "latency": [_latency_json(c) for c in t.latency],
+                "latency_graph": f"graphs/{latency_graph_name(t)}" if t.latency else None,
                 "processes": {
                     "baseline": _processes_json(t.baseline_runs),
                     "current": _processes_json(t.current_runs),
@@ -273,6 +303,11 @@ def _processes_json(runs: Sequence[TestRun]) -> list[dict[str, Any]]:
     return rows
 
 
+def latency_graph_name(test: TestComparison) -> str:
+    """Return the PNG file name of ``test``'s latency percentile graph (sanitised as :func:`graph_name`)."""
+    return f"{safe_name(test.test)}_{safe_name(test.deployment)}_latency.png"
+
+
 def graph_name(test: TestComparison) -> str:
     """Return the PNG file name of ``test``'s graph (sanitised: no path separators, no leading dot)."""
     return f"{safe_name(test.test)}_{safe_name(test.deployment)}.png"
@@ -295,7 +330,8 @@ def findings(tests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         ``test-<i + 1>``).
     :returns: one dict per (verdict, test) with a non-PASS cell, in :data:`FINDING_ORDER` then
         page order: ``verdict``, ``test``, ``deployment``, ``anchor``, ``rows`` (the row dicts,
-        ascending frame size) and ``reason`` (the rows' common reason, else None).
+        ascending frame size, NDR before PDR), ``reason`` (the rows' common reason, else None)
+        and ``has_goals`` (the test has PDR rows, so each row names its metric).
     """
     groups: list[dict[str, Any]] = []
     for verdict in FINDING_ORDER:
@@ -306,6 +342,7 @@ def findings(tests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             reasons = {r["reason"] for r in rows}
             groups.append(
                 {
+                    "has_goals": any(r["loss_goal_percent"] != 0 for r in test["rows"]),
                     "verdict": verdict.value,
                     "test": test["test"],
                     "deployment": test["deployment"],

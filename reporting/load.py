@@ -28,6 +28,7 @@ from ovsperf_common.secrets import mask_pair
 from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES, line_rate_pps
 from reporting import load_text
 from reporting.errors import load_error
+from reporting.load_latency import load_latency
 from reporting.resultmodel import LoadWarning, ResultSet, TestRun, ThroughputRow
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,13 @@ COL_MIN_LAT = "min_latency_ns"
 COL_MAX_LAT = "max_latency_ns"
 COL_AVG_LAT = "avg_latency_ns"
 COL_FRAME_LOSS = "frame_loss_percent"
+# The lab's goal columns (docs/results-format.md).
+COL_LOSS_GOAL = "loss_goal_percent"
+COL_SEARCH = "search_method"
+COL_PDR_GOAL = "pdr_loss_goal_percent"
+COL_PDR_RX_FPS = "pdr_throughput_rx_fps"
+COL_PDR_RX_PERCENT = "pdr_throughput_rx_percent"
+COL_PDR_TX_FPS = "pdr_tx_rate_fps"
 
 LEGACY_LOG_NAMES = ("overall.log", "host-cmds.log", "traffic-gen.log")
 """Pre-Hunter logs written to ``LOG_DIR`` beside the results directory."""
@@ -122,8 +130,15 @@ def load_results_dir(path: Path) -> ResultSet:
     failed = _failed_tests(path, logs, runs, warnings)
     environment = _environment(path, names, warnings)
     moongen = load_text.moongen_logs(path, warnings)
+    latency = load_latency(path, warnings)
     all_tests = frozenset(r.test for r in runs)
-    runs = [_attach_extras(path, run, moongen, all_tests, warnings) for run in runs]
+    runs = [
+        replace(
+            _attach_extras(path, run, moongen, all_tests, warnings),
+            latency=latency.get(run.csv_path.name, ()),
+        )
+        for run in runs
+    ]
     report = next((path / n for n in names if n.endswith("_test_report.rst") and (path / n).is_file()), None)
     return ResultSet(
         path=path,
@@ -184,6 +199,73 @@ def _implausible(row: ThroughputRow) -> str | None:
         if value is not None and value < 0:
             return f"{name} latency {value:g} ns is negative"
     return None
+
+
+def _goal(value: str | None, column: str, file: Path, line: int, warnings: list[LoadWarning]) -> float | None:
+    """Parse a loss-goal column [%]: absent or empty is 0 (VSperf's zero-loss throughput).
+
+    :returns: the goal, or ``None`` (with a warning; the row is skipped) when it is not a
+        percentage in [0, 100).
+    """
+    if value is None or not value.strip():
+        return 0.0
+    goal = _num(value, column, file, line, [])
+    if goal is None or not 0 <= goal < 100:
+        warnings.append(
+            LoadWarning(
+                file,
+                line,
+                f"Column '{column}' holds {value!r}, not a loss goal in [0, 100) %; row skipped.",
+                row_skipped=True,
+            )
+        )
+        return None
+    return goal
+
+
+def _second_goal(
+    row: dict[str, str], first: ThroughputRow, file: Path, line: int, warnings: list[LoadWarning]
+) -> ThroughputRow | None:
+    """Return the row's ``pdr_*`` throughput as a row of its own goal, ``None`` when it has none.
+
+    The latency columns stay with the first goal's row (they are one measurement per frame size).
+    """
+    value = row.get(COL_PDR_RX_FPS)
+    if value is None or not value.strip():
+        return None
+    goal = _goal(row.get(COL_PDR_GOAL), COL_PDR_GOAL, file, line, warnings)
+    if goal is None:
+        return None
+    if goal == first.loss_goal_percent:
+        warnings.append(
+            LoadWarning(
+                file, line, f"Column '{COL_PDR_GOAL}' repeats the goal of '{COL_LOSS_GOAL}'; PDR ignored."
+            )
+        )
+        return None
+    second = replace(
+        first,
+        rx_pps=_num(value, COL_PDR_RX_FPS, file, line, warnings),
+        tx_pps=_num(row.get(COL_PDR_TX_FPS), COL_PDR_TX_FPS, file, line, warnings),
+        rx_line_rate_percent=_num(row.get(COL_PDR_RX_PERCENT), COL_PDR_RX_PERCENT, file, line, warnings),
+        latency_min_ns=None,
+        latency_max_ns=None,
+        latency_avg_ns=None,
+        frame_loss_percent=None,
+        loss_goal_percent=goal,
+    )
+    implausible = _implausible(second)
+    if implausible is not None:
+        warnings.append(
+            LoadWarning(
+                file,
+                line,
+                f"Physically impossible at {second.frame_size_bytes} B ({COL_PDR_RX_FPS}): "
+                f"{implausible}; marked INVALID.",
+            )
+        )
+        second = replace(second, implausible=implausible)
+    return second
 
 
 def _measured(value: float | None) -> float | None:
@@ -283,6 +365,10 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
             if value is not None and value.strip().lower() in MISSING_VALUES:
                 unknown_lines.setdefault(column, []).append(line)
         rx = _num(row.get(COL_RX_FPS), COL_RX_FPS, file, line, warnings)
+        goal = _goal(row.get(COL_LOSS_GOAL), COL_LOSS_GOAL, file, line, warnings)
+        if goal is None:
+            continue
+        method = row.get(COL_SEARCH, "").strip() or None
         result = ThroughputRow(
             frame_size_bytes=size,
             rx_pps=rx,
@@ -294,7 +380,10 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
             frame_loss_percent=_num(row.get(COL_FRAME_LOSS), COL_FRAME_LOSS, file, line, warnings),
             path=file,
             line=line,
+            loss_goal_percent=goal,
+            search_method=method,
         )
+        second = _second_goal(row, result, file, line, warnings)
         implausible = _implausible(result)
         if implausible is not None:
             result = dataclasses.replace(result, implausible=implausible)
@@ -315,6 +404,8 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
                 LoadWarning(file, line, f"Throughput is negative ({rx:g}) at {size} B; marked INVALID.")
             )
         parsed.append(result)
+        if second is not None:
+            parsed.append(second)
         for key in (COL_ID, COL_DEPLOYMENT, COL_VSWITCH, COL_TYPE, COL_START, COL_STOP, COL_EXEC_TIME):
             value = row.get(key, "").strip()
             if value and value.lower() not in MISSING_VALUES:

@@ -14,7 +14,7 @@ from datetime import datetime
 from ovsperf_common.errors import FieldError
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.verdict import Overall
-from reporting.resultmodel import TestRun
+from reporting.resultmodel import LatencyPoint, TestRun
 
 
 class Verdict(SpecEnum):
@@ -157,6 +157,35 @@ class Cell:
     baseline_frame_loss_percent: float | None = None
     current_frame_loss_percent: float | None = None
     per_result: tuple[RunValue, ...] = ()
+    loss_goal_percent: float = 0.0
+    """The loss-ratio goal of the compared throughputs [%]: 0 is the NDR."""
+
+
+@dataclass(frozen=True)
+class LatencyCell:
+    """Latency percentiles of one frame size at one share of the PDR load, baseline against current.
+
+    Informational: no verdict (latency on a shared machine is the tail of its scheduler).
+    """
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    percent_of_pdr: float
+    """Load as a share of each side's own PDR load [%]."""
+    baseline: LatencyPoint | None
+    """The baseline's latency (several runs merged); ``None`` when not measured."""
+    current: LatencyPoint | None
+    """The current side's latency (several runs merged); ``None`` when not measured."""
+
+    def rel_change_percent(self, key: str) -> float | None:
+        """Return current / baseline − 1 of percentile ``key`` (e.g. ``'p99_ns'``) [%].
+
+        ``None`` unless both sides have it.
+        """
+        if self.baseline is None or self.current is None:
+            return None
+        base = getattr(self.baseline, key)
+        return None if not base else (getattr(self.current, key) / base - 1.0) * 100.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +200,8 @@ class TestComparison:
     """Ascending by frame size."""
     baseline_runs: tuple[TestRun, ...]
     current_runs: tuple[TestRun, ...]
+    latency: tuple[LatencyCell, ...] = ()
+    """Latency at shares of the PDR load, by frame size then load; empty when neither side has it."""
 
     @property
     def has_latency(self) -> bool:

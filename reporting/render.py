@@ -25,10 +25,20 @@ from matplotlib.figure import Figure
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
+from ovsperf_common.goals import goal_label
 from ovsperf_common.secrets import redact_bytes
-from reporting.document import PathDisplay, SourceLink, findings, graph_name, report_data, safe_name
+from reporting.document import (
+    PathDisplay,
+    SourceLink,
+    findings,
+    graph_name,
+    latency_graph_name,
+    report_data,
+    safe_name,
+)
+from reporting.latency import decode
 from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
-from reporting.resultmodel import ResultSet
+from reporting.resultmodel import LatencyPoint, ResultSet
 
 log = logging.getLogger(__name__)
 
@@ -96,19 +106,25 @@ _VERDICT_COLOURS = {
 }
 
 
+def _goals(test: TestComparison) -> list[float]:
+    """Return the loss goals of ``test``'s cells, ascending (NDR first)."""
+    return sorted({c.loss_goal_percent for c in test.cells})
+
+
 def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     """Draw one test's graph: throughput [Mpps] and, below it, the change to baseline [%].
 
     Top: baseline, current and the theoretical line rate against frame size [B] (RFC 2544 §26.1
-    output format); means with ±1 standard deviation error bars where a side has repeats, each
-    current result as a faint dot when several were given. Bottom: "rel to base" [%] per frame
-    size as bars coloured by verdict, with the confidence interval where there are repeats and
-    the regression/improvement thresholds as dashed lines (the Mpps scale hides a 5 % change at
-    large frames). Cells without a change are marked "INVALID" or "new" at 0.
+    output format), one line per loss goal (NDR solid, PDR dashed); means with ±1 standard
+    deviation error bars where a side has repeats, each current result as a faint dot when
+    several were given. Bottom: "rel to base" [%] per frame size and goal as bars coloured by
+    verdict, with the confidence interval where there are repeats and the regression/improvement
+    thresholds as dashed lines (the Mpps scale hides a 5 % change at large frames). Cells without a
+    change are marked "INVALID" or "new" at 0.
 
     :raises OSError: when the PNG cannot be written.
     """
-    sizes = [c.frame_size_bytes for c in test.cells]
+    sizes = sorted({c.frame_size_bytes for c in test.cells})
     # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
     pos = {size: float(i) for i, size in enumerate(sizes)}
     dpi = 96
@@ -127,22 +143,37 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
 
 
 def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
-    line = [c.line_rate_pps / 1e6 if c.line_rate_pps else math.nan for c in test.cells]
+    line_by_size = {c.frame_size_bytes: c.line_rate_pps for c in test.cells}
+    line = [(line_by_size[s] or math.nan) / 1e6 for s in pos]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
     ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
-    for side, colour, marker in (("baseline", "#1f5fa8", "o"), ("current", "#d2691e", "s")):
-        xs: list[float] = []
-        ys: list[float] = []
-        errs: list[float] = []
-        for cell in test.cells:
-            stats = cell.baseline if side == "baseline" else cell.current
-            if stats is None:
-                continue
-            xs.append(pos[cell.frame_size_bytes])
-            ys.append(stats.mean_pps / 1e6)
-            errs.append((stats.stdev_pps or 0.0) / 1e6)
-        if xs:
-            ax.errorbar(xs, ys, yerr=errs, marker=marker, color=colour, capsize=3, label=side)
+    goals = _goals(test)
+    for goal in goals:
+        cells = [c for c in test.cells if c.loss_goal_percent == goal]
+        style = "-" if goal == 0 else "--"
+        suffix = f" {goal_label(goal)}" if len(goals) > 1 or goal != 0 else ""
+        for side, colour, marker in (("baseline", "#1f5fa8", "o"), ("current", "#d2691e", "s")):
+            xs: list[float] = []
+            ys: list[float] = []
+            errs: list[float] = []
+            for cell in cells:
+                stats = cell.baseline if side == "baseline" else cell.current
+                if stats is None:
+                    continue
+                xs.append(pos[cell.frame_size_bytes])
+                ys.append(stats.mean_pps / 1e6)
+                errs.append((stats.stdev_pps or 0.0) / 1e6)
+            if xs:
+                ax.errorbar(
+                    xs,
+                    ys,
+                    yerr=errs,
+                    marker=marker,
+                    color=colour,
+                    linestyle=style,
+                    capsize=3,
+                    label=side + suffix,
+                )
     if any(len(c.per_result) > 1 for c in test.cells):
         px = [pos[c.frame_size_bytes] for c in test.cells for r in c.per_result if r.rx_pps is not None]
         py = [r.rx_pps / 1e6 for c in test.cells for r in c.per_result if r.rx_pps is not None]
@@ -158,14 +189,26 @@ def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos:
 
 def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
     th = comparison.thresholds
+    goals = _goals(test)
+    width = 0.6 / len(goals)
+
+    def x(cell: Any) -> float:
+        """Bars of one frame size side by side, NDR left."""
+        return (
+            pos[cell.frame_size_bytes] + (goals.index(cell.loss_goal_percent) - (len(goals) - 1) / 2) * width
+        )
+
     compared = [c for c in test.cells if c.rel_change_percent is not None]
-    xs = [pos[c.frame_size_bytes] for c in compared]
+    xs = [x(c) for c in compared]
     ys = [c.rel_change_percent or 0.0 for c in compared]
     colours = [_VERDICT_COLOURS.get(c.verdict, "#888888") for c in compared]
-    ax.bar(xs, ys, width=0.6, color=colours)
+    hatches = ["" if c.loss_goal_percent == 0 else "//" for c in compared]
+    bars = ax.bar(xs, ys, width=width * 0.9, color=colours)
+    for bar, hatch in zip(bars, hatches, strict=True):
+        bar.set_hatch(hatch)
     with_ci = [c for c in compared if c.ci_low_percent is not None and c.ci_high_percent is not None]
     if with_ci:
-        ci_x = [pos[c.frame_size_bytes] for c in with_ci]
+        ci_x = [x(c) for c in with_ci]
         ci_y = [c.rel_change_percent or 0.0 for c in with_ci]
         # max(0, …): a zero-width interval may come out a rounding error below the mean.
         low = [max(0.0, y - (c.ci_low_percent or 0.0)) for y, c in zip(ci_y, with_ci, strict=True)]
@@ -184,11 +227,95 @@ def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dic
     for cell in test.cells:
         if cell.rel_change_percent is None:
             label = "new" if cell.verdict is Verdict.NO_BASELINE else "INVALID"
-            ax.text(pos[cell.frame_size_bytes], 0.0, label, ha="center", va="bottom", fontsize="small")
+            ax.text(x(cell), 0.0, label, ha="center", va="bottom", fontsize="small")
     extent = max([th.regression_percent, th.improvement_percent, *(abs(y) for y in ys)]) * 1.25
     ax.set_ylim(-extent, extent)
-    ax.set_ylabel("rel to base [%]")
+    ylabel = "rel to base [%]" if len(goals) == 1 else "rel to base [%] (PDR hatched)"
+    ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
+
+
+LATENCY_CURVE_PERCENTILES = (
+    0.0,
+    25.0,
+    50.0,
+    75.0,
+    90.0,
+    95.0,
+    99.0,
+    99.5,
+    99.9,
+    99.95,
+    99.99,
+    99.995,
+    99.999,
+)
+"""Percentiles drawn from each histogram [%]: HdrHistogram's percentile-distribution points."""
+
+_LEVEL_COLOURS = ("#1b9e77", "#7570b3", "#d95f02", "#e7298a", "#66a61e", "#a6761d")
+
+
+def plot_latency(test: TestComparison, path: Path) -> None:
+    """Draw one test's latency percentile distribution at every share of the PDR load.
+
+    The x axis is HdrHistogram's: 1 / (1 − percentile) on a log scale, labelled 50 … 99.999 %, so
+    the tail is as wide as the median; y is latency [µs] on a log scale. One colour per load level
+    (and frame size, when there are several), current solid, baseline dashed; the curves come from
+    the merged histograms, or from the recorded percentiles when a side has no histogram.
+
+    :raises OSError: when the PNG cannot be written.
+    """
+    dpi = 96
+    fig = Figure(figsize=(GRAPH_SIZE_PX[0] / dpi, GRAPH_SIZE_PX[1] / dpi), dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots(1, 1)
+    for number, cell in enumerate(test.latency):
+        colour = _LEVEL_COLOURS[number % len(_LEVEL_COLOURS)]
+        label = f"{cell.frame_size_bytes} B at {cell.percent_of_pdr:g} % PDR"
+        for side, point, style in (("current", cell.current, "-"), ("baseline", cell.baseline, "--")):
+            if point is None:
+                continue
+            xs, ys = _latency_curve(point)
+            ax.plot(
+                xs,
+                ys,
+                linestyle=style,
+                color=colour,
+                marker="." if len(xs) < 8 else None,
+                label=f"{label}, {side}",
+            )
+    ticks = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks([1 / (1 - p / 100) for p in ticks], [f"{p:g} %" for p in ticks])
+    ax.set_xlim(1.0, 1 / (1 - 99.999 / 100) * 1.5)
+    ax.set_xlabel("percentile (HdrHistogram scale: 1 / (1 − p))")
+    ax.set_ylabel("one-way latency [µs]")
+    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
+    ax.set_title(f"{title}: latency percentiles at shares of the PDR load (baseline dashed)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def _latency_curve(point: LatencyPoint) -> tuple[list[float], list[float]]:
+    """Return (1 / (1 − p), latency [µs]) points of ``point``'s distribution."""
+    histogram = decode(point.hdrh)
+    if histogram is not None and histogram.get_total_count():
+        pairs = [(p, float(histogram.get_value_at_percentile(p))) for p in LATENCY_CURVE_PERCENTILES]
+        pairs[0] = (0.0, point.min_ns)
+    else:
+        pairs = [
+            (0.0, point.min_ns),
+            (50.0, point.p50_ns),
+            (90.0, point.p90_ns),
+            (99.0, point.p99_ns),
+            (99.9, point.p999_ns),
+        ]
+    xs = [1 / (1 - p / 100) for p, _ in pairs]
+    ys = [max(value, 1.0) / 1e3 for _, value in pairs]
+    return xs, ys
 
 
 def write_report(
@@ -223,6 +350,8 @@ def write_report(
     graphs.mkdir()
     for test in comparison.tests:
         plot_test(test, comparison, graphs / graph_name(test))
+        if test.latency:
+            plot_latency(test, graphs / latency_graph_name(test))
     data = report_data(
         comparison, baseline, current, links, warnings, tester_verdict, title, display, overview_href
     )

@@ -62,6 +62,11 @@ class ThroughputRow:
     implausible: str | None = None
     """Why the row's numbers cannot be physical (above line rate, loss outside [0, 100] %,
     negative latency); ``None`` when they can. An implausible row is INVALID, never compared."""
+    loss_goal_percent: float = 0.0
+    """The loss-ratio goal this throughput was searched for [%]: 0 is the NDR (VSperf's own
+    results), 0.5 CSIT's PDR (docs/results-format.md). Rows compare only with equal goals."""
+    search_method: str | None = None
+    """``'mlr'`` or ``'binary'`` for lab results; ``None`` when the CSV does not say (VSperf)."""
 
     @property
     def valid(self) -> bool:
@@ -127,6 +132,40 @@ class MoongenCheck:
 
 
 @dataclass(frozen=True)
+class LatencyPoint:
+    """Latency of one frame size at one share of the PDR load, all directions merged.
+
+    From ``ovsperf-latency.json`` (docs/results-format.md): percentiles from an HdrHistogram,
+    min/max/avg exact from the generator.
+    """
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    percent_of_pdr: float
+    """Load as a share of the PDR load [%]; 0 is the fixed minimum load."""
+    load_pps: float
+    """Offered load per direction [pps]."""
+    rx_packets: int
+    """Frames measured [1]."""
+    min_ns: float
+    """Minimum [ns]."""
+    p50_ns: float
+    """Median [ns]."""
+    p90_ns: float
+    """90th percentile [ns]."""
+    p99_ns: float
+    """99th percentile [ns]."""
+    p999_ns: float
+    """99.9th percentile [ns]."""
+    max_ns: float
+    """Maximum [ns]."""
+    hdrh: str | None
+    """The merged HdrHistogram (V2 compressed, base64), ``None`` when absent."""
+    valid: bool = True
+    """Whether the generator sent what was asked in that trial."""
+
+
+@dataclass(frozen=True)
 class TestRun:
     """One VSperf test execution: one ``result_[<idx>_]<test>_<deployment>.csv``."""
 
@@ -153,6 +192,8 @@ class TestRun:
     moongen_checks: tuple[MoongenCheck, ...] = ()
     rows_skipped: int = 0
     """CSV rows dropped with a warning (malformed, cut short, no frame size) [1]."""
+    latency: tuple[LatencyPoint, ...] = ()
+    """Latency at shares of the PDR load, by frame size then load; empty when not measured."""
 
 
 @dataclass(frozen=True)

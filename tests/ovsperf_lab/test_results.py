@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from jobcreator.model import GuestLoopback, VsperfTest
+from ovsperf_common.goals import goal_label
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.results import (
     CSV_COLUMNS,
@@ -21,7 +22,6 @@ from ovsperf_lab.results import (
     FrameSizeResult,
     ResultsWriter,
     aggregate_latency,
-    goal_label,
 )
 from ovsperf_lab.search import SearchConfig, search_throughput
 from ovsperf_lab.state import TrackedProcess, process_start_ticks

@@ -1,0 +1,132 @@
+"""Read the lab's ``ovsperf-latency.json``: latency at shares of the PDR load, per result CSV.
+
+Format: docs/results-format.md (written by ``ovsperf_lab.results.ResultsWriter.write_latency``).
+Every field is checked where it enters; a bad entry or level becomes a
+:class:`~reporting.resultmodel.LoadWarning` naming the file and the field, and the rest is read.
+An absent file means "not measured" (VSperf/MoonGen results, the binary search).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from reporting.resultmodel import LatencyPoint, LoadWarning
+
+LATENCY_FILE = "ovsperf-latency.json"
+"""The lab's latency file in a results directory."""
+
+MAX_LATENCY_FILE_BYTES = 64 * 1024 * 1024
+"""Larger files are not read [B] (a run of 7 sizes × 4 levels is well below 1 MiB)."""
+
+HDR_TOLERANCE = 0.002
+"""How far a histogram percentile may lie outside the exact min/max [1] (3 significant digits)."""
+
+_PERCENTILE_KEYS = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
+
+
+class _FieldError(ValueError):
+    """One field of the file is unusable; the message names it."""
+
+
+def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise _FieldError(f"{where}.{key} is {value!r}, not a finite number >= 0")
+    return float(value)
+
+
+def _point(size: int, level: Mapping[str, Any], where: str) -> LatencyPoint | None:
+    """Return one level's merged latency; ``None`` when no frame came back (``all`` is null)."""
+    merged = level.get("all")
+    if merged is None:
+        return None
+    if not isinstance(merged, dict):
+        raise _FieldError(f"{where}.all is not an object")
+    values = {key: _number(merged, key, f"{where}.all") for key in _PERCENTILE_KEYS}
+    # Histogram percentiles may pass the exact extremes by the histogram's precision (0.1 %).
+    low, high = values["min_ns"] * (1 - HDR_TOLERANCE), values["max_ns"] * (1 + HDR_TOLERANCE)
+    quantiles = [values[k] for k in _PERCENTILE_KEYS[1:-1]]
+    if quantiles != sorted(quantiles) or not all(low <= q <= high for q in quantiles):
+        raise _FieldError(f"{where}.all percentiles are not ascending from min_ns to max_ns")
+    rx = merged.get("rx_packets")
+    if isinstance(rx, bool) or not isinstance(rx, int) or rx < 0:
+        raise _FieldError(f"{where}.all.rx_packets is {rx!r}, not a count")
+    hdrh = merged.get("hdrh")
+    if hdrh is not None and not (isinstance(hdrh, str) and hdrh.isascii() and len(hdrh) < 16 * 1024 * 1024):
+        raise _FieldError(f"{where}.all.hdrh is not a base64 string")
+    valid = level.get("valid", True)
+    return LatencyPoint(
+        frame_size_bytes=size,
+        percent_of_pdr=_number(level, "percent_of_pdr", where),
+        load_pps=_number(level, "load_fps_per_direction", where),
+        rx_packets=rx,
+        hdrh=hdrh,
+        valid=valid is True,
+        **values,
+    )
+
+
+def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[LatencyPoint, ...]]:
+    """Read ``path/ovsperf-latency.json``.
+
+    :returns: result CSV file name → its points, by frame size then load; empty when the file is
+        absent or unusable (with a warning).
+    """
+    file = path / LATENCY_FILE
+    if not file.exists() and not file.is_symlink():
+        return {}
+    if file.is_symlink() or not file.is_file():
+        warnings.append(LoadWarning(file, None, "Not a regular file (symbolic link?); latency not read."))
+        return {}
+    try:
+        if file.stat().st_size > MAX_LATENCY_FILE_BYTES:
+            raise _FieldError(f"larger than {MAX_LATENCY_FILE_BYTES} B")
+        document = json.loads(file.read_bytes())
+    except (OSError, ValueError) as err:
+        warnings.append(LoadWarning(file, None, f"Cannot read the latency file ({err}); latency not shown."))
+        return {}
+    if (
+        not isinstance(document, dict)
+        or document.get("schema") != 1
+        or not isinstance(document.get("results"), list)
+    ):
+        warnings.append(
+            LoadWarning(
+                file,
+                None,
+                "Not an ovsperf-latency.json of schema 1 with a 'results' list; latency not shown.",
+            )
+        )
+        return {}
+    found: dict[str, list[LatencyPoint]] = {}
+    for number, entry in enumerate(document["results"]):
+        where = f"results[{number}]"
+        try:
+            if not isinstance(entry, dict):
+                raise _FieldError(f"{where} is not an object")
+            csv_name, size, levels = entry.get("csv"), entry.get("frame_size_bytes"), entry.get("levels")
+            if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
+                raise _FieldError(f"{where}.csv is {csv_name!r}, not a result CSV name")
+            if isinstance(size, bool) or not isinstance(size, int) or not 64 <= size <= 9216:
+                raise _FieldError(f"{where}.frame_size_bytes is {size!r}")
+            if not isinstance(levels, list):
+                raise _FieldError(f"{where}.levels is not a list")
+            points = []
+            for index, level in enumerate(levels):
+                if not isinstance(level, dict):
+                    raise _FieldError(f"{where}.levels[{index}] is not an object")
+                point = _point(size, level, f"{where}.levels[{index}]")
+                if point is not None:
+                    points.append(point)
+        except _FieldError as err:
+            warnings.append(LoadWarning(file, None, f"Field {err}; that entry is not shown."))
+            continue
+        found.setdefault(csv_name, []).extend(points)
+    return {
+        name: tuple(sorted(points, key=lambda p: (p.frame_size_bytes, p.percent_of_pdr)))
+        for name, points in found.items()
+    }
