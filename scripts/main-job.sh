@@ -1,10 +1,11 @@
 #!/bin/bash
 # The README's main job, on this machine:
 #   1. render the Beaker job for OVS_DPDK1q_GUEST_DPDK1q (what the lab would run);
-#   2. run OVS_DPDK1q P2P in the local lab (sandboxed OVS-DPDK, ovsperf-trafficgen, RFC 2544
-#      NDR search) at a few frame sizes;
+#   2. run OVS_DPDK1q P2P in the local lab (sandboxed OVS-DPDK, ovsperf-trafficgen; NDR and PDR
+#      with MLRsearch and latency at shares of the PDR load, or SEARCH=binary for the
+#      lua-compatible NDR search) at a few frame sizes;
 #   3. compare it with this machine's baseline with generate-report. The first run on a machine
-#      records itself as the baseline (and says so); later runs compare with it.
+#      (per search method) records itself as the baseline (and says so); later runs compare with it.
 # Prints the job file, the results directory and the report path (one per line, on stdout).
 # Needs root (DPDK, hugepages): `make run` calls it through sudo. Finishes in a few minutes.
 set -o errexit -o nounset -o pipefail
@@ -17,10 +18,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${OUT:=${ROOT}/out}"
 : "${LAB_STATE_DIR:=/var/lib/ovsperf-lab}"      # per-machine state: the baseline lives here
 : "${FRAME_SIZES:=64,512,1518}"
-: "${SEARCH_TIME_S:=2}"
-: "${VALIDATION_TIME_S:=5}"
-: "${GRANULARITY_PERCENT:=0.5}"      # of line rate; also the lowest rate tried
-: "${MAX_TRIALS:=25}"                # per frame size: bounds the run time on a noisy machine
+: "${SEARCH:=mlr}"                   # mlr (NDR + PDR + latency) or binary (lua-compatible NDR)
+: "${LATENCY_TIME_S:=5}"             # mlr: each latency trial (0/10/50/90 % of the PDR load)
+: "${SEARCH_TIME_S:=2}"              # binary: search trials
+: "${VALIDATION_TIME_S:=5}"          # binary: validation trial
+: "${GRANULARITY_PERCENT:=0.5}"      # binary: of line rate; also the lowest rate tried
+: "${MAX_TRIALS:=25}"                # binary: per frame size, bounds the run time on a noisy machine
 : "${REPEATS:=1}"                    # runs of the test; > 1 lets the report estimate the noise
 PATH="${VENV}/bin:${PATH}"
 
@@ -38,12 +41,16 @@ echo "${OUT}/job-OVS_DPDK1q_GUEST_DPDK1q.xml"
 ovsperf-lab -q cleanup >&2
 
 mkdir -p "${OUT}/lab"
-log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (trials ${SEARCH_TIME_S} s / ${VALIDATION_TIME_S} s)"
+case ${SEARCH} in
+    mlr) search_args=(--search mlr --latency-time "${LATENCY_TIME_S}") ;;
+    binary) search_args=(--search binary --search-time "${SEARCH_TIME_S}" --validation-time "${VALIDATION_TIME_S}"
+        --drain-time 0.5 --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}") ;;
+    *) die "SEARCH must be mlr or binary, not '${SEARCH//[^[:alnum:]_.-]/?}'" ;;
+esac
+log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (${SEARCH} search)"
 lab_status=0
-results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
-    --search-time "${SEARCH_TIME_S}" --validation-time "${VALIDATION_TIME_S}" --drain-time 0.5 \
-    --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}" --repeats "${REPEATS}" \
-    --output "${OUT}/lab") || lab_status=$?
+results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" "${search_args[@]}" \
+    --repeats "${REPEATS}" --output "${OUT}/lab") || lab_status=$?
 [[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
 "${VENV}/bin/python" -m ovsperf_common.resultdir csvs "${results}" >/dev/null ||
     die "the lab run wrote no result CSV (see above)"
@@ -51,7 +58,9 @@ results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" \
 [[ ${lab_status} -eq 0 ]] || log "the lab run is incomplete (exit ${lab_status}); reporting the frame sizes it finished"
 echo "${results}"
 
+# One baseline per search method: an MLRsearch NDR is not a lua-compatible binary-search NDR.
 baseline_root="${LAB_STATE_DIR}/baseline"
+[[ ${SEARCH} == binary ]] || baseline_root="${LAB_STATE_DIR}/baseline-${SEARCH}"
 # The baselines recorded so far: the results directories in baseline_root (sorted, oldest first).
 recorded_baselines() {
     [[ -d ${baseline_root} ]] || return 0

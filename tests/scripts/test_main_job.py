@@ -25,6 +25,7 @@ while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && { echo '<job/>' > "$2"; shift; 
     "ovsperf-lab": f"""#!/bin/bash
 [[ $1 == -q ]] && shift
 [[ $1 == cleanup ]] && exit 0
+echo "$*" > "$LAB_ARGS"
 while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && out=$2; shift; done
 mkdir -p "$out/{TS}"
 printf 'throughput_rx_fps,packet_size\\n1000000,64\\n' > "$out/{TS}/result_0_phy2phy_tput_p2p.csv"
@@ -60,6 +61,7 @@ def run_job(venv: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProce
         "OUT": str(tmp_path / "out"),
         "LAB_STATE_DIR": str(tmp_path / "state"),
         "PYTHONPATH": str(ROOT),
+        "LAB_ARGS": str(tmp_path / "lab-args"),
         **env,
     }
     return subprocess.run(
@@ -81,8 +83,21 @@ def test_first_run_records_the_baseline_and_prints_three_paths(venv: Path, tmp_p
         str(out / "lab" / TS),
         str(out / "lab-report" / "index.html"),
     ]
-    assert (tmp_path / "state" / "baseline" / TS / "result_0_phy2phy_tput_p2p.csv").is_file()
+    assert (tmp_path / "state" / "baseline-mlr" / TS / "result_0_phy2phy_tput_p2p.csv").is_file()
     assert "first run on this machine: recorded" in job.stderr
+    assert "--search mlr --latency-time 5" in (tmp_path / "lab-args").read_text()
+
+
+def test_each_search_method_has_its_own_baseline(venv: Path, tmp_path: Path) -> None:
+    job = run_job(venv, tmp_path, SEARCH="binary")
+    assert job.returncode == 0, job.stderr
+    args = (tmp_path / "lab-args").read_text()
+    assert "--search binary --search-time 2 --validation-time 5" in args and "--latency-time" not in args
+    assert (tmp_path / "state" / "baseline" / TS).is_dir() and not (
+        tmp_path / "state" / "baseline-mlr"
+    ).exists()
+    bad = run_job(venv, tmp_path, SEARCH="fast;rm")
+    assert bad.returncode == 2 and "SEARCH must be mlr or binary, not 'fast?rm'" in bad.stderr
 
 
 @pytest.mark.parametrize(
@@ -111,5 +126,5 @@ def test_report_outcome_is_read_from_exit_code_and_stdout(
 def test_an_incomplete_run_is_not_recorded_as_the_baseline(venv: Path, tmp_path: Path) -> None:
     job = run_job(venv, tmp_path, LAB_EXIT="2", REPORT_EXIT="2")
     assert job.returncode == 0, job.stderr
-    assert not (tmp_path / "state" / "baseline").exists()
+    assert not (tmp_path / "state" / "baseline-mlr").exists()
     assert "an incomplete run is not recorded as one" in job.stderr
