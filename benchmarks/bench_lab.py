@@ -169,7 +169,10 @@ def main() -> int:
         release(state)
         root.rmdir()
     print(f"OVS max forwarding rate at full offered load (testpmd flowgen): {max_fwd / 1e6:.4f} Mpps")
-    for label, values in (("binary NDR", ndrs), ("MLRsearch NDR", mlr["NDR"]), ("MLRsearch PDR", mlr["PDR"])):
+    methods = [("MLRsearch NDR", mlr["NDR"]), ("MLRsearch PDR", mlr["PDR"])]
+    if not args.no_binary:
+        methods.insert(0, ("binary NDR", ndrs))
+    for label, values in methods:
         if not values:
             print(f"{label} 64 B: n/a (no search found a rate; see above)")
             continue
