@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -14,7 +16,12 @@ from jobcreator.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.goals import goal_label
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
+from ovsperf_common.verdict import Overall
+from ovsperf_lab.abreport import write_outcome
+from ovsperf_lab.abstats import AbVerdict, PairedEstimate
+from ovsperf_lab.abtest import CompareConfig, CompareObserver, CompareOutcome, RoundValue, run_compare
 from ovsperf_lab.cleanup import cleanup
+from ovsperf_lab.cpusteal import CpuSteal
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import TrafficGenerator
@@ -23,8 +30,12 @@ from ovsperf_lab.mlr import MlrTrial
 from ovsperf_lab.plan import RING_SIZES, LabOptions, SearchMethod, plan_run
 from ovsperf_lab.results import FrameSizeResult
 from ovsperf_lab.run import RunObserver, run_lab
+from ovsperf_lab.run import _dpdk_generator as dpdk_generator
 from ovsperf_lab.search import TrialKind, TrialRecord
+from ovsperf_lab.sides import SideSpec, parse_other_config, resolve
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
+
+log = logging.getLogger("ovsperf_lab.cli")
 
 DEFAULTS = LabOptions()
 """The defaults of every ``run`` option live in :class:`LabOptions`; the parser shows them."""
@@ -52,6 +63,77 @@ def _percent_list(text: str) -> tuple[float, ...]:
         return tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of percentages") from err
+
+
+COMPARE_EPILOG = (
+    "exit codes: 0 no regression found (NO_CHANGE or IMPROVEMENT); 1 REGRESSION; 2 error (bad input, "
+    "a side that cannot run, interrupted: the rounds so far are written)"
+)
+
+
+def _compare_parser(sub: Any) -> None:
+    """Add ``ovsperf-lab compare``: two sides measured in interleaved rounds (docs/lab.md)."""
+    ab = sub.add_parser(
+        "compare",
+        help="did B change OVS's throughput? two OVS/DPDK builds or settings measured in interleaved rounds",
+        epilog=COMPARE_EPILOG,
+    )
+    ab.add_argument("--config", required=True, help="catalog scenario with phy2phy_tput (e.g. OVS_DPDK1q)")
+    ab.add_argument(
+        "--frame-sizes", type=_frame_sizes, default=(64,), help="one frame size incl. FCS [B] (64)"
+    )
+    defaults = CompareConfig()
+    for label in ("a", "b"):
+        ab.add_argument(
+            f"--{label}",
+            default="system" if label == "a" else None,
+            required=label == "b",
+            help=f"side {label.upper()}: 'system', an ovs-vswitchd binary or a dir of unpacked packages"
+            + (" (system)" if label == "a" else ""),
+        )
+        ab.add_argument(
+            f"--{label}-lib-dir",
+            type=Path,
+            help=f"LD_LIBRARY_PATH of side {label.upper()} (a DPDK of the same ABI)",
+        )
+        ab.add_argument(
+            f"--{label}-other-config",
+            action="append",
+            metavar="KEY=VALUE",
+            help=f"other_config setting of side {label.upper()} (repeatable), e.g. pmd-rxq-assign=roundrobin",
+        )
+    ab.add_argument("--metric", choices=["mrr"], default="mrr", help="MRR at full offered load (mrr)")
+    ab.add_argument("--rounds", type=int, default=defaults.max_rounds, help="most rounds (%(default)s)")
+    ab.add_argument(
+        "--min-rounds",
+        type=int,
+        default=defaults.min_rounds,
+        help="rounds before stopping early (%(default)s)",
+    )
+    ab.add_argument(
+        "--target-mdc", type=float, default=defaults.target_mdc_percent, metavar="PCT",
+        help="stop once the minimum detectable change is at most this [%%] (%(default)s)",
+    )  # fmt: skip
+    ab.add_argument(
+        "--threshold", type=float, default=defaults.threshold_percent, metavar="PCT",
+        help="smallest change called a regression or improvement [%%] (%(default)s)",
+    )  # fmt: skip
+    ab.add_argument(
+        "--trial-duration",
+        type=float,
+        default=defaults.trial_s,
+        metavar="S",
+        help="MRR trial [s] (%(default)s)",
+    )
+    ab.add_argument(
+        "--b-cpu-steal", type=float, metavar="PCT",
+        help="TEST AID: take this share of side B's PMD CPU (cgroup CPU bandwidth) [%%]",
+    )  # fmt: skip
+    ab.add_argument("--seed", type=int, help="seed of the random A/B order (default: from the OS)")
+    ab.add_argument(
+        "--output", type=Path, default=Path("/tmp"), help="where compare_<timestamp>/ goes (/tmp)"
+    )
+    ab.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -202,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="no live progress line on stderr")
 
+    _compare_parser(sub)
     sub.add_parser("doctor", help="check what this machine lacks for the lab", epilog=EPILOG)
     sub.add_parser("list", help="list the catalog's scenarios and whether they can run here", epilog=EPILOG)
     clean = sub.add_parser(
@@ -346,6 +429,98 @@ def _run_scenario(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+class _CompareProgress(CompareObserver):
+    """Print one line per measured side on stderr."""
+
+    def measured(self, value: RoundValue, current: PairedEstimate | None) -> None:
+        line = f"round {value.round} side {value.side}: MRR {value.mrr_pps / 1e6:.4f} Mpps"
+        if current is not None and current.mdc_percent is not None:
+            line += (
+                f" | B vs A {current.change_percent:+.2f} % [{current.ci_low_percent:+.2f}, "
+                f"{current.ci_high_percent:+.2f}], MDC {current.mdc_percent:.2f} %, {current.verdict.value}"
+            )
+        print(f"ovsperf-lab: {line}", file=sys.stderr)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
+    if len(args.frame_sizes) != 1:
+        raise LabError("Option '--frame-sizes' takes one frame size per comparison.")
+    config = CompareConfig(
+        frame_size_bytes=args.frame_sizes[0],
+        trial_s=args.trial_duration,
+        min_rounds=args.min_rounds,
+        max_rounds=args.rounds,
+        target_mdc_percent=args.target_mdc,
+        threshold_percent=args.threshold,
+        b_cpu_steal_percent=args.b_cpu_steal,
+        seed=args.seed,
+    )
+    if args.b_cpu_steal is not None:
+        CpuSteal(args.b_cpu_steal, "ovsperf-lab-check")  # checks the range and the controller now
+    specs = [
+        SideSpec(
+            label.upper(),
+            getattr(args, label),
+            getattr(args, f"{label}_lib_dir"),
+            parse_other_config(getattr(args, f"{label}_other_config"), f"--{label}-other-config"),
+        )
+        for label in ("a", "b")
+    ]
+    sides = (resolve(specs[0]), resolve(specs[1]))
+    if sides[0].same_as(sides[1]) and not args.b_cpu_steal:
+        log.warning(
+            "Sides A and B are the same build and settings: this is an A/A run (it should say NO_CHANGE)."
+        )
+    catalog = load_catalog(args.catalog)
+    facts = probe_machine()
+    plan = plan_run(
+        catalog.get(args.config),
+        facts,
+        LabOptions(frame_sizes_bytes=args.frame_sizes, tests=(VsperfTest.PHY2PHY_TPUT,)),
+    )
+    if not generator_binary().is_file():
+        raise LabError("Traffic generator is not built; run 'make -C trafficgen' (see 'ovsperf-lab doctor').")
+    out = Path(args.output) / f"compare_{datetime.now():%Y-%m-%d_%H-%M-%S}"
+    try:
+        out.mkdir(parents=True)
+    except OSError as err:
+        raise LabError(f"Cannot create '{out}': {err.strerror}.") from err
+    outcome_box: list[CompareOutcome] = []
+
+    def keep(outcome: CompareOutcome) -> None:
+        outcome_box[:] = [outcome]
+        write_outcome(outcome, out)
+
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    status = ExitCode.ERROR
+    try:
+        outcome = run_compare(
+            sides, plan.cpus, config, state_root=args.state_dir, generator_factory=dpdk_generator,
+            observer=CompareObserver() if args.no_progress else _CompareProgress(), on_round=keep,
+        )  # fmt: skip
+        write_outcome(outcome, out)
+        verdict = outcome.estimate.verdict if outcome.estimate else None
+        status = Overall.REGRESSION.exit_code if verdict is AbVerdict.REGRESSION else ExitCode.OK
+    except (KeyboardInterrupt, LabError) as err:
+        partial = outcome_box[0] if outcome_box else CompareOutcome(sides, config)
+        partial.complete = False
+        partial.reason = "interrupted (Ctrl-C or SIGTERM)" if isinstance(err, KeyboardInterrupt) else str(err)
+        write_outcome(partial, out)
+        print(one_line(out / "index.html"))
+        if isinstance(err, KeyboardInterrupt):
+            print(
+                "ovsperf-lab: interrupted; everything started was stopped, rounds so far kept.",
+                file=sys.stderr,
+            )
+            return ExitCode.ERROR
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(one_line(out / "index.html"))
+    return status
+
+
 def _doctor(args: argparse.Namespace) -> int:
     facts = probe_machine()
     failed_required = False
@@ -386,7 +561,13 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the sub-command."""
-    commands = {"run": _run_scenario, "doctor": _doctor, "list": _list, "cleanup": _cleanup}
+    commands = {
+        "run": _run_scenario,
+        "compare": _compare,
+        "doctor": _doctor,
+        "list": _list,
+        "cleanup": _cleanup,
+    }
     return commands[args.command](args)
 
 

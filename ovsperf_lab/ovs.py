@@ -85,6 +85,8 @@ class OvsConfig:
     """Limit for ovsdb-server and DPDK initialisation [s] (a busy 2-core box needs ~30 s)."""
     extra_other_config: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     """More ``other_config`` keys, e.g. ``(('pmd-rxq-assign', 'roundrobin'),)``."""
+    library_dir: Path | None = None
+    """``LD_LIBRARY_PATH`` of ovs-vswitchd (another DPDK build of the same ABI); ``None``: the system's."""
 
 
 class OvsSandbox:
@@ -284,8 +286,11 @@ class OvsSandbox:
 
     def _spawn(self, name: str, argv: list[str], logfile: Path) -> None:
         out = open(self.log_dir / f"{name}.out", "ab")
+        env = self.env
+        if name == "ovs-vswitchd" and self.config.library_dir is not None:
+            env = {**env, "LD_LIBRARY_PATH": str(self.config.library_dir)}
         try:
-            popen = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+            popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         except OSError as err:
             raise OvsError(f"Cannot start {name} ('{argv[0]}'): {err}.") from err
         finally:

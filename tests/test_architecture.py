@@ -17,7 +17,7 @@ ALLOWED: dict[str, set[str]] = {
     "jobcreator": {"ovsperf_common", "templates"},
     "vsperf_configs": {"ovsperf_common", "jobcreator"},
     "kojiwatch": {"ovsperf_common", "jobcreator"},
-    "ovsperf_lab": {"ovsperf_common", "jobcreator"},
+    "ovsperf_lab": {"ovsperf_common", "jobcreator", "templates"},
     "reporting": {"ovsperf_common", "templates"},
     "resultstore": {"ovsperf_common", "templates", "reporting"},
     "ciflow": {"ovsperf_common", "jobcreator", "reporting", "resultstore"},

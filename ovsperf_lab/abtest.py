@@ -1,0 +1,291 @@
+"""Measure two OVS/DPDK sides interleaved: rounds in random A/B order, one side's OVS at a time.
+
+Each round starts side A's and side B's sandboxed OVS one after the other, in a freshly randomised
+order (never both at once: an idle PMD still busy-polls its CPU), builds the P2P topology, starts
+the generator, warms up, measures the **MRR** (maximum receive rate at full offered load,
+FD.io CSIT's trending metric: received frames per second, both directions, offering line rate
+for a fixed trial time) and tears everything down. After every round the paired estimate
+(:mod:`ovsperf_lab.abstats`) is updated; the run stops once the minimum detectable change is
+below the target (after ``min_rounds``), or at ``max_rounds``. Everything started is torn down on
+every exit; the rounds measured so far are written even when the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from jobcreator.model import Topology
+from ovsperf_common.units import line_rate_pps
+from ovsperf_lab import topology
+from ovsperf_lab.abstats import PairedEstimate, estimate
+from ovsperf_lab.cpusteal import CpuSteal
+from ovsperf_lab.errors import LabError, OvsError
+from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.ovs import OvsConfig, OvsSandbox
+from ovsperf_lab.plan import CpuPlan
+from ovsperf_lab.run import DEFAULT_LINK_SPEED_MBPS, LINK_TIMEOUT_S, GeneratorFactory, GeneratorRequest
+from ovsperf_lab.sides import Side
+from ovsperf_lab.state import RunState, release, renice
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """How to measure; ``LabError`` names the option of a bad value."""
+
+    frame_size_bytes: int = 64
+    """Ethernet frame size including FCS [B]."""
+    trial_s: float = 5.0
+    """MRR trial duration [s] (``--trial-duration``)."""
+    warmup_s: float = 1.0
+    """Warm-up traffic before the counted trial [s]."""
+    min_rounds: int = 5
+    """Rounds before the run may stop early (``--min-rounds``)."""
+    max_rounds: int = 20
+    """Most rounds (``--rounds``)."""
+    target_mdc_percent: float = 3.0
+    """Stop once the minimum detectable change is at most this [%] (``--target-mdc``)."""
+    alpha: float = 0.05
+    """Significance level [1]."""
+    power: float = 0.8
+    """Power the MDC is stated for [1]."""
+    threshold_percent: float = 1.0
+    """Smallest change called a regression or improvement [%] (``--threshold``)."""
+    b_cpu_steal_percent: float | None = None
+    """Test aid: share of side B's PMD CPU taken away [%] (``--b-cpu-steal``)."""
+    ring_size: int = 8192
+    """Generator ring size [descriptors]."""
+    flows: int = 1
+    """UDP flows per direction [1]."""
+    seed: int | None = None
+    """Seed of the A/B order (``--seed``); ``None``: from the OS."""
+
+    def __post_init__(self) -> None:
+        """Check every field against its range.
+
+        :raises LabError: naming the command-line option.
+        """
+        if not 0 < self.trial_s <= 600:
+            raise LabError(f"Option '--trial-duration' must be in (0, 600] s, got {self.trial_s!r}.")
+        if not 2 <= self.min_rounds <= self.max_rounds <= 200:
+            raise LabError(
+                f"Options '--min-rounds' and '--rounds' must satisfy 2 <= min <= rounds <= 200, got "
+                f"{self.min_rounds!r} and {self.max_rounds!r}."
+            )
+        if not 0 < self.target_mdc_percent < 100:
+            raise LabError(f"Option '--target-mdc' must be in (0, 100) %, got {self.target_mdc_percent!r}.")
+        if not 0 <= self.threshold_percent < 100:
+            raise LabError(f"Option '--threshold' must be in [0, 100) %, got {self.threshold_percent!r}.")
+
+
+@dataclass(frozen=True)
+class RoundValue:
+    """One side's measurement in one round."""
+
+    round: int
+    """Round number, from 1."""
+    side: str
+    """``A`` or ``B``."""
+    position: int
+    """0: measured first in its round, 1: second."""
+    mrr_pps: float
+    """Received rate at full offered load, both directions [pps]."""
+    tx_pps: float
+    """Offered (achieved) rate, both directions [pps]."""
+    started_at: str
+    """ISO time the measurement started."""
+
+
+class CompareObserver:
+    """Receive progress (the CLI prints it); the default does nothing."""
+
+    def measured(self, value: RoundValue, current: PairedEstimate | None) -> None:
+        """Be told a side's value, and the estimate when its round is complete."""
+
+
+@dataclass
+class CompareOutcome:
+    """What a comparison produced."""
+
+    sides: tuple[Side, Side]
+    """A and B."""
+    config: CompareConfig
+    """How it was measured."""
+    values: list[RoundValue] = field(default_factory=list)
+    """Every measurement, in run order."""
+    versions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Side → (OVS, DPDK) as the running daemon reported them."""
+    estimate: PairedEstimate | None = None
+    """B against A over the complete rounds; ``None`` before two sides of a round were measured."""
+    complete: bool = False
+    """Whether the run ended by its own rule (MDC reached or ``--rounds`` done)."""
+    reason: str | None = None
+    """Why it is incomplete, or why it stopped."""
+
+    def pairs(self) -> tuple[list[float], list[float]]:
+        """Return (A values, B values) of the complete rounds, in round order [pps]."""
+        by_round: dict[int, dict[str, float]] = {}
+        for value in self.values:
+            by_round.setdefault(value.round, {})[value.side] = value.mrr_pps
+        complete = [r for r in sorted(by_round) if len(by_round[r]) == 2]
+        return [by_round[r]["A"] for r in complete], [by_round[r]["B"] for r in complete]
+
+
+class _SideRun:
+    """Start one side's OVS, topology and generator, measure once, tear everything down."""
+
+    def __init__(
+        self,
+        side: Side,
+        cpus: CpuPlan,
+        config: CompareConfig,
+        state_root: Path,
+        run_id: str,
+        generator_factory: GeneratorFactory,
+    ) -> None:
+        self.side, self.cpus, self.config = side, cpus, config
+        self.state_root, self.run_id, self.generator_factory = state_root, run_id, generator_factory
+
+    def measure(self) -> tuple[float, float, tuple[str, str]]:
+        """Return (MRR [pps], offered [pps], (OVS, DPDK) versions).
+
+        :raises OvsError: naming the side and its log when its OVS fails.
+        :raises LabError: (TrafficGeneratorError, …) from the generator or the test aid.
+        """
+        state = RunState.create(self.state_root, self.run_id)
+        generator: TrafficGenerator | None = None
+        steal: CpuSteal | None = None
+        try:
+            ovs = OvsSandbox(
+                state,
+                OvsConfig(
+                    lcore_cpu=self.cpus.ovs_lcore_cpu,
+                    pmd_cpus=self.cpus.pmd_cpus,
+                    file_prefix=state.new_file_prefix("ovs"),
+                    vswitchd=self.side.vswitchd,
+                    extra_other_config=self.side.other_config,
+                    library_dir=self.side.library_dir,
+                ),
+            )
+            try:
+                ovs.start()
+            except OvsError as err:
+                raise OvsError(f"Side {self.side.label} ({self.side.vswitchd}): {err}") from err
+            versions = ovs.versions()
+            lay = topology.layout(Topology.P2P, state.run_dir / "sock")
+            topology.build(ovs, lay, 1)
+            for pid in ovs.pids.values():
+                renice(pid, -10)
+            generator = self.generator_factory(
+                GeneratorRequest(
+                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    cpu=self.cpus.generator_cpu,
+                    file_prefix=state.new_file_prefix("tg"),
+                    memory_mb=256,
+                    queues=1,
+                    ring_size=self.config.ring_size,
+                )
+            )
+            if generator.pid is not None:
+                state.track_process("ovsperf-trafficgen", generator.pid)
+                renice(generator.pid, -10)
+            generator.wait_link(timeout_s=LINK_TIMEOUT_S)
+            if self.side.label == "B" and self.config.b_cpu_steal_percent:
+                steal = CpuSteal(self.config.b_cpu_steal_percent, f"{self.run_id}-steal")
+                steal.apply(ovs.pids["ovs-vswitchd"])
+            speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+            load = line_rate_pps(self.config.frame_size_bytes, speed * 1e6)
+            base = {
+                "frame_size_bytes": self.config.frame_size_bytes,
+                "rate_pps": load,
+                "flows": self.config.flows,
+            }
+            generator.run_trial(TrialSpec(**base, duration_s=self.config.warmup_s, drain_s=0.2))  # type: ignore[arg-type]
+            result = generator.run_trial(TrialSpec(**base, duration_s=self.config.trial_s, drain_s=0.5))  # type: ignore[arg-type]
+            ovs.check_alive()
+            return result.rx_pps, result.tx_pps, versions
+        finally:
+            if steal is not None:
+                steal.release()
+            if generator is not None:
+                generator.close()
+            for line in release(state):
+                log.debug("Teardown: %s.", line)
+
+
+def run_compare(
+    sides: tuple[Side, Side],
+    cpus: CpuPlan,
+    config: CompareConfig,
+    *,
+    state_root: Path,
+    generator_factory: GeneratorFactory,
+    observer: CompareObserver | None = None,
+    on_round: Callable[[CompareOutcome], None] | None = None,
+) -> CompareOutcome:
+    """Measure ``sides`` in interleaved rounds until the MDC target or ``max_rounds``.
+
+    :param on_round: called after every complete round with the outcome so far (the CLI writes
+        the results then, so an interrupted run keeps them).
+    :returns: the outcome; ``complete`` is true when the run ended by its own rule.
+    :raises LabError: when a side cannot be measured (the message names it); ``on_round`` has
+        seen every complete round before.
+    :raises KeyboardInterrupt: on Ctrl-C/SIGTERM, after tearing down.
+    """
+    obs = observer or CompareObserver()
+    rng = random.Random(config.seed)
+    outcome = CompareOutcome(sides, config)
+    compare_id = f"ovsperf-lab-ab-{datetime.now():%Y%m%d%H%M%S}-{os.getpid()}"
+    by_label = {s.label: s for s in sides}
+    for number in range(1, config.max_rounds + 1):
+        order = ["A", "B"]
+        rng.shuffle(order)
+        for position, label in enumerate(order):
+            started = datetime.now().astimezone().isoformat(timespec="seconds")
+            t0 = time.monotonic()
+            run = _SideRun(
+                by_label[label], cpus, config, state_root, f"{compare_id}-r{number}{label}", generator_factory
+            )
+            mrr, tx, versions = run.measure()
+            outcome.versions.setdefault(label, versions)
+            value = RoundValue(number, label, position, mrr, tx, started)
+            outcome.values.append(value)
+            a, b = outcome.pairs()
+            outcome.estimate = (
+                estimate(
+                    a, b, alpha=config.alpha, power=config.power, threshold_percent=config.threshold_percent
+                )
+                if a
+                else None
+            )
+            log.info(
+                "Round %d, side %s: MRR %.4f Mpps (%.0f s).", number, label, mrr / 1e6, time.monotonic() - t0
+            )
+            obs.measured(value, outcome.estimate if position == 1 else None)
+        if on_round is not None:
+            on_round(outcome)
+        current = outcome.estimate
+        if (
+            number >= config.min_rounds
+            and current is not None
+            and current.mdc_percent is not None
+            and current.mdc_percent <= config.target_mdc_percent
+        ):
+            outcome.reason = (
+                f"the MDC reached {current.mdc_percent:.2f} % <= {config.target_mdc_percent:g} % "
+                f"after {number} rounds"
+            )
+            break
+    else:
+        outcome.reason = f"{config.max_rounds} rounds done"
+    outcome.complete = True
+    return outcome

@@ -1,0 +1,195 @@
+"""ovsperf-lab compare: paired statistics, side checks, the CPU-steal test aid, and real A/A and A/B runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from scipy import stats as scipy_stats
+
+from jobcreator.catalog import load_catalog
+from jobcreator.model import VsperfTest
+from ovsperf_lab.abreport import write_outcome
+from ovsperf_lab.abstats import AbVerdict, estimate
+from ovsperf_lab.abtest import CompareConfig, run_compare
+from ovsperf_lab.cli import main
+from ovsperf_lab.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
+from ovsperf_lab.errors import LabError
+from ovsperf_lab.machine import probe_machine
+from ovsperf_lab.plan import LabOptions, plan_run
+from ovsperf_lab.run import _dpdk_generator
+from ovsperf_lab.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
+
+
+def test_paired_estimate_numbers() -> None:
+    a = [100.0, 200.0, 150.0, 120.0]
+    b = [95.0, 190.0, 142.5, 114.0]  # every round exactly -5 %
+    e = estimate(a, b)
+    assert e.change_percent == pytest.approx(-5.0)
+    assert e.ci_low_percent == pytest.approx(-5.0) and e.ci_high_percent == pytest.approx(-5.0)
+    assert e.mdc_percent == 0.0 and e.verdict is AbVerdict.REGRESSION and e.p_value == 0.0
+    # Noisy rounds: compare with scipy's paired t-test on the log ratios and the t-based MDC.
+    a = [100.0, 104.0, 98.0, 101.0, 99.0, 103.0]
+    b = [99.0, 105.0, 97.0, 99.0, 100.0, 101.0]
+    e = estimate(a, b)
+    logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+    n, mean, sd = len(logs), sum(logs) / len(logs), float(scipy_stats.tstd(logs))
+    se = sd / math.sqrt(n)
+    t_a, t_b = scipy_stats.t.ppf(0.975, n - 1), scipy_stats.t.ppf(0.8, n - 1)
+    assert e.change_percent == pytest.approx((math.exp(mean) - 1) * 100)
+    assert e.ci_low_percent == pytest.approx((math.exp(mean - t_a * se) - 1) * 100)
+    assert e.mdc_percent == pytest.approx((math.exp((t_a + t_b) * se) - 1) * 100)
+    assert e.p_value == pytest.approx(scipy_stats.ttest_1samp(logs, 0.0).pvalue)
+    assert e.verdict is AbVerdict.NO_CHANGE
+    # Significant but below the practical threshold: NO_CHANGE; above it: IMPROVEMENT.
+    assert estimate([100.0] * 3, [100.5, 100.4, 100.6]).verdict is AbVerdict.NO_CHANGE
+    assert estimate([100.0] * 3, [102.0, 102.5, 101.8]).verdict is AbVerdict.IMPROVEMENT
+    one = estimate([100.0], [90.0])
+    assert one.ci_low_percent is None and one.mdc_percent is None and one.verdict is AbVerdict.NO_CHANGE
+    for bad in (([], []), ([1.0], [1.0, 2.0]), ([0.0], [1.0]), ([1.0], [math.inf])):
+        with pytest.raises(ValueError):
+            estimate(*bad)
+
+
+def test_sides_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    system = resolve(SideSpec("A", "system"))
+    assert "Open vSwitch" in system.version_banner and "DPDK 22.11" in system.version_banner
+    assert system.same_as(resolve(SideSpec("B", "system")))
+    assert not system.same_as(resolve(SideSpec("B", "system", other_config=(("smc-enable", "true"),))))
+    with pytest.raises(LabError, match=r"Side B: '/bin/true' is not a working ovs-vswitchd"):
+        resolve(SideSpec("B", "/bin/true"))
+    with pytest.raises(LabError, match=r"Option .--b.: ./nonexistent. is neither .system."):
+        resolve(SideSpec("B", "/nonexistent"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LabError, match=r"Side B: .* holds neither an ovs-vswitchd"):
+        resolve(SideSpec("B", str(tmp_path / "empty")))
+    with pytest.raises(LabError, match=r"Option .--b-lib-dir.: .* holds no DPDK library"):
+        resolve(SideSpec("B", "system", lib_dir=tmp_path / "empty"))
+    with pytest.raises(LabError, match="OVS does not know other_config key 'no-such-key'"):
+        resolve(SideSpec("B", "system", other_config=(("no-such-key", "1"),)))
+    with pytest.raises(LabError, match="'pmd-cpu-mask' is set by the lab"):
+        resolve(SideSpec("B", "system", other_config=(("pmd-cpu-mask", "0x2"),)))
+    assert {"pmd-rxq-assign", "emc-insert-inv-prob", "smc-enable"} <= (known_other_config_keys() or set())
+    assert parse_other_config(["pmd-rxq-assign=roundrobin"], "--b-other-config") == (
+        ("pmd-rxq-assign", "roundrobin"),
+    )
+    for bad in ("noequals", "=x", "KEY=x", "a=b c", "a=$(x)", "a="):
+        with pytest.raises(LabError, match="Option '--b-other-config' takes KEY=VALUE"):
+            parse_other_config([bad], "--b-other-config")
+
+
+@pytest.mark.skipif(
+    not (CGROUP_V1_CPU / "cpu.cfs_quota_us").exists(), reason="needs the cgroup v1 cpu controller"
+)
+def test_cpu_steal_caps_only_pmd_threads_and_cleans_up() -> None:
+    stop = threading.Event()
+    ready = threading.Event()
+    tids: list[int] = []
+
+    def spin() -> None:
+        tids.append(threading.get_native_id())
+        Path(f"/proc/self/task/{tids[0]}/comm").write_text("pmd-test")
+        ready.set()
+        stop.wait(30)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        ready.wait(10)
+        assert pmd_threads(os.getpid()) == tids
+        steal = CpuSteal(25.0, f"ovsperf-lab-test-{os.getpid()}")
+        assert steal.apply(os.getpid()) == tids
+        assert (steal.path / "cpu.cfs_quota_us").read_text().strip() == "7500"
+        assert (steal.path / "cpu.cfs_period_us").read_text().strip() == "10000"
+        assert [int(t) for t in (steal.path / "tasks").read_text().split()] == tids
+        steal.release()
+        assert not steal.path.exists()
+        assert str(tids[0]) in (CGROUP_V1_CPU / "tasks").read_text().split()
+    finally:
+        stop.set()
+        thread.join()
+    for bad in (0.0, 95.0):
+        with pytest.raises(LabError, match="'--b-cpu-steal' must be in"):
+            CpuSteal(bad, "x")
+
+
+def test_bad_compare_options_name_the_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cases = [
+        (["--b", "/bin/true"], "Side B: '/bin/true' is not a working ovs-vswitchd"),
+        (
+            ["--b", "system", "--b-other-config", "bogus-key=1"],
+            "OVS does not know other_config key 'bogus-key'",
+        ),
+        (["--b", "system", "--rounds", "1"], "Options '--min-rounds' and '--rounds' must satisfy"),
+        (["--b", "system", "--frame-sizes", "64,128"], "Option '--frame-sizes' takes one frame size"),
+        (["--b", "system", "--b-cpu-steal", "99"], "Option '--b-cpu-steal' must be in (0, 90] %"),
+    ]
+    for argv, message in cases:
+        assert main(["compare", "--config", "OVS_DPDK1q", *argv, "--output", str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+CATALOG = load_catalog()
+
+
+def _cpus():  # type: ignore[no-untyped-def]
+    facts = probe_machine()
+    options = LabOptions(frame_sizes_bytes=(64,), tests=(VsperfTest.PHY2PHY_TPUT,))
+    return plan_run(CATALOG.get("OVS_DPDK1q"), facts, options).cpus
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+def test_a_a_says_no_change_and_a_big_cpu_steal_says_regression(tmp_path: Path, state_root: Path) -> None:
+    system = resolve(SideSpec("A", "system"))
+    same = resolve(SideSpec("B", "system"))
+    aa = run_compare(
+        (system, same),
+        _cpus(),
+        CompareConfig(trial_s=2.0, min_rounds=3, max_rounds=3, alpha=0.01, threshold_percent=3.0, seed=7),
+        state_root=state_root,
+        generator_factory=_dpdk_generator,
+    )
+    assert aa.complete and aa.estimate is not None and aa.estimate.rounds == 3
+    assert aa.estimate.verdict is AbVerdict.NO_CHANGE, aa.estimate
+    assert [v.side for v in aa.values].count("A") == 3 and all(v.mrr_pps > 0 for v in aa.values)
+    assert aa.versions["A"] == aa.versions["B"] and aa.versions["A"][1].startswith("22.11")
+    page = write_outcome(aa, tmp_path / "aa")
+    data = json.loads((tmp_path / "aa" / "report.json").read_text())
+    assert data["estimate"]["verdict"] == "NO_CHANGE" and len(data["rounds"]) == 3
+    assert "would have gone unseen" in page.read_text()
+    assert list(state_root.iterdir()) == []
+    slowed = run_compare(
+        (system, same),
+        _cpus(),
+        CompareConfig(trial_s=2.0, min_rounds=3, max_rounds=4, b_cpu_steal_percent=60.0, seed=3),
+        state_root=state_root,
+        generator_factory=_dpdk_generator,
+    )
+    assert slowed.estimate is not None and slowed.estimate.verdict is AbVerdict.REGRESSION, slowed.estimate
+    assert slowed.estimate.change_percent < -20
+    assert list(state_root.iterdir()) == []
+    assert not [p for p in CGROUP_V1_CPU.iterdir() if p.name.startswith("ovsperf-lab-ab-")]
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+def test_cli_writes_the_page_and_exits_by_the_verdict(tmp_path: Path, state_root: Path) -> None:
+    argv = ["--state-dir", str(state_root), "compare", "--config", "OVS_DPDK1q", "--b", "system",
+            "--b-cpu-steal", "60", "--rounds", "3", "--min-rounds", "2", "--trial-duration", "2",
+            "--seed", "5", "--output", str(tmp_path), "--no-progress"]  # fmt: skip
+    started = time.monotonic()
+    code = main(argv)
+    assert code == 1  # REGRESSION
+    [out] = list(tmp_path.iterdir())
+    assert out.name.startswith("compare_") and (out / "graphs" / "rounds.png").is_file()
+    rounds = (out / "rounds.csv").read_text().splitlines()
+    assert rounds[0] == "round,side,position,mrr_pps,tx_pps,started_at" and len(rounds) >= 5
+    assert "test aid: 60.0 % of the PMD CPU taken" in (out / "index.html").read_text()
+    assert time.monotonic() - started < 300
