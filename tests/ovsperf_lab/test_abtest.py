@@ -70,6 +70,12 @@ def test_sides_are_checked_before_anything_starts(tmp_path: Path) -> None:
         resolve(SideSpec("B", str(tmp_path / "empty")))
     with pytest.raises(LabError, match=r"Option .--b-lib-dir.: .* holds no DPDK library"):
         resolve(SideSpec("B", "system", lib_dir=tmp_path / "empty"))
+    (tmp_path / "badabi").mkdir()
+    (tmp_path / "badabi" / "librte_eal.so.23").write_bytes(b"not an ELF file")
+    with pytest.raises(
+        LabError, match=r"Side B: .* is not a working ovs-vswitchd with the libraries in .*badabi"
+    ):
+        resolve(SideSpec("B", "system", lib_dir=tmp_path / "badabi"))
     with pytest.raises(LabError, match="OVS does not know other_config key 'no-such-key'"):
         resolve(SideSpec("B", "system", other_config=(("no-such-key", "1"),)))
     with pytest.raises(LabError, match="'pmd-cpu-mask' is set by the lab"):
@@ -193,3 +199,60 @@ def test_cli_writes_the_page_and_exits_by_the_verdict(tmp_path: Path, state_root
     assert rounds[0] == "round,side,position,mrr_pps,tx_pps,started_at" and len(rounds) >= 5
     assert "test aid: 60.0 % of the PMD CPU taken" in (out / "index.html").read_text()
     assert time.monotonic() - started < 300
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+def test_a_second_dpdk_build_from_the_archive_runs_as_side_b(tmp_path: Path, state_root: Path) -> None:
+    import subprocess
+
+    fetched = subprocess.run(
+        [str(ROOT / "scripts" / "fetch-dpdk-libs.sh"), str(tmp_path / "dpdk")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert fetched.returncode == 0, fetched.stderr
+    libdir = Path(fetched.stdout.strip())
+    version = fetched.stderr.split("fetch-dpdk-libs: DPDK ")[1].split("-")[0]  # e.g. 22.11.7
+    a = resolve(SideSpec("A", "system"))
+    b = resolve(SideSpec("B", str(tmp_path / "dpdk" / "root")))  # a package tree: its libraries
+    assert b.library_dir == libdir and b.version_banner.endswith(f"DPDK {version}")
+    assert not a.same_as(b) and f"DPDK {version}" not in a.version_banner
+    outcome = run_compare(
+        (a, b),
+        _cpus(),
+        CompareConfig(trial_s=1.0, min_rounds=2, max_rounds=2, seed=1),
+        state_root=state_root,
+        generator_factory=_dpdk_generator,
+    )
+    assert outcome.versions["B"][1] == version and outcome.versions["A"][1] != version
+    assert outcome.estimate is not None and outcome.estimate.rounds == 2
+    assert list(state_root.iterdir()) == []
+
+
+@pytest.mark.dpdk
+def test_a_side_whose_ovs_fails_to_start_is_named(tmp_path: Path, state_root: Path) -> None:
+    fake = tmp_path / "ovs-vswitchd"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then\n'
+        '  echo "ovs-vswitchd (Open vSwitch) 9.9.9"; echo "DPDK 22.11.0"; exit 0\n'
+        "fi\n"
+        "echo 'simulated start-up failure' >&2; exit 1\n"
+    )
+    fake.chmod(0o755)
+    b = resolve(SideSpec("B", str(fake)))
+    with pytest.raises(LabError, match=rf"Side B \({fake}\): ovs-vswitchd \(PID \d+\) died with status 1"):
+        run_compare(
+            (resolve(SideSpec("A", "system")), b),
+            _cpus(),
+            CompareConfig(trial_s=1.0, min_rounds=2, max_rounds=2, seed=2),  # seed 2: B first
+            state_root=state_root,
+            generator_factory=_dpdk_generator,
+        )
+    assert list(state_root.iterdir()) == []
