@@ -41,7 +41,9 @@ def report_data(outcome: CompareOutcome) -> dict[str, Any]:
     config = outcome.config
     return {
         "schema": 1,
-        "metric": "MRR: received frames/s, both directions, at full offered load",
+        "metric": "MRR: received frames/s, both directions, at full offered load"
+        if config.metric == "mrr"
+        else "PDR 0.5 %: MLRsearch conditional throughput, both directions",
         "complete": outcome.complete,
         "reason": outcome.reason,
         "config": {
@@ -54,6 +56,7 @@ def report_data(outcome: CompareOutcome) -> dict[str, Any]:
             "threshold_percent": config.threshold_percent,
             "b_cpu_steal_percent": config.b_cpu_steal_percent,
             "seed": config.seed,
+            "metric": config.metric,
         },
         "sides": {
             side.label: {

@@ -26,8 +26,9 @@ from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.abstats import PairedEstimate, estimate
 from ovsperf_lab.cpusteal import CpuSteal
-from ovsperf_lab.errors import LabError, OvsError
+from ovsperf_lab.errors import LabError, OvsError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.mlr import MlrConfig, search_mlr
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import CpuPlan
@@ -68,6 +69,10 @@ class CompareConfig:
     """UDP flows per direction [1]."""
     seed: int | None = None
     """Seed of the A/B order (``--seed``); ``None``: from the OS."""
+    metric: str = "mrr"
+    """``mrr`` (one trial at full offered load) or ``pdr`` (a short MLRsearch for the 0.5 % PDR)."""
+    pdr_duration_sum_s: float = 5.0
+    """``--metric pdr``: MLRsearch duration sum per load [s] (shorter than CSIT's 21 s: rounds repeat)."""
 
     def __post_init__(self) -> None:
         """Check every field against its range.
@@ -83,6 +88,8 @@ class CompareConfig:
             )
         if not 0 < self.target_mdc_percent < 100:
             raise LabError(f"Option '--target-mdc' must be in (0, 100) %, got {self.target_mdc_percent!r}.")
+        if self.metric not in ("mrr", "pdr"):
+            raise LabError(f"Option '--metric' must be 'mrr' or 'pdr', got {self.metric!r}.")
         if not 0 <= self.threshold_percent < 100:
             raise LabError(f"Option '--threshold' must be in [0, 100) %, got {self.threshold_percent!r}.")
 
@@ -98,7 +105,8 @@ class RoundValue:
     position: int
     """0: measured first in its round, 1: second."""
     mrr_pps: float
-    """Received rate at full offered load, both directions [pps]."""
+    """The side's value, both directions [pps]: MRR (received rate at full offered load) or, with
+    ``--metric pdr``, the PDR."""
     tx_pps: float
     """Offered (achieved) rate, both directions [pps]."""
     started_at: str
@@ -204,6 +212,8 @@ class _SideRun:
                 steal.apply(ovs.pids["ovs-vswitchd"])
             speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
             load = line_rate_pps(self.config.frame_size_bytes, speed * 1e6)
+            if self.config.metric == "pdr":
+                return self._pdr(generator, load), load * 2, versions
             base = {
                 "frame_size_bytes": self.config.frame_size_bytes,
                 "rate_pps": load,
@@ -220,6 +230,28 @@ class _SideRun:
                 generator.close()
             for line in release(state):
                 log.debug("Teardown: %s.", line)
+
+    def _pdr(self, generator: TrafficGenerator, max_load: float) -> float:
+        """Return the 0.5 % PDR of a short MLRsearch, both directions [pps].
+
+        :raises SearchError: naming the side when the search finds none.
+        """
+        config = MlrConfig(
+            frame_size_bytes=self.config.frame_size_bytes,
+            max_rate_pps=max_load,
+            loss_ratio_goals=(0.005,),
+            final_trial_s=1.0,
+            duration_sum_s=self.config.pdr_duration_sum_s,
+            search_duration_max_s=600.0,
+            flows=self.config.flows,
+        )
+        try:
+            found = search_mlr(generator, config, log=logging.getLogger("ovsperf_lab.mlr")).goal(0.005)
+        except SearchError as err:
+            raise SearchError(f"Side {self.side.label}: {err}") from err
+        if found.aggregate_pps is None:
+            raise SearchError(f"Side {self.side.label}: no PDR (even the minimum load lost more than 0.5 %).")
+        return found.aggregate_pps
 
 
 def run_compare(

@@ -256,3 +256,26 @@ def test_a_side_whose_ovs_fails_to_start_is_named(tmp_path: Path, state_root: Pa
             generator_factory=_dpdk_generator,
         )
     assert list(state_root.iterdir()) == []
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+def test_pdr_metric_runs_a_short_mlrsearch_per_side_and_round(tmp_path: Path, state_root: Path) -> None:
+    side = resolve(SideSpec("A", "system"))
+    outcome = run_compare(
+        (side, resolve(SideSpec("B", "system"))),
+        _cpus(),
+        CompareConfig(
+            frame_size_bytes=1518, metric="pdr", pdr_duration_sum_s=2.0, min_rounds=2, max_rounds=2
+        ),
+        state_root=state_root,
+        generator_factory=_dpdk_generator,
+    )
+    assert outcome.estimate is not None and outcome.estimate.rounds == 2
+    line_rate = 2 * 10e9 / ((1518 + 20) * 8)
+    assert all(0 < v.mrr_pps <= line_rate * 1.001 for v in outcome.values)
+    write_outcome(outcome, tmp_path)
+    assert json.loads((tmp_path / "report.json").read_text())["config"]["metric"] == "pdr"
+    assert "PDR 0.5 %: MLRsearch conditional throughput" in (tmp_path / "index.html").read_text()
+    with pytest.raises(LabError, match="Option '--metric' must be 'mrr' or 'pdr'"):
+        CompareConfig(metric="ndr")
