@@ -1,4 +1,6 @@
-"""Write an A/B comparison: ``rounds.csv``, ``report.json``, ``index.html`` and its graph.
+"""Write an A/B comparison: ``rounds.csv``, ``report.json``, ``index.html``, graph, VSperf results.
+
+Each side's rounds also go to VSperf results (``A/results_<ts>/``, ``B/results_<ts>/``).
 
 Rewritten after every round (each file atomically), so an interrupted run keeps what it measured.
 The page states the verdict, the change with its interval and the minimum detectable change, and
@@ -21,7 +23,10 @@ from matplotlib.figure import Figure
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.resultdir import result_csv_name
+from ovsperf_common.units import l1_bps
 from ovsperf_lab.abtest import CompareOutcome
+from ovsperf_lab.results import CSV_COLUMNS, GOAL_COLUMNS
 
 
 def report_data(outcome: CompareOutcome) -> dict[str, Any]:
@@ -134,6 +139,55 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     os.replace(tmp, path)
 
 
+VSPERF_TESTS = {
+    "mrr": ("phy2phy_cont", "rfc2544_continuous", ""),
+    "pdr": ("phy2phy_tput", "rfc2544_throughput", "0.5"),
+}
+"""Metric → (VSperf test id, VSperf ``type``, ``loss_goal_percent``): an MRR is VSperf's continuous
+test (throughput at full offered load), a PDR its throughput test at the 0.5 % goal, so
+``generate-report`` never compares an MRR with an NDR."""
+
+
+def write_vsperf_sides(outcome: CompareOutcome, out: Path, stamp: str) -> list[Path]:
+    """Write each side's rounds as VSperf results: ``out/<side>/results_<stamp>/``.
+
+    One result CSV per round (VSperf index = round − 1), so ``generate-report --baseline out/A/…
+    --current out/B/…`` pools the rounds as repeats.
+
+    :returns: the two results directories.
+    :raises OSError: when a file cannot be written.
+    """
+    test, kind, goal = VSPERF_TESTS[outcome.config.metric]
+    size = outcome.config.frame_size_bytes
+    dirs = []
+    for side in ("A", "B"):
+        results = out / side / f"results_{stamp}"
+        results.mkdir(parents=True, exist_ok=True)
+        for value in (v for v in outcome.values if v.side == side):
+            row = dict.fromkeys([*CSV_COLUMNS, *GOAL_COLUMNS], "")
+            row |= {
+                "throughput_rx_fps": f"{value.mrr_pps:.6f}",
+                "throughput_rx_mbps": f"{l1_bps(value.mrr_pps, size) / 1e6:.3f}",
+                "tx_rate_fps": f"{value.tx_pps:.6f}",
+                "type": kind,
+                "packet_size": str(size),
+                "id": test,
+                "deployment": "p2p",
+                "vswitch": "OvsDpdkVhost",
+                "traffic_type": "udp",
+                "start_time": value.started_at[:19].replace("T", " "),
+                "loss_goal_percent": goal,
+                "search_method": outcome.config.metric,
+            }
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerow(row)
+            atomic_write_text(results / result_csv_name(test, "p2p", value.round - 1), buf.getvalue())
+        dirs.append(results)
+    return dirs
+
+
 def write_outcome(outcome: CompareOutcome, out: Path) -> Path:
     """Write (or rewrite) the comparison into directory ``out``; return the page's path.
 
@@ -149,6 +203,7 @@ def write_outcome(outcome: CompareOutcome, out: Path) -> Path:
     atomic_write_text(out / "rounds.csv", buf.getvalue())
     atomic_write_text(out / "report.json", json.dumps(data, indent=1, allow_nan=False) + "\n")
     _plot(data, out / "graphs" / "rounds.png")
+    write_vsperf_sides(outcome, out, out.name.removeprefix("compare_"))
     page = environment("compare", autoescape=True).get_template("index.html.j2").render(report=data)
     atomic_write_text(out / "index.html", page)
     return out / "index.html"

@@ -24,6 +24,7 @@ from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
 from ovsperf_lab.run import _dpdk_generator
 from ovsperf_lab.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
+from reporting.load import load_results_dir
 
 
 def test_paired_estimate_numbers() -> None:
@@ -198,6 +199,18 @@ def test_cli_writes_the_page_and_exits_by_the_verdict(tmp_path: Path, state_root
     rounds = (out / "rounds.csv").read_text().splitlines()
     assert rounds[0] == "round,side,position,mrr_pps,tx_pps,started_at" and len(rounds) >= 5
     assert "test aid: 60.0 % of the PMD CPU taken" in (out / "index.html").read_text()
+    # Each side's rounds are VSperf results that generate-report pools as repeats.
+    from reporting.api import generate_report
+
+    [a_dir], [b_dir] = list((out / "A").iterdir()), list((out / "B").iterdir())
+    report = generate_report([a_dir], [b_dir], tmp_path / "report")
+    [test] = json.loads(report.report_json.read_text())["tests"]
+    [cell] = test["rows"]
+    assert (test["test"], cell["current_n"], cell["baseline_n"]) == (
+        "phy2phy_cont",
+        len(rounds) // 2,
+        len(rounds) // 2,
+    )
     assert time.monotonic() - started < 300
 
 
@@ -279,3 +292,86 @@ def test_pdr_metric_runs_a_short_mlrsearch_per_side_and_round(tmp_path: Path, st
     assert "PDR 0.5 %: MLRsearch conditional throughput" in (tmp_path / "index.html").read_text()
     with pytest.raises(LabError, match="Option '--metric' must be 'mrr' or 'pdr'"):
         CompareConfig(metric="ndr")
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_rounds_so_far_and_tears_down(tmp_path: Path, state_root: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "ovsperf_lab", "--state-dir", str(state_root), "compare", "--config",
+            "OVS_DPDK1q", "--b", "system", "--rounds", "10", "--trial-duration", "1", "--seed", "4",
+            "--output", str(tmp_path), "--no-progress"]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list(tmp_path.glob("compare_*/rounds.csv")):
+            time.sleep(0.2)  # the first complete round has been written
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "interrupted" in err
+    [result] = list(tmp_path.iterdir())
+    assert out.strip() == str(result / "index.html")
+    data = json.loads((result / "report.json").read_text())
+    assert data["complete"] is False and "interrupted" in data["reason"]
+    assert len(data["rounds"]) >= 1 and all(v["mrr_pps"] > 0 for v in data["values"])
+    assert list(state_root.iterdir()) == []
+    assert not [p for p in CGROUP_V1_CPU.iterdir() if p.name.startswith("ovsperf-lab-ab-")]
+
+
+def test_the_page_and_vsperf_results_of_an_outcome(tmp_path: Path) -> None:
+    from ovsperf_lab.abtest import CompareOutcome, RoundValue
+    from ovsperf_lab.sides import Side
+
+    a = Side(
+        "A", Path("/usr/sbin/ovs-vswitchd"), None, (), "ovs-vswitchd (Open vSwitch) 3.1.0; DPDK 22.11.11"
+    )
+    b = Side(
+        "B",
+        Path("/x/ovs-vswitchd"),
+        Path("/x/lib"),
+        (("smc-enable", "true"),),
+        "ovs-vswitchd (Open vSwitch) 3.2.0; DPDK 22.11.7",
+    )
+    outcome = CompareOutcome((a, b), CompareConfig(seed=1))
+    values = [(1, "B", 9.0e6), (1, "A", 10.0e6), (2, "A", 8.0e6), (2, "B", 7.2e6), (3, "B", 9.45e6)]
+    for number, (r, side, pps) in enumerate(values):
+        outcome.values.append(RoundValue(r, side, number % 2, pps, 2 * 14.88e6, "2026-11-24T04:00:00+00:00"))
+    outcome.versions = {"A": ("3.1.0", "22.11.11"), "B": ("3.2.0", "22.11.7")}
+    assert outcome.pairs() == ([10.0e6, 8.0e6], [9.0e6, 7.2e6])  # round 3 is not complete
+    outcome.estimate = estimate(*outcome.pairs())
+    out = tmp_path / "compare_2026-11-24_04-00-00"
+    page = write_outcome(outcome, out).read_text()
+    data = json.loads((out / "report.json").read_text())
+    assert data["estimate"]["change_percent"] == pytest.approx(-10.0)
+    assert data["estimate"]["verdict"] == "REGRESSION"
+    assert [(r["round"], r["order"], r["change_percent"]) for r in data["rounds"]] == [
+        (1, "BA", pytest.approx(-10.0)),
+        (2, "AB", pytest.approx(-10.0)),
+        (3, "B", None),
+    ]
+    assert (
+        data["sides"]["B"]["dpdk_version"] == "22.11.7"
+        and "smc-enable=true" in data["sides"]["B"]["description"]
+    )
+    assert "REGRESSION" in page and "-10.00 %" in page and "libraries /x/lib" in page
+    assert (out / "rounds.csv").read_text().count("\n") == 6
+    csvs = sorted(p.name for p in (out / "B" / "results_2026-11-24_04-00-00").iterdir())
+    assert csvs == [f"result_{i}_phy2phy_cont_p2p.csv" for i in range(3)]
+    loaded = load_results_dir(out / "A" / "results_2026-11-24_04-00-00")
+    assert [r.rows[0].rx_pps for r in loaded.runs] == [10.0e6, 8.0e6]
+    assert loaded.runs[0].traffic_kind == "rfc2544_continuous" and loaded.runs[0].test == "phy2phy_cont"
