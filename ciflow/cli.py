@@ -21,7 +21,13 @@ output: one tab-separated line per result handled, on stdout:
   processed <name> <overall PASS|REGRESSION|INVALID> <report index.html>
   failed    <name> <reason file in ci_failed>
   error     <name> <reason>              (left in ci_in, retried next pass)
-the overview of all comparisons is <reports>/index.html.
+the overview of all comparisons is <reports>/index.html; each report has junit.xml beside its
+  index.html, and --junit FILE collects those of the pass into one file.
+trend: every processed result's numbers are recorded as samples; each cell shows its trend
+  verdict (change points over the scenario's builds) beside the baseline verdict. With at least
+  10 earlier builds the trend decides the cell (docs/trending.md), else the baseline.
+mail: with 'mail:' in the configuration, one summary of the pass's regressions with report links;
+  a mail server that is down only logs a warning.
 --dry-run prints "ready|busy|rejected <name> [<reason>]" per entry of ci_in; exit 0 if a pass
   would act on something, 3 if not.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
@@ -43,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--config", required=True, metavar="FILE", help="YAML configuration (see docs/ciflow.md)"
+    )
+    parser.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="write JUnit XML of every result processed in this pass (one test case per test, frame size"
+        " and metric; failures for regressions), for Jenkins' junit publisher",
     )
     parser.add_argument(
         "--dry-run",
@@ -81,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
         todo = [e for e in entries if e.state is not EntryState.BUSY]
         return int(ExitCode.OK if todo else ExitCode.NO_RESULTS)
     with _stop_on_signals() as stop_requested:
-        summary = run_pass(config, stop_requested=stop_requested)
+        summary = run_pass(config, stop_requested=stop_requested, junit=args.junit)
     for problem in summary.problems:
         print(f"process-ci-results: error: {one_line(problem)}", file=sys.stderr)
     for outcome in summary.outcomes:

@@ -10,6 +10,12 @@ Example (relative paths are relative to the configuration file; docs/ciflow.md h
     quiet_period_s: 60
     catalog: /etc/ovsperf/scenarios.yaml       # default: the packaged jobcreator catalog
     thresholds: {regression_percent: 5, improvement_percent: 5, warning_percent: 2, alpha: 0.05}
+    mail:                                      # optional: a summary of new regressions
+      smtp_host: smtp.example.com
+      smtp_port: 25                            # 587 with starttls: true
+      sender: ovsperf@example.com
+      recipients: [perf-qe@example.com]
+      report_base_url: https://perf.example.com/reports   # links; default: file paths
     scenarios:
       OVS_DPDK2q:
         baseline: baselines/OVS_DPDK2q_ovs-3.1.0   # one directory or a list (repeats)
@@ -24,13 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from ciflow.errors import ConfigError
-from ciflow.model import BaselineSource, CiConfig, ScenarioConfig
+from ciflow.model import BaselineSource, CiConfig, MailConfig, ScenarioConfig
 from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
 from ovsperf_common import fields
@@ -60,7 +67,24 @@ _TOP_KEYS = (
     "thresholds",
     "scenarios",
     "catalog",
+    "mail",
 )
+_MAIL_KEYS = (
+    "smtp_host",
+    "smtp_port",
+    "sender",
+    "recipients",
+    "starttls",
+    "username",
+    "password_file",
+    "timeout_s",
+    "report_base_url",
+    "subject_prefix",
+)
+_ADDRESS_RE = re.compile(
+    r"\A[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\Z"
+)
+"""A plain e-mail address (local part @ domain), no display name, no spaces or line breaks."""
 _REQUIRED_DIRS = ("ci_in", "ci_processed", "ci_failed", "reports")
 _SCENARIO_KEYS = ("baseline", "fallback", "thresholds")
 
@@ -139,6 +163,57 @@ def _config(path: Path, data: object) -> CiConfig:
         marker_timeout_s=fields.number(
             mapping.get("marker_timeout_s", DEFAULT_MARKER_TIMEOUT_S), "marker_timeout_s", minimum=0
         ),
+        mail=None if mapping.get("mail") is None else _mail(mapping["mail"], base),
+    )
+
+
+def _address(value: object, key: str) -> str:
+    text = fields.string(value, key, max_len=254)
+    if not _ADDRESS_RE.match(text):
+        raise FieldError(f"{text!r} is not an e-mail address (name@domain).", field=key)
+    return text
+
+
+def _mail(value: object, base: Path) -> MailConfig:
+    """Return the ``mail:`` settings.
+
+    :raises FieldError: naming the field that is unknown, missing or invalid.
+    """
+    entry = fields.mapping(value, "mail")
+    fields.reject_unknown(entry, _MAIL_KEYS, "mail")
+    for key in ("smtp_host", "sender", "recipients"):
+        fields.required(entry, key, "mail")
+    recipients = entry["recipients"]
+    if isinstance(recipients, str):
+        recipients = [recipients]
+    if not isinstance(recipients, list) or not recipients:
+        raise FieldError("give one address or a list of addresses.", field="mail.recipients")
+    username = entry.get("username")
+    password_file = entry.get("password_file")
+    if password_file is not None and username is None:
+        raise FieldError("needs mail.username.", field="mail.password_file")
+    base_url = entry.get("report_base_url")
+    if base_url is not None:
+        base_url = fields.string(base_url, "mail.report_base_url", max_len=1024).rstrip("/")
+        if not re.match(r"\Ahttps?://[^\s]+\Z", base_url):
+            raise FieldError(f"{base_url!r} is not an http(s) URL.", field="mail.report_base_url")
+    starttls = entry.get("starttls", False)
+    if not isinstance(starttls, bool):
+        raise FieldError("must be true or false.", field="mail.starttls")
+    prefix = fields.string(entry.get("subject_prefix", "[ovsperf]"), "mail.subject_prefix", max_len=64)
+    if any(ch in prefix for ch in "\r\n"):
+        raise FieldError("must be one line.", field="mail.subject_prefix")
+    return MailConfig(
+        smtp_host=fields.hostname(entry["smtp_host"], "mail.smtp_host"),
+        smtp_port=fields.positive_int(entry.get("smtp_port", 25), "mail.smtp_port", maximum=65535),
+        sender=_address(entry["sender"], "mail.sender"),
+        recipients=tuple(_address(r, f"mail.recipients[{i}]") for i, r in enumerate(recipients)),
+        starttls=starttls,
+        username=None if username is None else fields.string(username, "mail.username", max_len=255),
+        password_file=None if password_file is None else _path(password_file, "mail.password_file", base),
+        timeout_s=fields.number(entry.get("timeout_s", 30.0), "mail.timeout_s", minimum=0.1, maximum=600),
+        report_base_url=base_url,
+        subject_prefix=prefix,
     )
 
 

@@ -49,6 +49,32 @@ class ScenarioConfig:
 
 
 @dataclass(frozen=True)
+class MailConfig:
+    """Where ``process-ci-results`` mails a summary of new regressions (``mail:`` in the config)."""
+
+    smtp_host: str
+    """SMTP server host name (validated)."""
+    smtp_port: int
+    """SMTP port (25; 587 with ``starttls``)."""
+    sender: str
+    """``From:`` address."""
+    recipients: tuple[str, ...]
+    """``To:`` addresses (at least one)."""
+    starttls: bool = False
+    """Upgrade the connection with STARTTLS before anything else is sent."""
+    username: str | None = None
+    """SMTP AUTH user; the password is read from ``password_file`` when sending, never stored here."""
+    password_file: Path | None = None
+    """File holding the SMTP password (first line)."""
+    timeout_s: float = 30.0
+    """Deadline of every SMTP operation [s]; a server that is down never holds the pass longer."""
+    report_base_url: str | None = None
+    """URL under which ``reports`` is served: links become ``<url>/<name>/index.html``; default file paths."""
+    subject_prefix: str = "[ovsperf]"
+    """Start of the subject line."""
+
+
+@dataclass(frozen=True)
 class CiConfig:
     """A validated ``process-ci-results`` configuration (all paths absolute)."""
 
@@ -70,6 +96,8 @@ class CiConfig:
     """A result whose files changed less than this long ago is left for the next pass [s]."""
     marker_timeout_s: float
     """A result without the marker file and unchanged for this long is rejected [s]."""
+    mail: MailConfig | None = None
+    """Regression mail settings; None: no mail."""
 
     @property
     def lock_path(self) -> Path:
@@ -133,6 +161,10 @@ class ResultOutcome:
     """The report page when processed."""
     comparison_id: int | None = None
     """Results store id of the comparison when processed."""
+    regressions: tuple[str, ...] = ()
+    """The report's REGRESSION cells, one line each (reporting.api.ReportOutcome.regressions)."""
+    junit: Path | None = None
+    """The report's JUnit XML (``<report>/junit.xml``) when processed."""
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,15 @@ For each complete result (see :mod:`ciflow.inbox`), in name order:
 1. read its ``ovsperf-metadata.json`` and find the scenario's baseline (fixed directories, or the
    newest result of that scenario a tester marked PASS);
 2. generate the report into ``<reports>/<name>/`` (written atomically by the report generator);
-3. record the result and the comparison in the results store (paths as they will be after 4);
+   with each cell's trend verdict from the store's history of the scenario (resultstore.trend)
+   and JUnit XML beside it (``<reports>/<name>/junit.xml``);
+3. record the result, every measured number of it (samples, for the trends) and the comparison
+   in the results store (paths as they will be after 4);
 4. move the result to ``ci_processed/<name>`` (one atomic rename);
 
-and at the end rewrite the overview page ``<reports>/index.html`` from the store.
+and at the end rewrite the overview page ``<reports>/index.html`` from the store, write the
+pass's JUnit XML (every processed result's cases) when asked, and mail a summary of the
+regressions when ``mail:`` is configured (a mail server that is down never fails the pass).
 
 A result that cannot be compared goes to ``ci_failed/<name>`` with ``<name>.FAILED.txt`` and
 ``<name>.FAILED.json`` beside it saying why. Infrastructure trouble (disk full, database down)
@@ -24,6 +29,7 @@ import errno
 import json
 import logging
 import os
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,17 +48,21 @@ from ciflow.model import (
     failed_reason_file,
 )
 from ciflow.moves import free_destination, move_result, sweep_temporaries
+from ciflow.notify import send_regression_mail
 from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
-from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_write_text
+from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_write_bytes, atomic_write_text
 from ovsperf_common.metadata import RunMetadata
 from ovsperf_common.resultdir import fingerprint, result_csvs
 from ovsperf_common.runner import one_line
 from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
+from reporting.render import JUNIT_NAME
 from resultstore.errors import InvalidRecordError, ResultStoreError
 from resultstore.model import ResultStatus
 from resultstore.overview import OVERVIEW_HREF, write_overview
+from resultstore.samples import build_info, samples_from_sets
 from resultstore.store import ResultStore
+from resultstore.trend import load_sets, trend_for_sets
 from resultstore.verdicts import tester_verdict, thresholds_to_record
 
 log = logging.getLogger(__name__)
@@ -66,7 +76,11 @@ REPORT_TEMPORARY_AGE_S = 3600.0
 
 
 def run_pass(
-    config: CiConfig, *, now: float | None = None, stop_requested: Callable[[], bool] | None = None
+    config: CiConfig,
+    *,
+    now: float | None = None,
+    stop_requested: Callable[[], bool] | None = None,
+    junit: Path | None = None,
 ) -> PassSummary:
     """Process every complete result in ``config.ci_in`` once; return what happened to each.
 
@@ -77,6 +91,10 @@ def run_pass(
 
     A results store that cannot be opened, or fails mid-pass, stops the pass: what was handled
     is in the summary, the rest stays in ``ci_in``, and ``problems`` says why.
+
+    ``junit``: write one JUnit XML file there holding every processed result's test cases (one
+    ``<testsuite>`` per result), for Jenkins' ``junit`` publisher; written even when nothing was
+    processed (an empty ``<testsuites>``), so the publisher never finds a stale file.
 
     :raises CiflowError: when a directory cannot be created or listed, or the lock file opened.
     :raises StoreUnavailableError: when the results store cannot be opened (nothing was touched).
@@ -105,7 +123,9 @@ def run_pass(
             log.info("Leaving '%s' for the next pass: %s.", entry.name, entry.reason)
         if not todo:
             log.info("Nothing to process in '%s' (%d still arriving).", config.ci_in, len(busy))
-            return PassSummary(outcomes=tuple(outcomes))
+            problems_none: list[str] = []
+            _write_pass_junit(junit, outcomes, problems_none)
+            return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems_none))
         try:
             store = ResultStore.open(config.database_url)
         except ResultStoreError as err:
@@ -142,6 +162,11 @@ def run_pass(
                     problems.append(str(err))
                     log.error("%s", err)
     outcomes.sort(key=lambda o: o.name)
+    _write_pass_junit(junit, outcomes, problems)
+    if config.mail is not None:
+        send_regression_mail(
+            config.mail, outcomes, config.reports_dir, overview=config.reports_dir / "index.html"
+        )
     return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
 
 
@@ -198,6 +223,30 @@ def _current_dirs(entry: InboxEntry) -> tuple[Path, ...]:
     return dirs
 
 
+def _write_pass_junit(path: Path | None, outcomes: list[ResultOutcome], problems: list[str]) -> None:
+    """Write the pass's JUnit XML: the processed results' suites, in name order (see :func:`run_pass`)."""
+    if path is None:
+        return
+    root = ET.Element("testsuites", name="process-ci-results")
+    for outcome in sorted(outcomes, key=lambda o: o.name):
+        if outcome.kind is not OutcomeKind.PROCESSED or outcome.junit is None:
+            continue
+        try:
+            suites = ET.parse(outcome.junit).getroot()
+        except (OSError, ET.ParseError) as err:
+            problems.append(f"Cannot read the JUnit XML of '{outcome.name}' ({outcome.junit}): {err}")
+            log.error("%s", problems[-1])
+            continue
+        for suite in suites.iter("testsuite"):
+            root.append(suite)
+    ET.indent(root)
+    try:
+        atomic_write_bytes(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    except OSError as err:
+        problems.append(f"Cannot write the JUnit XML '{path}': {err}")
+        log.error("%s", problems[-1])
+
+
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
     if entry.state is EntryState.REJECTED:
         return _fail(config, store, entry, entry.reason or "rejected", None)
@@ -229,6 +278,16 @@ def _compare_record_move(
     baseline_label = baseline_name or ", ".join(p.name for p in scenario.baseline_dirs)
     title = f"{scenario.name}: {entry.name} vs {baseline_label}"
     try:
+        sets = load_sets(current_dirs)
+    except ReportingError as err:
+        raise ResultRejectedError(f"cannot read the results: {err}", name=entry.name) from err
+    try:
+        trend = trend_for_sets(store, sets, scenario=scenario.name, name=entry.name)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(
+            f"Results store failed while reading the history of '{entry.name}' (left in ci_in): {err}"
+        ) from err
+    try:
         report = generate_report(
             list(baseline_dirs),
             list(current_dirs),
@@ -239,6 +298,8 @@ def _compare_record_move(
             # The page names the result where it will be: the move follows the report.
             display_paths={entry.path: destination},
             overview_href=OVERVIEW_HREF,
+            trend=trend,
+            junit_suite=f"{scenario.name}.{entry.name}",
         )
     except (ReportingError, OSError) as err:
         if _is_infrastructure(err):
@@ -259,6 +320,7 @@ def _compare_record_move(
             metadata=metadata.to_json(),
             fingerprint=delivered,
         )
+        store.record_samples(entry.name, build_info(sets, metadata.to_json()), samples_from_sets(sets))
         comparison = store.record_comparison(
             result_name=entry.name,
             baseline_result_name=baseline_name,
@@ -295,6 +357,8 @@ def _compare_record_move(
         overall=report.overall,
         report_index=report.index_html,
         comparison_id=comparison.id,
+        regressions=report.regressions,
+        junit=report_dir / JUNIT_NAME,
     )
 
 

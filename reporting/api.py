@@ -10,19 +10,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ovsperf_common.atomicio import atomic_directory
+from ovsperf_common.atomicio import atomic_directory, atomic_write_bytes, check_replaceable
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.goals import goal_label
 from ovsperf_common.resultdir import fingerprint
 from ovsperf_common.verdict import Overall
 from reporting.compare import compare
 from reporting.document import PathDisplay
 from reporting.errors import NoResultsError, ReportingError, write_error
+from reporting.junit import write_junit
 from reporting.load import find_results_dirs, load_results_dir
-from reporting.model import TesterVerdict, Thresholds
-from reporting.render import MARKER_NAME, REPORT_ENTRIES, write_report
+from reporting.model import Comparison, TestComparison, TesterVerdict, Thresholds, TrendCell, Verdict
+from reporting.render import JUNIT_NAME, MARKER_NAME, REPORT_ENTRIES, write_report
 from reporting.resultmodel import ResultSet
 
 __all__ = [
@@ -31,10 +33,15 @@ __all__ = [
     "ReportingError",
     "TesterVerdict",
     "Thresholds",
+    "TrendCell",
+    "TrendKey",
     "generate_report",
 ]
 
 log = logging.getLogger(__name__)
+
+TrendKey = tuple[str, str, int, float]
+"""(test, deployment, frame size [B], loss goal [%]) of a cell, the key of ``generate_report(trend=)``."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,9 @@ class ReportOutcome:
     REGRESSION, IMPROVEMENT, UNSTABLE, INVALID, NO_BASELINE)."""
     warnings: tuple[str, ...]
     """Each names the file and row (or the test and frame size)."""
+    regressions: tuple[str, ...] = ()
+    """One line per cell whose deciding verdict is REGRESSION: test, frame size, metric, the change
+    and, when the trend decides, its reason (for mails and logs)."""
 
 
 def generate_report(
@@ -67,6 +77,9 @@ def generate_report(
     *,
     display_paths: Mapping[Path, Path] | None = None,
     overview_href: str | None = None,
+    trend: Mapping[TrendKey, TrendCell] | None = None,
+    junit: Path | None = None,
+    junit_suite: str | None = None,
 ) -> ReportOutcome:
     """Load, compare and render; write OUT atomically (a failed write leaves the previous report).
 
@@ -81,6 +94,12 @@ def generate_report(
         (page, ``report.json`` and :attr:`ReportOutcome.warnings`). Default: paths as read.
     :param overview_href: URL of a page listing all reports, relative to ``output_dir``
         (``process-ci-results``: ``../index.html``); the page links it at the top. Default: no link.
+    :param trend: each cell's trend verdict from the build history (resultstore.trend); shown beside
+        the baseline verdict, and deciding the cell when the series is long enough
+        (:attr:`reporting.model.Cell.decision`). Default: no trend.
+    :param junit: also write the JUnit XML here (every report holds it as ``junit.xml``;
+        :func:`reporting.junit.write_junit`), atomically.
+    :param junit_suite: the JUnit suite name (default: the title).
 
     :raises NoResultsError: (subclass of ReportingError) when no result CSV is found on a side.
     :raises ReportingError: on unreadable input or unwritable output.
@@ -98,9 +117,16 @@ def generate_report(
     _check_versions("current", current, warnings)
     _check_versions("baseline", baseline, warnings)
     comparison = compare(baseline, current, thresholds)
+    if trend:
+        comparison = replace(comparison, tests=tuple(_with_trend(t, trend) for t in comparison.tests))
     warnings.extend(comparison.warnings)
     output_dir = Path(output_dir)
     _check_output(output_dir, [*baseline_dirs, *current_dirs])
+    if junit is not None:
+        try:
+            check_replaceable(Path(junit))
+        except OSError as err:
+            raise write_error(f"cannot write JUnit XML there: {err.strerror or err}.", Path(junit)) from err
     if title is None:
         title = _default_title(baseline, current)
     display = PathDisplay.of(display_paths)
@@ -110,6 +136,10 @@ def generate_report(
     log.info("Rendering %d test(s) into '%s'.", len(comparison.tests), output_dir)
     try:
         with atomic_directory(output_dir) as tmp:
+            # Before the page: write_report's marker lists every entry present when it finishes.
+            write_junit(
+                tmp / JUNIT_NAME, comparison, suite=junit_suite or title, report=output_dir / "index.html"
+            )
             copy_warnings = write_report(
                 tmp,
                 comparison,
@@ -130,6 +160,12 @@ def generate_report(
     warnings.extend(copy_warnings)
     overall = comparison.overall
     log.info("Report written: '%s' (overall %s).", output_dir / "index.html", overall)
+    if junit is not None:
+        try:
+            atomic_write_bytes(Path(junit), (output_dir / JUNIT_NAME).read_bytes())
+        except OSError as err:
+            raise write_error(f"cannot write JUnit XML: {err.strerror or err}.", Path(junit)) from err
+        log.info("JUnit XML written: '%s'.", junit)
     return ReportOutcome(
         exit_code=overall.exit_code,
         overall=overall,
@@ -137,7 +173,38 @@ def generate_report(
         report_json=output_dir / "report.json",
         counts=comparison.counts,
         warnings=tuple(warnings),
+        regressions=_regressions(comparison),
     )
+
+
+def _regressions(comparison: Comparison) -> tuple[str, ...]:
+    """Return one line per REGRESSION cell (:attr:`ReportOutcome.regressions`)."""
+    lines = []
+    for test in comparison.tests:
+        for cell in test.cells:
+            if cell.decision is not Verdict.REGRESSION:
+                continue
+            size = cell.frame_size_bytes
+            where = f"{test.test}/{test.deployment} {size} B {goal_label(cell.loss_goal_percent)}"
+            change = (
+                "" if cell.rel_change_percent is None else f"{cell.rel_change_percent:+.2f} % vs baseline"
+            )
+            if cell.trend is not None and cell.trend.decides:
+                lines.append(f"{where}: trend {cell.trend.reason}" + (f" ({change})" if change else ""))
+            else:
+                lines.append(f"{where}: {change or cell.reason}")
+    return tuple(lines)
+
+
+def _with_trend(test: TestComparison, trend: Mapping[TrendKey, TrendCell]) -> TestComparison:
+    """Return ``test`` with each cell's trend verdict attached (cells without one unchanged)."""
+    cells = tuple(
+        replace(
+            cell, trend=trend.get((test.test, test.deployment, cell.frame_size_bytes, cell.loss_goal_percent))
+        )
+        for cell in test.cells
+    )
+    return replace(test, cells=cells)
 
 
 def _load_side(

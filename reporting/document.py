@@ -17,7 +17,15 @@ from typing import Any
 
 from ovsperf_common.goals import goal_label
 from ovsperf_common.units import l1_bps
-from reporting.model import Cell, Comparison, LatencyCell, TestComparison, TesterVerdict, Verdict
+from reporting.model import (
+    TREND_MIN_HISTORY,
+    Cell,
+    Comparison,
+    LatencyCell,
+    TestComparison,
+    TesterVerdict,
+    Verdict,
+)
 from reporting.resultmodel import LatencyPoint, ResultSet, TestRun
 
 SCHEMA_VERSION = 1
@@ -140,7 +148,9 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
         "p_value": _round(cell.p_value, 9),
         "method": cell.method.value,
         "verdict": cell.verdict.value,
+        "decision": cell.decision.value,
         "reason": cell.reason,
+        "trend": _trend_json(cell),
         "warn": cell.warn,
         "baseline_n": base.n if base else 0,
         "current_n": cur.n if cur else 0,
@@ -165,6 +175,22 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
             }
             for r in cell.per_result
         ],
+    }
+
+
+def _trend_json(cell: Cell) -> dict[str, Any] | None:
+    trend = cell.trend
+    if trend is None:
+        return None
+    return {
+        "verdict": trend.verdict.value,
+        "decides": trend.decides,
+        "history": trend.history,
+        "step_percent": _round(trend.step_percent, 3),
+        "confidence": _round(trend.confidence, 4),
+        "since": trend.since,
+        "reason": trend.reason,
+        "trend_page": trend.trend_page,
     }
 
 
@@ -226,6 +252,8 @@ def report_data(
         "throughput_definition": "Rx frames/s summed over both directions (as VSperf reports it); "
         "Mbit/s are L1: fps × (frame + 20 B) × 8",
         "link_bps": comparison.link_bps,
+        "has_trend": any(c.trend is not None for t in comparison.tests for c in t.cells),
+        "trend_min_history": TREND_MIN_HISTORY,
         "link_source": comparison.link_source,
         "overview_href": overview_href,
         "baseline": [
@@ -336,7 +364,7 @@ def findings(tests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: list[dict[str, Any]] = []
     for verdict in FINDING_ORDER:
         for number, test in enumerate(tests, start=1):
-            rows = [r for r in test["rows"] if r["verdict"] == verdict.value]
+            rows = [r for r in test["rows"] if r["decision"] == verdict.value]
             if not rows:
                 continue
             reasons = {r["reason"] for r in rows}

@@ -129,6 +129,54 @@ class RunValue:
     """Against the baseline mean [%]."""
 
 
+TREND_MIN_HISTORY = 10
+"""Earlier builds a series needs before its trend verdict, not the baseline verdict, decides a cell.
+
+With fewer, change points are too uncertain (jumpavg needs a group to compare with); the single
+baseline comparison decides as before. docs/trending.md states the rule."""
+
+
+class TrendVerdict(SpecEnum):
+    """What a cell's build history says of the build (:mod:`reporting.changepoints`, resultstore.trend)."""
+
+    REGRESSION = "REGRESSION"
+    """A change point to a worse group starts at this build, or such a change is still open."""
+    PROGRESSION = "PROGRESSION"
+    """A change point to a better group starts at this build."""
+    NORMAL = "NORMAL"
+    """The build belongs to the group before it."""
+    OUTLIER = "OUTLIER"
+    """A single build far off its group."""
+    EXPECTED = "EXPECTED"
+    """A regression a tester marked as expected (bug id or comment): shown, not alarmed."""
+    NO_HISTORY = "NO_HISTORY"
+    """No earlier build in the series: no trend possible."""
+
+
+@dataclass(frozen=True)
+class TrendCell:
+    """The trend verdict of one cell: this build judged against its series' history."""
+
+    verdict: TrendVerdict
+    history: int
+    """Earlier builds in the series [1]."""
+    reason: str
+    """One sentence: the step, where the change started, its confidence or the tester's mark."""
+    step_percent: float | None = None
+    """Step between the new group's and the previous group's averages [%]."""
+    confidence: float | None = None
+    """1 − 2^−Δbits of that change point [0, 1] (reporting.changepoints)."""
+    since: str | None = None
+    """Result (build) where the change started."""
+    trend_page: str | None = None
+    """Link to the series' trend page, when one is known."""
+
+    @property
+    def decides(self) -> bool:
+        """Return whether this verdict, not the baseline's, decides the cell (:data:`TREND_MIN_HISTORY`)."""
+        return self.history >= TREND_MIN_HISTORY and self.verdict is not TrendVerdict.NO_HISTORY
+
+
 @dataclass(frozen=True)
 class Cell:
     """The comparison of one (test, deployment, frame size)."""
@@ -159,6 +207,23 @@ class Cell:
     per_result: tuple[RunValue, ...] = ()
     loss_goal_percent: float = 0.0
     """The loss-ratio goal of the compared throughputs [%]: 0 is the NDR."""
+    trend: TrendCell | None = None
+    """What the build history says, when the report was given it (``--db``, process-ci-results)."""
+
+    @property
+    def decision(self) -> Verdict:
+        """Return the verdict that counts for the overall verdict and the exit code.
+
+        The baseline :attr:`verdict`, unless the trend decides (:attr:`TrendCell.decides`): then a
+        trend REGRESSION is a REGRESSION, and a baseline REGRESSION the history does not confirm
+        (NORMAL, OUTLIER, PROGRESSION, EXPECTED) is a PASS. INVALID and NO_BASELINE stay.
+        """
+        trend = self.trend
+        if trend is None or not trend.decides or self.verdict in (Verdict.INVALID, Verdict.NO_BASELINE):
+            return self.verdict
+        if trend.verdict is TrendVerdict.REGRESSION:
+            return Verdict.REGRESSION
+        return Verdict.PASS if self.verdict is Verdict.REGRESSION else self.verdict
 
 
 @dataclass(frozen=True)
@@ -239,7 +304,7 @@ class Comparison:
         counts = {v.value: 0 for v in Verdict}
         for test in self.tests:
             for cell in test.cells:
-                counts[cell.verdict.value] += 1
+                counts[cell.decision.value] += 1
         return counts
 
     @property

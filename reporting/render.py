@@ -46,7 +46,10 @@ MARKER_NAME = ".ovsperf-report"
 """File that marks a directory as a generated report (so it may be replaced); it lists, one per
 line after its first, the top-level entries the report wrote."""
 
-REPORT_ENTRIES = frozenset({"index.html", "report.json", "graphs", "sources", MARKER_NAME})
+JUNIT_NAME = "junit.xml"
+"""The report's JUnit XML (reporting.junit), written with every report."""
+
+REPORT_ENTRIES = frozenset({"index.html", "report.json", JUNIT_NAME, "graphs", "sources", MARKER_NAME})
 """Top-level entries a report may hold (reports written before the marker listed them)."""
 
 MAX_COPY_BYTES = 50 * 1024 * 1024

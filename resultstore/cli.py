@@ -1,26 +1,42 @@
-"""Command line entry point ``ovsperf-results``: list comparisons, show one, record a tester verdict."""
+"""Command line entry point ``ovsperf-results``: comparisons and verdicts, history import, trend pages."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line, run_command
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
-from resultstore.model import ComparisonRecord, Decision
+from resultstore.errors import ResultStoreError
+from resultstore.importer import import_dirs
+from resultstore.model import ComparisonRecord, Decision, SeriesKey
+from resultstore.samples import THROUGHPUT_METRICS
 from resultstore.store import ResultStore
+from resultstore.trend import analyse_store_series
+from resultstore.trendpages import write_trend_pages
 from resultstore.verdicts import record_verdict, refresh_pages
+
+log = logging.getLogger(__name__)
+
+_METRICS = {"ndr": "ndr_fps", "pdr": "pdr_fps", "mrr": "mrr_fps"}
 
 EPILOG = f"""\
 database: --db URL, else ${DB_ENV_VAR}, else the SQLite file {default_database_path()}.
   A plain path means an SQLite file; a shared store is e.g. postgresql+psycopg://user@host/ovsperf.
 <comparison> is a comparison id (first column of 'list') or a result name (its newest comparison).
-exit codes: 0 OK; 2 error (unknown comparison, invalid bug id or comment, database down, or the
-  report/overview could not be re-rendered: the verdict is stored then, retry with 'render');
-  3 'list' matched nothing.
+exit codes: 0 OK; 2 error (unknown comparison, scenario or metric, invalid bug id or comment,
+  database down, or the report/overview could not be re-rendered: the verdict is stored then,
+  retry with 'render'); 3 'list' matched nothing, 'import' found no result, 'trend' found no
+  series (empty store, or filters that match nothing).
+import: every layout generate-report reads; a result already recorded (same files) is not
+  recorded twice, its samples are refreshed.
+trend: one page per (scenario, test, frame size) and an index, openable offline (docs/trending.md).
 """
 
 
@@ -68,6 +84,41 @@ def _parser() -> argparse.ArgumentParser:
     )
     verdict.add_argument("--comment", metavar="TEXT", help="free text shown on the page")
     verdict.add_argument("--tester", metavar="NAME", help="who decides (default: login name)")
+
+    imp = sub.add_parser("import", help="record existing VSperf results directories and their samples")
+    imp.add_argument(
+        "dirs", nargs="+", type=Path, metavar="DIR", help="results directory, delivery, or a parent"
+    )
+    imp.add_argument(
+        "--scenario", help="scenario of results whose metadata names none (bare VSperf directories)"
+    )
+
+    trend = sub.add_parser(
+        "trend", help="write the trend pages (graphs over builds, change points, verdicts)"
+    )
+    trend.add_argument(
+        "--output-dir", required=True, type=Path, metavar="DIR", help="pages directory (replaced)"
+    )
+    trend.add_argument("--scenario", help="only this scenario")
+    trend.add_argument(
+        "--metric", choices=sorted(_METRICS), action="append", help="only this metric (repeatable)"
+    )
+    trend.add_argument(
+        "--since", metavar="YYYY-MM-DD", help="only builds measured on or after this day (UTC)"
+    )
+    trend.add_argument("--title", default="OVS/DPDK performance trends", help="page title")
+
+    expect = sub.add_parser(
+        "expect", help="mark the trend change of one series at one result as expected (no more alarms)"
+    )
+    expect.add_argument("result", help="result name (where the change starts: 'since' on the pages)")
+    expect.add_argument("--test", required=True, help="VSperf test, e.g. phy2phy_tput")
+    expect.add_argument("--deployment", help="VSperf deployment (default: the test's only one)")
+    expect.add_argument("--frame-size", required=True, type=int, metavar="B", help="frame size incl. FCS [B]")
+    expect.add_argument("--metric", choices=sorted(_METRICS), default="ndr", help="metric (default ndr)")
+    expect.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
+    expect.add_argument("--comment", metavar="TEXT", help="why it is expected")
+    expect.add_argument("--tester", metavar="NAME", help="who decides")
 
     render = sub.add_parser(
         "render", help="re-render a comparison's report page and the overview (e.g. after a failure)"
@@ -153,9 +204,117 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
         )
 
 
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ResultStoreError(f"--since {text!r} is not a date YYYY-MM-DD.") from None
+
+
+def _import(store: ResultStore, args: argparse.Namespace) -> int:
+    def progress(done: int, total: int, name: str) -> None:
+        log.info("Imported %d/%d: %s", done, total, name)
+
+    outcome = import_dirs(store, args.dirs, scenario=args.scenario, progress=progress)
+    for path, why in outcome.skipped:
+        log.warning("Skipped '%s': %s", path, why)
+    for name in outcome.recorded:
+        print(one_line(f"recorded {name}"))
+    for name in outcome.refreshed:
+        print(one_line(f"already recorded {name} (samples refreshed)"))
+    log.info(
+        "%d result(s) recorded, %d already there, %d skipped; %d sample(s) written.",
+        len(outcome.recorded),
+        len(outcome.refreshed),
+        len(outcome.skipped),
+        outcome.samples,
+    )
+    return int(ExitCode.OK if outcome.recorded or outcome.refreshed else ExitCode.NO_RESULTS)
+
+
+def _trend(store: ResultStore, args: argparse.Namespace) -> int:
+    since = _since(args.since)
+    metrics = [_METRICS[m] for m in args.metric] if args.metric else list(THROUGHPUT_METRICS)
+    if args.scenario is not None:
+        known = store.scenarios()
+        if args.scenario not in known:
+            raise ResultStoreError(
+                f"--scenario {args.scenario!r} has no results in the store; "
+                f"known: {', '.join(known) or 'none'}."
+            )
+    series = store.series(scenario=args.scenario, since=since, metrics=metrics)
+    if not series:
+        log.error("No series in the store for these filters (empty store, or nothing since %s).", args.since)
+        return int(ExitCode.NO_RESULTS)
+    longest = max(len(s.points) for s in series)
+    if longest < 2:
+        log.warning("Every series has one build only: no trend possible yet (pages show the values).")
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 100 == 0:
+            log.info("Analysed %d/%d series.", done, total)
+
+    trends = analyse_store_series(store, series, progress=progress)
+    filters = ", ".join(
+        f
+        for f in (
+            f"scenario {args.scenario}" if args.scenario else "",
+            f"metrics {', '.join(args.metric)}" if args.metric else "",
+            f"since {args.since}" if args.since else "",
+        )
+        if f
+    )
+    try:
+        outcome = write_trend_pages(
+            trends, args.output_dir, title=args.title, generated=datetime.now(UTC), filters=filters
+        )
+    except OSError as err:
+        raise ResultStoreError(f"Cannot write the trend pages: {err}") from err
+    regressions = sum(1 for t in trends if t.last.verdict.value == "REGRESSION")
+    log.info("%d series, %d with an open regression.", outcome.series, regressions)
+    print(one_line(outcome.index_html))
+    return int(ExitCode.OK)
+
+
+def _expect(store: ResultStore, args: argparse.Namespace) -> int:
+    metric = _METRICS[args.metric]
+    result = store.result(args.result)
+    if result is None:
+        raise ResultStoreError(f"No result '{args.result}' in the results store.")
+    deployments = {
+        s.key.deployment
+        for s in store.series(scenario=result.scenario, metrics=[metric])
+        if s.key.test == args.test
+        and s.key.frame_size == args.frame_size
+        and any(p.result_name == args.result for p in s.points)
+    }
+    if args.deployment:
+        deployments &= {args.deployment}
+    if len(deployments) != 1:
+        raise ResultStoreError(
+            f"Result '{args.result}' has no {args.metric.upper()} sample of test {args.test!r} at "
+            f"{args.frame_size} B"
+            + (f" (deployment {args.deployment})" if args.deployment else "")
+            + ("" if not deployments else f"; give --deployment, one of {', '.join(sorted(deployments))}")
+            + "."
+        )
+    key = SeriesKey(result.scenario or "-", args.test, deployments.pop(), args.frame_size, metric)
+    mark = store.add_trend_mark(args.result, key, bug_id=args.bug, comment=args.comment, tester=args.tester)
+    print(one_line(f"marked expected: {mark.key.label} at {mark.result_name}"))
+    return int(ExitCode.OK)
+
+
 def _run(args: argparse.Namespace) -> int:
-    """Open the store and run the sub-command; return 0, or 3 when 'list' matched nothing."""
-    with ResultStore.open(database_url(args.db), create_directory=False) as store:
+    """Open the store and run the sub-command; return 0, or 3 when nothing was found."""
+    with ResultStore.open(database_url(args.db), create_directory=args.command == "import") as store:
+        if args.command == "import":
+            return _import(store, args)
+        if args.command == "trend":
+            return _trend(store, args)
+        if args.command == "expect":
+            return _expect(store, args)
         if args.command == "list":
             records = store.comparisons(
                 scenario=args.scenario, undecided_only=args.undecided, limit=args.limit or None

@@ -129,3 +129,66 @@ class ComparisonRecord:
     """When the comparison was first recorded (timezone-aware UTC)."""
     verdict: VerdictRecord | None
     """The newest tester verdict; None while nobody has decided."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    """One trend series: a scenario's test at one frame size and one metric, over builds."""
+
+    scenario: str
+    """Catalog scenario (``OVS_DPDK1q``, …); ``-`` for results recorded without one."""
+    test: str
+    """VSperf test, e.g. ``phy2phy_tput``."""
+    deployment: str
+    """VSperf deployment, e.g. ``p2p``."""
+    frame_size: int
+    """Ethernet frame size including FCS [B]."""
+    metric: str
+    """Metric name (:mod:`resultstore.samples`)."""
+
+    @property
+    def label(self) -> str:
+        """Return ``scenario / test / 64 B / ndr_fps``."""
+        return f"{self.scenario} / {self.test} / {self.frame_size} B / {self.metric}"
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One build in a series: its values (repeats) and what identifies the build."""
+
+    result_name: str
+    """The result's name in the store."""
+    built_at: datetime
+    """Start of the measurement (UTC), else when the result was received."""
+    values: tuple[float, ...]
+    """The build's values, one per repeat, in the metric's unit."""
+    ovs_version: str | None
+    dpdk_version: str | None
+    qemu_version: str | None
+    report: Path | None
+    """``index.html`` of the result's newest report, None when it has none."""
+    tester_decision: str | None
+    """The tester's newest verdict (PASS / FAIL) on that report, None when none."""
+    tester_bug: str | None
+    """Its bug id."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """A series and its builds in build order (oldest first)."""
+
+    key: SeriesKey
+    points: tuple[SeriesPoint, ...]
+
+
+@dataclass(frozen=True)
+class TrendMark:
+    """A tester's note that the change of one series at one result is expected (not re-alarmed)."""
+
+    id: int
+    result_name: str
+    key: SeriesKey
+    bug_id: str | None
+    comment: str | None
+    tester: str | None
+    recorded_at: datetime

@@ -1,7 +1,9 @@
 """Declare the database tables of the results store (SQLAlchemy 2.0 ORM; SQLite and PostgreSQL).
 
-Only :mod:`resultstore.store` uses these classes; callers get the frozen records of
-:mod:`resultstore.model`. Column types are portable: ``JSON`` maps to SQLite text and PostgreSQL
+Only :mod:`resultstore.store` and :mod:`resultstore.history` use these classes; callers get frozen
+records. The tables are created and upgraded by the Alembic migrations in
+``resultstore/migrations`` (:mod:`resultstore.migrate`), never by ``create_all``: a migration
+must accompany every change here. Column types are portable: ``JSON`` maps to SQLite text and PostgreSQL
 ``json``; times are stored as UTC and always returned timezone-aware (:class:`UTCDateTime`).
 """
 
@@ -15,7 +17,9 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -24,8 +28,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 1
-"""Version of the table layout below; stored in ``ovsperf_schema`` and checked on open."""
+SCHEMA_VERSION = 2
+"""Version of the table layout below; stored in ``ovsperf_schema`` so that an ovsperf older than
+the store refuses it (the Alembic revision says the same to this one). 1: results, comparisons,
+verdicts; 2: build versions on results, per-cell samples, tester marks on trend changes."""
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,6 +84,13 @@ class ResultRow(Base):
     metadata_json: Mapped[dict[str, Any]] = mapped_column(JSON)
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    """When the measurement started (build time order of the trend series); schema 2."""
+    ovs_version: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    dpdk_version: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    qemu_version: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    hosts: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    """Host names, comma-separated; schema 2."""
 
     __table_args__ = (CheckConstraint("status IN ('processed', 'failed')", name="ck_results_status"),)
 
@@ -118,3 +131,72 @@ class VerdictRow(Base):
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     __table_args__ = (CheckConstraint("decision IN ('PASS', 'FAIL')", name="ck_verdicts_decision"),)
+
+
+class SampleRow(Base):
+    """One measured number of a result: test × frame size × metric × repeat (schema 2).
+
+    See :class:`resultstore.history.Sample` for the metric names and units.
+    """
+
+    __tablename__ = "samples"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
+    test: Mapped[str] = mapped_column(String(128))
+    deployment: Mapped[str] = mapped_column(String(64))
+    frame_size: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+    repeat: Mapped[int] = mapped_column(Integer)
+    value: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        UniqueConstraint(
+            "result_id", "test", "deployment", "frame_size", "metric", "repeat", name="uq_samples_cell"
+        ),
+        Index("ix_samples_series", "test", "deployment", "frame_size", "metric"),
+    )
+
+
+class TrendMarkRow(Base):
+    """A tester's mark on a trend change of one series at one result: expected, with bug or comment."""
+
+    __tablename__ = "trend_marks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
+    test: Mapped[str] = mapped_column(String(128))
+    deployment: Mapped[str] = mapped_column(String(64))
+    frame_size: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+    bug_id: Mapped[str | None] = mapped_column(String(255))
+    comment: Mapped[str | None] = mapped_column(Text)
+    tester: Mapped[str | None] = mapped_column(String(255))
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class TrendCacheRow(Base):
+    """The last change-point analysis of one series, valid while its digest matches (schema 2).
+
+    ``digest`` covers the series' builds and values and the analysis rules
+    (:func:`resultstore.trend.series_digest`); a new build changes it and the series is analysed
+    again. Only a cache: deleting the rows loses nothing.
+    """
+
+    __tablename__ = "trend_cache"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scenario: Mapped[str] = mapped_column(String(255))
+    test: Mapped[str] = mapped_column(String(128))
+    deployment: Mapped[str] = mapped_column(String(64))
+    frame_size: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+    digest: Mapped[str] = mapped_column(String(64))
+    analysis: Mapped[dict[str, Any]] = mapped_column(JSON)
+    analysed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        UniqueConstraint(
+            "scenario", "test", "deployment", "frame_size", "metric", name="uq_trend_cache_series"
+        ),
+    )

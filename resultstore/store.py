@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -29,21 +29,29 @@ from resultstore.errors import (
     SchemaVersionError,
     StoreDatabaseError,
 )
+from resultstore.migrate import upgrade
 from resultstore.model import (
     ComparisonRecord,
     Decision,
     ResultRecord,
     ResultStatus,
+    Series,
+    SeriesKey,
+    SeriesPoint,
+    TrendMark,
     VerdictRecord,
     check_name,
 )
 from resultstore.records import comparison_records, result_record, verdict_record
+from resultstore.samples import BuildInfo, Sample
 from resultstore.schema import (
     SCHEMA_VERSION,
-    Base,
     ComparisonRow,
     ResultRow,
+    SampleRow,
     SchemaInfoRow,
+    TrendCacheRow,
+    TrendMarkRow,
     VerdictRow,
 )
 
@@ -86,6 +94,11 @@ def _bug_id(value: str | None) -> str | None:
     return text
 
 
+def _short(value: str | None) -> str | None:
+    """Return ``value`` cut to the 255 characters a short column holds (versions, hosts)."""
+    return None if value is None else value[:_MAX_SHORT_TEXT]
+
+
 def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
     """Strip ``value``; None/empty → None; reject over-long or (single-line) control characters."""
     if value is None:
@@ -122,7 +135,7 @@ class ResultStore:
 
     @classmethod
     def open(cls, url: str, *, create_directory: bool = True) -> ResultStore:
-        """Connect to ``url``, create missing tables and check the schema version.
+        """Connect to ``url``, create or upgrade the tables (:mod:`resultstore.migrate`), check the version.
 
         An SQLite file's parent directory is created when missing, unless ``create_directory`` is
         false (``ovsperf-results``: a mistyped ``--db`` must not create an empty store).
@@ -172,11 +185,9 @@ class ResultStore:
         for attempt in (1, 2):
             try:
                 with self._session() as session:
-                    Base.metadata.create_all(session.connection())
+                    upgrade(session.connection(), self.url)
                     row = session.scalar(select(SchemaInfoRow).order_by(SchemaInfoRow.id))
-                    if row is None:
-                        session.add(SchemaInfoRow(id=1, version=SCHEMA_VERSION))
-                    elif row.version > SCHEMA_VERSION:
+                    if row is not None and row.version > SCHEMA_VERSION:
                         raise SchemaVersionError(
                             f"schema version {row.version} is newer than this ovsperf's "
                             f"({SCHEMA_VERSION}); upgrade ovsperf.",
@@ -455,6 +466,276 @@ class ResultStore:
                 select(VerdictRow).where(VerdictRow.comparison_id == comparison_id).order_by(VerdictRow.id)
             )
             return [verdict_record(row) for row in rows]
+
+    # ---- samples and trends ----------------------------------------------------------------
+
+    def result_by_fingerprint(self, fingerprint: str) -> ResultRecord | None:
+        """Return the oldest stored result whose directories have ``fingerprint``, or None.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            row = session.scalars(
+                select(ResultRow).where(ResultRow.fingerprint == fingerprint).order_by(ResultRow.id)
+            ).first()
+            return None if row is None else result_record(row)
+
+    def record_samples(self, result_name: str, build: BuildInfo, samples: Sequence[Sample]) -> int:
+        """Store the samples and build information of result ``result_name``, replacing earlier ones.
+
+        Replacing (not adding) makes recording the same result again harmless.
+
+        :returns: the number of samples stored.
+        :raises InvalidRecordError: when no result is called ``result_name``.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            result = self._result_row(session, result_name, "result_name")
+            result.started_at = build.started_at
+            result.ovs_version = _short(build.ovs_version)
+            result.dpdk_version = _short(build.dpdk_version)
+            result.qemu_version = _short(build.qemu_version)
+            result.hosts = _short(",".join(build.hosts)) if build.hosts else None
+            session.execute(delete(SampleRow).where(SampleRow.result_id == result.id))
+            session.add_all(
+                SampleRow(
+                    result_id=result.id,
+                    test=s.test,
+                    deployment=s.deployment,
+                    frame_size=s.frame_size,
+                    metric=s.metric,
+                    repeat=s.repeat,
+                    value=s.value,
+                )
+                for s in samples
+            )
+            return len(samples)
+
+    def scenarios(self) -> list[str]:
+        """Return the scenarios of the stored results, sorted.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            return sorted(s for s in session.scalars(select(ResultRow.scenario).distinct()) if s)
+
+    def sample_count(self) -> int:
+        """Return how many samples the store holds.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            return int(session.scalar(select(func.count(SampleRow.id))) or 0)
+
+    def series(
+        self,
+        *,
+        scenario: str | None = None,
+        since: datetime | None = None,
+        metrics: Sequence[str] | None = None,
+    ) -> list[Series]:
+        """Return every series (scenario × test × frame size × metric) with its builds, oldest first.
+
+        A build's time is its measurement start, else when the store received it; builds with
+        equal times are ordered by result name. Only processed results count.
+
+        :param scenario: only this scenario's series.
+        :param since: only builds at or after this time (aware).
+        :param metrics: only these metrics.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        built = func.coalesce(ResultRow.started_at, ResultRow.received_at)
+        query = (
+            select(
+                ResultRow.id,
+                ResultRow.name,
+                ResultRow.scenario,
+                ResultRow.started_at,
+                ResultRow.received_at,
+                ResultRow.ovs_version,
+                ResultRow.dpdk_version,
+                ResultRow.qemu_version,
+                SampleRow.test,
+                SampleRow.deployment,
+                SampleRow.frame_size,
+                SampleRow.metric,
+                SampleRow.repeat,
+                SampleRow.value,
+            )
+            .join(SampleRow, SampleRow.result_id == ResultRow.id)
+            .where(ResultRow.status == ResultStatus.PROCESSED.value)
+            .order_by(built, ResultRow.name, SampleRow.repeat)
+        )
+        if scenario is not None:
+            query = query.where(ResultRow.scenario == scenario)
+        if since is not None:
+            query = query.where(built >= since)
+        if metrics is not None:
+            query = query.where(SampleRow.metric.in_(list(metrics)))
+        with self._session() as session:
+            rows = session.execute(query).all()
+            reports = self._newest_reports(session, {row.id for row in rows})
+        points: dict[SeriesKey, dict[str, tuple[Any, list[float]]]] = {}
+        for row in rows:
+            key = SeriesKey(row.scenario or "-", row.test, row.deployment, row.frame_size, row.metric)
+            builds = points.setdefault(key, {})
+            if row.name not in builds:
+                builds[row.name] = (row, [])
+            builds[row.name][1].append(float(row.value))
+        out = []
+        for key in sorted(points):
+            series_points = []
+            for name, (row, values) in points[key].items():
+                report, decision, bug = reports.get(row.id, (None, None, None))
+                series_points.append(
+                    SeriesPoint(
+                        result_name=name,
+                        built_at=row.started_at or row.received_at,
+                        values=tuple(values),
+                        ovs_version=row.ovs_version,
+                        dpdk_version=row.dpdk_version,
+                        qemu_version=row.qemu_version,
+                        report=report,
+                        tester_decision=decision,
+                        tester_bug=bug,
+                    )
+                )
+            out.append(Series(key, tuple(series_points)))
+        return out
+
+    @staticmethod
+    def _newest_reports(
+        session: Session, result_ids: set[int]
+    ) -> dict[int, tuple[Path, str | None, str | None]]:
+        """Return result id → (newest report's index.html, its newest verdict, bug id)."""
+        if not result_ids:
+            return {}
+        newest = (
+            select(func.max(ComparisonRow.id))
+            .where(ComparisonRow.result_id.in_(result_ids))
+            .group_by(ComparisonRow.result_id)
+        )
+        comparisons = session.scalars(select(ComparisonRow).where(ComparisonRow.id.in_(newest))).all()
+        verdicts: dict[int, VerdictRow] = {}
+        if comparisons:
+            for verdict in session.scalars(
+                select(VerdictRow)
+                .where(VerdictRow.comparison_id.in_([c.id for c in comparisons]))
+                .order_by(VerdictRow.id)
+            ):
+                verdicts[verdict.comparison_id] = verdict
+        out = {}
+        for comparison in comparisons:
+            newest_verdict = verdicts.get(comparison.id)
+            out[comparison.result_id] = (
+                Path(comparison.report_dir) / "index.html",
+                newest_verdict.decision if newest_verdict else None,
+                newest_verdict.bug_id if newest_verdict else None,
+            )
+        return out
+
+    def add_trend_mark(
+        self,
+        result_name: str,
+        key: SeriesKey,
+        *,
+        bug_id: str | None = None,
+        comment: str | None = None,
+        tester: str | None = None,
+    ) -> TrendMark:
+        """Record that the change of series ``key`` at result ``result_name`` is expected.
+
+        :raises InvalidRecordError: when there is no such result, neither a bug id nor a comment
+            is given, or they are malformed (as for verdicts).
+        :raises StoreDatabaseError: when the database fails.
+        """
+        bug = _bug_id(bug_id)
+        text = _clean_text(comment, "Comment", _MAX_COMMENT, single_line=False)
+        if bug is None and text is None:
+            raise InvalidRecordError(
+                "Say why the change is expected: give a bug id or a comment.", field="bug"
+            )
+        with self._session() as session:
+            result = self._result_row(session, result_name, "result_name")
+            row = TrendMarkRow(
+                result_id=result.id,
+                test=key.test,
+                deployment=key.deployment,
+                frame_size=key.frame_size,
+                metric=key.metric,
+                bug_id=bug,
+                comment=text,
+                tester=_clean_text(tester, "Tester", _MAX_SHORT_TEXT, single_line=True),
+                recorded_at=_utcnow(),
+            )
+            session.add(row)
+            session.flush()
+            return TrendMark(row.id, result.name, key, row.bug_id, row.comment, row.tester, row.recorded_at)
+
+    def cached_analyses(self) -> dict[SeriesKey, tuple[str, dict[str, Any]]]:
+        """Return series key → (digest, analysis document) of every cached change-point analysis.
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            return {
+                SeriesKey(r.scenario, r.test, r.deployment, r.frame_size, r.metric): (
+                    r.digest,
+                    dict(r.analysis),
+                )
+                for r in session.scalars(select(TrendCacheRow))
+            }
+
+    def cache_analyses(self, analyses: Mapping[SeriesKey, tuple[str, Mapping[str, Any]]]) -> None:
+        """Store (replace) the change-point analyses of the series in ``analyses`` (key → digest, document).
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        if not analyses:
+            return
+        now = _utcnow()
+        with self._session() as session:
+            existing = {
+                (r.scenario, r.test, r.deployment, r.frame_size, r.metric): r
+                for r in session.scalars(select(TrendCacheRow))
+            }
+            for key, (digest, document) in analyses.items():
+                ident = (key.scenario, key.test, key.deployment, key.frame_size, key.metric)
+                row = existing.get(ident)
+                if row is None:
+                    session.add(
+                        TrendCacheRow(
+                            scenario=key.scenario,
+                            test=key.test,
+                            deployment=key.deployment,
+                            frame_size=key.frame_size,
+                            metric=key.metric,
+                            digest=digest,
+                            analysis=dict(document),
+                            analysed_at=now,
+                        )
+                    )
+                else:
+                    row.digest, row.analysis, row.analysed_at = digest, dict(document), now
+
+    def trend_marks(self) -> dict[tuple[str, str, str, int, str], TrendMark]:
+        """Return the newest mark per (result name, test, deployment, frame size, metric).
+
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            rows = session.execute(
+                select(TrendMarkRow, ResultRow.name, ResultRow.scenario)
+                .join(ResultRow, TrendMarkRow.result_id == ResultRow.id)
+                .order_by(TrendMarkRow.id)
+            ).all()
+        out = {}
+        for mark, name, scenario in rows:
+            key = SeriesKey(scenario or "-", mark.test, mark.deployment, mark.frame_size, mark.metric)
+            out[(name, mark.test, mark.deployment, mark.frame_size, mark.metric)] = TrendMark(
+                mark.id, name, key, mark.bug_id, mark.comment, mark.tester, mark.recorded_at
+            )
+        return out
 
     # ---- helpers -------------------------------------------------------------------------
 

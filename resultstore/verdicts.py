@@ -17,6 +17,7 @@ from resultstore.errors import OverviewError, RenderError
 from resultstore.model import ComparisonRecord, Decision, VerdictRecord
 from resultstore.overview import OVERVIEW_HREF, write_overview
 from resultstore.store import ResultStore
+from resultstore.trend import load_sets, trend_for_sets
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,13 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
     :raises StoreDatabaseError: when the database fails.
     """
     try:
+        # The trend as it was when the result arrived: its series' builds before it.
+        trend = trend_for_sets(
+            store,
+            load_sets(comparison.current_dirs),
+            scenario=comparison.scenario,
+            name=comparison.result_name,
+        )
         outcome: ReportOutcome = generate_report(
             list(comparison.baseline_dirs),
             list(comparison.current_dirs),
@@ -63,6 +71,8 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
             tester_verdict=None if comparison.verdict is None else tester_verdict(comparison.verdict),
             title=comparison.title,
             overview_href=OVERVIEW_HREF,  # refresh_pages writes the overview beside the report
+            trend=trend,
+            junit_suite=f"{comparison.scenario or '-'}.{comparison.result_name}",
         )
     except ReportingError as err:
         raise RenderError(

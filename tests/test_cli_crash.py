@@ -13,7 +13,7 @@ import pytest
 
 COMMANDS = [
     ("jobcreator", "jobcreator.cli", ["--list-configs"]),
-    ("generate-report", "reporting.cli", ["--baseline", "b", "--output-dir", "o", "r"]),
+    ("generate-report", "resultstore.report_cli", ["--baseline", "b", "--output-dir", "o", "r"]),
     ("process-ci-results", "ciflow.cli", ["--config", "c.yaml"]),
     ("ovsperf-results", "resultstore.cli", ["list"]),
     ("vsperf-config", "vsperf_configs.cli", ["--host", "dut01"]),

@@ -74,7 +74,7 @@ def test_the_base_install_is_what_a_lab_host_needs() -> None:
     ("module", "extra"),
     [
         ("jobcreator.cli", "beaker"),
-        ("reporting.cli", "report"),
+        ("resultstore.report_cli", "report"),
         ("ciflow.cli", "report"),
         ("resultstore.cli", "report"),
         ("kojiwatch.cli", "koji"),

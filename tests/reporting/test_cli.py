@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reporting.cli import main
+from resultstore.report_cli import main
 from tests.reporting.conftest import BASELINE, BROKEN, CANDIDATE, REPEATS
 
 

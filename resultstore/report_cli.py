@@ -1,4 +1,8 @@
-"""Command line of ``generate-report``: parse arguments, call :func:`generate_report`, exit."""
+"""Command line of ``generate-report``: parse arguments, call :func:`generate_report`, exit.
+
+It lives in ``resultstore`` (not ``reporting``) because ``--db`` reads the trend verdicts from the
+results store; the report itself knows nothing of the store (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,14 @@ from pathlib import Path
 
 from ovsperf_common.runner import one_line, run_command
 from reporting.api import generate_report
-from reporting.model import Thresholds
+from reporting.model import TREND_MIN_HISTORY, Thresholds
+from resultstore.connect import database_url
+from resultstore.store import ResultStore
+from resultstore.trend import trend_for_dirs
 
 log = logging.getLogger(__name__)
 
-EPILOG = """\
+EPILOG = f"""\
 Each DIR is a VSperf results directory (results_<YYYY-mm-dd_HH-MM-SS>/ with
 result_<i>_<test>_<deployment>.csv, .md, .rst and logs; pre-Fraser result_<test>_<deployment>.csv
 too) or a directory holding one or more. Several directories on a side, or the same test
@@ -37,6 +44,13 @@ exit codes:
   2  report written with INVALID cells and no regression (OUT/index.html printed on stdout),
      or error, no report (nothing on stdout)
   3  no results found (no result CSV on a side)
+
+trend (--db): each current cell is also judged against its series in the results store
+(scenario x test x frame size x metric over builds; change points by FD.io CSIT's jumpavg).
+With at least {TREND_MIN_HISTORY} earlier builds the trend verdict decides the cell: a trend
+REGRESSION fails it, a baseline REGRESSION the history does not confirm passes. With fewer the
+baseline verdict decides. The current results need not be in the store (they are judged as the
+newest build); docs/trending.md.
 
 Whenever a report was written its path (OUT/index.html) is printed on stdout, whatever the
 exit code; nothing is printed on stdout when no report was written. Logs go to stderr.
@@ -95,6 +109,22 @@ def _parser() -> argparse.ArgumentParser:
         )
     parser.add_argument("--title", metavar="T", help="page title (default: the compared versions)")
     parser.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write JUnit XML: one test case per (test, frame size, metric), failures for regressions",
+    )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="results store (URL or SQLite file) whose history gives each cell a trend verdict",
+    )
+    parser.add_argument(
+        "--scenario",
+        metavar="S",
+        help="scenario of the current results in the store (default: from their ovsperf-metadata.json)",
+    )
+    parser.add_argument(
         "result_dirs",
         nargs="+",
         type=Path,
@@ -107,8 +137,20 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     """Write the report; print its index.html path; return the overall verdict's exit code."""
     thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
+    trend = None
+    if args.db:
+        with ResultStore.open(database_url(args.db), create_directory=False) as store:
+            trend = trend_for_dirs(store, args.result_dirs, scenario=args.scenario)
+    elif args.scenario:
+        log.warning("--scenario is used only with --db; ignored.")
     outcome = generate_report(
-        args.baseline, args.result_dirs, args.output_dir, thresholds=thresholds, title=args.title
+        args.baseline,
+        args.result_dirs,
+        args.output_dir,
+        thresholds=thresholds,
+        title=args.title,
+        trend=trend,
+        junit=args.junit,
     )
     print(one_line(outcome.index_html))
     counts = ", ".join(f"{k} {v}" for k, v in outcome.counts.items() if v)

@@ -1,0 +1,212 @@
+"""Change points of one trend series with FD.io CSIT's ``jumpavg``: groups, steps, per-build verdicts.
+
+A series is one number per build (or several: a build's repeats), in build order. ``jumpavg``
+splits it into groups of builds whose values look like one normal population, choosing the split
+with the fewest bits under the minimum description length principle (CSIT trending methodology,
+"Trend Analysis": docs.fd.io/csit/master/report/ → *Methodology* → *Trending*; package ``jumpavg``
+on PyPI). What we add on top, each rule stated where it is applied:
+
+* a group of one or two builds between two others (or a first group of one build) is made of
+  **OUTLIERS**, not two changes: a stalled host, a bad run;
+* each remaining group boundary is a **change point** when splitting there saves at least
+  :data:`MIN_SAVED_BITS` over one merged group (else the groups are merged): REGRESSION when the
+  new group's average is worse than the previous group's (lower throughput, or higher
+  latency/loss), PROGRESSION when better; its size is the relative step between the two averages
+  and its **confidence** is ``1 − 2^−Δbits`` (MDL: a model cheaper by Δ bits is 2^Δ times more
+  probable, Rissanen 1978; the bit counts are jumpavg's own).
+
+The choice of ``jumpavg`` over Apache Otava (E-divisive means with t-tests) is measured in
+``benchmarks/bench_changepoints.py`` and explained in docs/trending.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any
+
+import jumpavg
+
+from ovsperf_common.spec import SpecEnum
+
+
+class TrendVerdict(SpecEnum):
+    """What the trend analysis says of one build in one series."""
+
+    REGRESSION = "REGRESSION"
+    """A change point starts at this build and the new group is worse."""
+    PROGRESSION = "PROGRESSION"
+    """A change point starts at this build and the new group is better."""
+    NORMAL = "NORMAL"
+    """The build belongs to the group before it."""
+    OUTLIER = "OUTLIER"
+    """A single build far off its group (a group of one between two others)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """Consecutive builds that look like one population: points ``start`` to ``end - 1``."""
+
+    start: int
+    """Index of the first build [0-based]."""
+    end: int
+    """Index after the last build."""
+    average: float
+    """Mean of every value of the group's builds (repeats included) [unit of the series]."""
+    stdev: float
+    """Standard deviation of those values [unit of the series]."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point: the group starting at build ``index`` differs from the one before."""
+
+    index: int
+    """First build of the new group [0-based]."""
+    verdict: TrendVerdict
+    """REGRESSION or PROGRESSION."""
+    step_percent: float
+    """(new group average / previous group average − 1) × 100 [%]."""
+    confidence: float
+    """1 − 2^−Δbits, Δbits = bits(merged) − bits(split) of the two groups [0, 1]."""
+
+
+@dataclass(frozen=True)
+class SeriesAnalysis:
+    """The analysis of one series: its groups, its change points and a verdict per build."""
+
+    groups: tuple[Group, ...]
+    """Groups in build order (outliers excluded from their group's statistics)."""
+    changes: tuple[Change, ...]
+    """Change points in build order."""
+    verdicts: tuple[TrendVerdict, ...]
+    """One verdict per build, same order as the input."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the analysis as a JSON-ready dict (:meth:`from_json` reads it back)."""
+        return {
+            "groups": [[g.start, g.end, g.average, g.stdev] for g in self.groups],
+            "changes": [[c.index, c.verdict.value, c.step_percent, c.confidence] for c in self.changes],
+            "verdicts": [v.value for v in self.verdicts],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SeriesAnalysis:
+        """Return the analysis :meth:`to_json` wrote.
+
+        :raises ValueError: (or KeyError, TypeError) when ``data`` is not such a document.
+        """
+        return cls(
+            tuple(Group(int(a), int(b), float(m), float(sd)) for a, b, m, sd in data["groups"]),
+            tuple(Change(int(i), TrendVerdict(v), float(st), float(cf)) for i, v, st, cf in data["changes"]),
+            tuple(TrendVerdict(v) for v in data["verdicts"]),
+        )
+
+    def group_of(self, index: int) -> Group:
+        """Return the group that build ``index`` belongs to (an outlier: the group around it)."""
+        for group in self.groups:
+            if group.start <= index < group.end:
+                return group
+        raise IndexError(index)
+
+
+MAX_OUTLIER_RUN = 2
+"""Longest run of builds between two groups that is taken as outliers, not as two changes [builds]."""
+
+MIN_SAVED_BITS = math.log2(10.0)
+"""Bits a split must save to be a change point: confidence 1 − 2^−bits ≥ 0.9 (the split is at
+least 10 times more probable than one group, MDL). Chosen with benchmarks/bench_changepoints.py."""
+
+
+RULES = f"jumpavg {version('jumpavg')}; outlier run {MAX_OUTLIER_RUN}; min bits {MIN_SAVED_BITS:.6f}"
+"""What an analysis depends on besides the data: a cached analysis made under other rules is redone."""
+
+
+def _stats(runs: Sequence[Sequence[float]]) -> tuple[float, float]:
+    values = [v for run in runs for v in run]
+    mean = math.fsum(values) / len(values)
+    var = math.fsum((v - mean) ** 2 for v in values) / len(values)
+    return mean, math.sqrt(var)
+
+
+def _bits(runs_per_group: Sequence[Sequence[Sequence[float]]], max_value: float, unit: float) -> float:
+    """Bits jumpavg needs to describe consecutive groups (each a list of builds' repeats)."""
+    glist = jumpavg.BitCountingGroupList(max_value=max_value, unit=unit)
+    for runs in runs_per_group:
+        glist = glist.append_group_of_runs([jumpavg.AvgStdevStats.for_runs(list(r)) for r in runs])
+    return float(glist.bits)
+
+
+def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True) -> SeriesAnalysis:
+    """Group the series ``values`` (one sequence of repeats per build, build order) and judge each build.
+
+    :param values: per build its measured values (at least one each, all finite and > 0) [any unit].
+    :param higher_is_better: True for throughput; False for latency and loss (a rise is a regression).
+    :returns: the groups, the change points and one :class:`TrendVerdict` per build; an empty
+        series gives an empty analysis.
+    :raises ValueError: when a build has no value or a value is not finite and positive.
+    """
+    runs = [tuple(float(v) for v in build) for build in values]
+    for i, run in enumerate(runs):
+        if not run or not all(math.isfinite(v) and v > 0 for v in run):
+            raise ValueError(f"build {i} of the series has no finite positive value: {run!r}")
+    if not runs:
+        return SeriesAnalysis((), (), ())
+    classified = jumpavg.classify([list(r) for r in runs])
+    max_value, unit = float(classified.max_value), float(classified.unit)
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for group in classified:
+        bounds.append((start, start + len(group.run_list)))
+        start += len(group.run_list)
+
+    # Outliers: a group of at most MAX_OUTLIER_RUN builds between two others, or a first group of
+    # one build when more follow. Their builds join the group before (the first: the one after).
+    outliers: set[int] = set()
+    segments: list[tuple[int, int]] = []
+    for i, (lo, hi) in enumerate(bounds):
+        middle = 0 < i < len(bounds) - 1
+        first_alone = i == 0 and len(bounds) > 1 and hi - lo == 1
+        if (middle and hi - lo <= MAX_OUTLIER_RUN) or first_alone:
+            outliers.update(range(lo, hi))
+            if segments:
+                segments[-1] = (segments[-1][0], hi)
+            else:
+                bounds[i + 1] = (lo, bounds[i + 1][1])
+            continue
+        segments.append((lo, hi))
+
+    def members(lo: int, hi: int) -> list[tuple[float, ...]]:
+        kept = [runs[k] for k in range(lo, hi) if k not in outliers]
+        return kept or [runs[lo]]
+
+    # Change points: keep a boundary only when the split saves at least MIN_SAVED_BITS.
+    merged: list[tuple[int, int]] = [segments[0]]
+    saved_bits: list[float] = []
+    for lo, hi in segments[1:]:
+        prev_lo, prev_hi = merged[-1]
+        before, after = members(prev_lo, prev_hi), members(lo, hi)
+        saved = _bits([before + after], max_value, unit) - _bits([before, after], max_value, unit)
+        if saved < MIN_SAVED_BITS:
+            merged[-1] = (prev_lo, hi)
+        else:
+            merged.append((lo, hi))
+            saved_bits.append(saved)
+
+    groups = []
+    for lo, hi in merged:
+        mean, stdev = _stats(members(lo, hi))
+        groups.append(Group(lo, hi, mean, stdev))
+    verdicts = [TrendVerdict.NORMAL] * len(runs)
+    for k in outliers:
+        verdicts[k] = TrendVerdict.OUTLIER
+    changes: list[Change] = []
+    for prev, cur, saved in zip(groups[:-1], groups[1:], saved_bits, strict=True):
+        step = (cur.average / prev.average - 1.0) * 100.0
+        better = step > 0 if higher_is_better else step < 0
+        verdict = TrendVerdict.PROGRESSION if better else TrendVerdict.REGRESSION
+        changes.append(Change(cur.start, verdict, step, 1.0 - 2.0 ** (-saved)))
+        verdicts[cur.start] = verdict
+    return SeriesAnalysis(tuple(groups), tuple(changes), tuple(verdicts))

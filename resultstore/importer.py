@@ -1,0 +1,154 @@
+"""``ovsperf-results import``: backfill the store's history from existing VSperf results directories.
+
+A directory given is one of the layouts ``generate-report`` reads: a VSperf ``results_<ts>``
+directory, a directory holding several, a delivery (a directory with ``ovsperf-metadata.json``
+and its results directories, as ``process-ci-results`` keeps them in ``ci_processed``), or a
+directory of deliveries. Each delivery, or each bare results directory, is one result (one build).
+
+Idempotent: a result is identified by the fingerprint of its files
+(:func:`ovsperf_common.resultdir.fingerprint`); importing it again, or a result
+``process-ci-results`` already recorded, refreshes its samples and records nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ovsperf_common.metadata import METADATA_FILE, MetadataError
+from ovsperf_common.metadata import read as read_metadata
+from ovsperf_common.resultdir import fingerprint
+from reporting.errors import ReportingError
+from reporting.load import find_results_dirs, load_results_dir
+from resultstore.errors import ResultStoreError
+from resultstore.model import ResultStatus
+from resultstore.samples import build_info, samples_from_sets
+from resultstore.store import ResultStore
+
+log = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+@=,-]+")
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did."""
+
+    recorded: list[str] = field(default_factory=list)
+    """Names of results recorded for the first time."""
+    refreshed: list[str] = field(default_factory=list)
+    """Names of results already in the store (same fingerprint) whose samples were refreshed."""
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    """(directory, why) of directories that hold no result."""
+    samples: int = 0
+    """Samples written."""
+
+
+@dataclass(frozen=True)
+class _Unit:
+    root: Path
+    """The delivery directory, or the bare results directory."""
+    results_dirs: tuple[Path, ...]
+    scenario: str | None
+    metadata: dict[str, object]
+
+
+def _result_name(root: Path) -> str:
+    name = _UNSAFE.sub("_", root.name).strip("._-")[:150] or "result"
+    name = name.replace("..", "_")
+    return name if name[0].isalnum() else f"r{name}"
+
+
+def _units(path: Path) -> tuple[list[_Unit], list[tuple[Path, str]]]:
+    """Return the results found at ``path`` and (directory, why) for what was skipped."""
+    skipped: list[tuple[Path, str]] = []
+    if (path / METADATA_FILE).is_file():
+        candidates = [path]
+    else:
+        candidates = sorted(p.parent for p in path.glob(f"*/{METADATA_FILE}") if p.parent.is_dir())
+    units: list[_Unit] = []
+    covered: set[Path] = set()
+    for root in candidates:
+        try:
+            meta = read_metadata(root)
+        except MetadataError as err:
+            skipped.append((root, f"unreadable {METADATA_FILE}: {err}"))
+            covered.add(root)
+            continue
+        found, _ = find_results_dirs(root)
+        covered.add(root)
+        if not found:
+            skipped.append((root, "no VSperf results directory in this delivery"))
+            continue
+        units.append(_Unit(root, tuple(found), meta.scenario, meta.to_json()))
+    found, _ = find_results_dirs(path)
+    for results_dir in found:
+        if any(results_dir.is_relative_to(c) for c in covered):
+            continue
+        units.append(_Unit(results_dir, (results_dir,), None, {}))
+    if not units and not skipped:
+        skipped.append((path, "no VSperf results directory (results_<timestamp>) here"))
+    return units, skipped
+
+
+def import_dirs(
+    store: ResultStore,
+    paths: Sequence[Path],
+    *,
+    scenario: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ImportOutcome:
+    """Record every result found under ``paths`` with its samples.
+
+    :param scenario: scenario for results whose metadata names none (bare VSperf directories).
+    :param progress: called as ``progress(done, total, name)`` after each result.
+    :raises ReportingError: when a given path does not exist or cannot be listed.
+    :raises StoreDatabaseError: when the database fails (what was recorded before stays).
+    """
+    outcome = ImportOutcome()
+    units: list[_Unit] = []
+    for path in paths:
+        found, skipped = _units(Path(path))
+        units.extend(found)
+        outcome.skipped.extend(skipped)
+    for done, unit in enumerate(units, start=1):
+        try:
+            sets = [load_results_dir(d) for d in unit.results_dirs]
+        except ReportingError as err:
+            outcome.skipped.append((unit.root, str(err)))
+            continue
+        samples = samples_from_sets(sets)
+        if not samples:
+            outcome.skipped.append((unit.root, "no valid throughput, latency or loss number in it"))
+            continue
+        digest = fingerprint(unit.root)
+        existing = store.result_by_fingerprint(digest)
+        if existing is not None:
+            name = existing.name
+            outcome.refreshed.append(name)
+        else:
+            name = _result_name(unit.root)
+            other = store.result(name)
+            if other is not None:
+                name = f"{name[:140]}-{digest[:8]}"
+            try:
+                store.record_result(
+                    name=name,
+                    scenario=unit.scenario or scenario,
+                    location=unit.root.resolve(),
+                    vsperf_dirs=[d.resolve() for d in unit.results_dirs],
+                    status=ResultStatus.PROCESSED,
+                    metadata=unit.metadata,
+                    fingerprint=digest,
+                )
+            except ResultStoreError as err:
+                outcome.skipped.append((unit.root, str(err)))
+                continue
+            outcome.recorded.append(name)
+        outcome.samples += store.record_samples(name, build_info(sets, unit.metadata), samples)
+        if progress is not None:
+            progress(done, len(units), name)
+    return outcome

@@ -1,0 +1,185 @@
+"""Every measured number of a result as samples: test × frame size × metric × repeat, plus the build.
+
+The store keeps these so that each number can be followed over builds (:mod:`resultstore.trend`).
+They are read from VSperf results directories with :mod:`reporting.load`, the same reader
+``generate-report`` uses, so every layout it reads can be recorded.
+
+Metrics (name → unit, source):
+
+==========================  ======  ==========================================================
+``ndr_fps``                 fps     RFC 2544 throughput at 0 % loss (``throughput_rx_fps``),
+                                    both directions summed, as VSperf writes it
+``pdr_fps``                 fps     throughput at the run's PDR goal (``pdr_rx_fps``, or the
+                                    first goal when it is not 0; docs/results-format.md)
+``mrr_fps``                 fps     maximum receive rate of a continuous test (``*_cont``)
+``frame_loss_percent``      %       frame loss the generator reported at the NDR row
+``latency_avg_ns``          ns      VSperf's average latency at the NDR row (when measured)
+``latency_p50_ns_<L>pct``   ns      median latency at L % of the PDR load (ovsperf-latency.json)
+``latency_p99_ns_<L>pct``   ns      99th percentile at L % of the PDR load
+==========================  ======  ==========================================================
+
+Frame sizes are Ethernet frames including the FCS [B]. Rows a reader marked invalid (missing,
+zero or physically impossible throughput) give no sample: an absent number is a gap in the
+series, never a zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from reporting.resultmodel import ResultSet, TestRun
+
+THROUGHPUT_METRICS = ("ndr_fps", "pdr_fps", "mrr_fps")
+"""Metrics where higher is better and a trend verdict decides (the others are shown, not judged)."""
+
+
+def metric_unit(metric: str) -> str:
+    """Return the unit of ``metric`` from its name's suffix: ``fps``, ``%`` or ``ns``."""
+    if metric.endswith("_fps"):
+        return "fps"
+    if metric.endswith("_percent"):
+        return "%"
+    return "ns"
+
+
+def higher_is_better(metric: str) -> bool:
+    """Return whether a rise of ``metric`` is an improvement (throughput) or not (latency, loss)."""
+    return metric.endswith("_fps")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured number of one result."""
+
+    test: str
+    """VSperf test name, e.g. ``phy2phy_tput``."""
+    deployment: str
+    """VSperf deployment, e.g. ``p2p``, ``pvp``."""
+    frame_size: int
+    """Ethernet frame size including FCS [B]."""
+    metric: str
+    """Metric name (module docstring table)."""
+    repeat: int
+    """0 for the first run of this test in the result, 1 for the next, … ."""
+    value: float
+    """The number, in the metric's unit."""
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """What was measured: versions, hosts and start time of one result."""
+
+    started_at: datetime | None
+    """Start of the measurement (UTC), ordering the builds of a trend; None when unknown."""
+    ovs_version: str | None
+    dpdk_version: str | None
+    qemu_version: str | None
+    hosts: tuple[str, ...]
+
+
+def _run_samples(run: TestRun, repeat: int) -> list[Sample]:
+    out: list[Sample] = []
+
+    def add(size: int, metric: str, value: float | None) -> None:
+        if value is not None and math.isfinite(value) and value >= 0:
+            out.append(Sample(run.test, run.deployment, size, metric, repeat, float(value)))
+
+    continuous = run.test.endswith("_cont")
+    for row in run.rows:
+        if not row.valid:
+            continue
+        if row.loss_goal_percent == 0:
+            add(row.frame_size_bytes, "mrr_fps" if continuous else "ndr_fps", row.rx_pps)
+            add(row.frame_size_bytes, "frame_loss_percent", row.frame_loss_percent)
+            add(row.frame_size_bytes, "latency_avg_ns", row.latency_avg_ns or None)
+        else:
+            add(row.frame_size_bytes, "pdr_fps", row.rx_pps)
+    for point in run.latency:
+        if not point.valid:
+            continue
+        level = f"{point.percent_of_pdr:g}pct"
+        add(point.frame_size_bytes, f"latency_p50_ns_{level}", point.p50_ns)
+        add(point.frame_size_bytes, f"latency_p99_ns_{level}", point.p99_ns)
+    return out
+
+
+def samples_from_sets(sets: Sequence[ResultSet]) -> list[Sample]:
+    """Return every sample of the VSperf results directories ``sets`` (one result's runs).
+
+    The same test found several times (repeats in one directory, or several directories of one
+    result) gets repeat numbers 0, 1, … in directory and CSV order; a (test, frame size, metric)
+    cell measured twice in one run keeps its first value.
+    """
+    counters: dict[tuple[str, str], int] = defaultdict(int)
+    seen: set[tuple[str, str, int, str, int]] = set()
+    out: list[Sample] = []
+    for result_set in sets:
+        for run in result_set.runs:
+            key = (run.test, run.deployment)
+            repeat = counters[key]
+            counters[key] += 1
+            for sample in _run_samples(run, repeat):
+                cell = (sample.test, sample.deployment, sample.frame_size, sample.metric, sample.repeat)
+                if cell not in seen:
+                    seen.add(cell)
+                    out.append(sample)
+    return out
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    """Parse an ISO 8601 time (``Z`` or an offset; a naive one is taken as UTC)."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def build_info(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) -> BuildInfo:
+    """Return the versions, hosts and start time of a result.
+
+    Versions come from VSperf's environment (``* vSwitch: …, Version: …``), else from the
+    metadata's ``packages`` (``openvswitch``, ``dpdk``, ``qemu-kvm`` NVRs); the start time from the
+    metadata's ``started_at``, else the earliest test start VSperf recorded (DUT local time,
+    taken as UTC), else the results directory's timestamp.
+    """
+    meta = dict(metadata or {})
+    raw_packages = meta.get("packages")
+    packages: dict[str, Any] = raw_packages if isinstance(raw_packages, dict) else {}
+
+    def first(attr: str, package_names: Sequence[str]) -> str | None:
+        for result_set in sets:
+            value = getattr(result_set, attr)
+            if value:
+                return str(value)
+        for name in package_names:
+            value = packages.get(name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return None
+
+    started = _parse_time(meta.get("started_at") if isinstance(meta.get("started_at"), str) else None)
+    if started is None:
+        starts = [t for t in (_parse_time(s.start_time) for s in sets) if t is not None]
+        started = min(starts) if starts else None
+    hosts_field = meta.get("hosts")
+    if isinstance(hosts_field, dict):
+        hosts = tuple(str(v) for v in hosts_field.values() if isinstance(v, str))
+    elif isinstance(hosts_field, list):
+        hosts = tuple(str(v) for v in hosts_field if isinstance(v, str))
+    else:
+        hosts = ()
+    return BuildInfo(
+        started_at=started,
+        ovs_version=first("ovs_version", ("openvswitch", "openvswitch3.1", "openvswitch2.17")),
+        dpdk_version=first("dpdk_version", ("dpdk",)),
+        qemu_version=first("qemu_version", ("qemu-kvm", "qemu")),
+        hosts=hosts,
+    )

@@ -1,0 +1,284 @@
+"""Static trend pages: one interactive graph per (scenario, test, frame size) and an index of every series.
+
+Graphs are Plotly (the ``plotly`` Python package builds the figure and ships ``plotly.min.js``,
+written once beside the pages), so the pages open from ``file://`` and from any plain web server
+without internet access. Each graph shows the throughput metrics of one cell over builds: a marker
+per build (mean of its repeats), the groups' averages between change points as steps,
+regressions / progressions / outliers marked; hovering shows the build, its date, OVS / DPDK /
+QEMU versions, the value and verdicts; a click opens that build's report (relative link).
+
+The output directory is replaced as a whole (:func:`ovsperf_common.atomicio.atomic_directory`):
+a failed render leaves the previous pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.offline
+from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
+
+from ovsperf_common.atomicio import atomic_directory
+from ovsperf_common.fields import is_safe_name
+from reporting.changepoints import TrendVerdict as PointVerdict
+from reporting.model import TrendVerdict
+from resultstore.trend import SeriesTrend
+
+log = logging.getLogger(__name__)
+
+MARKER = ".ovsperf-trend-pages"
+"""File that marks a directory as written by :func:`write_trend_pages` (only such is replaced)."""
+
+PLOTLY_JS = "plotly.min.js"
+"""Plotly's JavaScript, written once into the output directory."""
+
+VERDICT_ORDER = (
+    TrendVerdict.REGRESSION,
+    TrendVerdict.OUTLIER,
+    TrendVerdict.PROGRESSION,
+    TrendVerdict.EXPECTED,
+    TrendVerdict.NORMAL,
+    TrendVerdict.NO_HISTORY,
+)
+"""Index order: open regressions first."""
+
+_METRIC_LABEL = {"ndr_fps": "NDR", "pdr_fps": "PDR", "mrr_fps": "MRR"}
+_METRIC_COLOUR = {"ndr_fps": "#1f5fa8", "pdr_fps": "#7a3db8", "mrr_fps": "#2a7f62"}
+_MARKERS = {
+    PointVerdict.REGRESSION: ("triangle-down", "#c00000", "regression"),
+    PointVerdict.PROGRESSION: ("triangle-up", "#008a00", "progression"),
+    PointVerdict.OUTLIER: ("x", "#e08a00", "outlier"),
+}
+
+
+@dataclass(frozen=True)
+class PagesOutcome:
+    """What :func:`write_trend_pages` wrote."""
+
+    index_html: Path
+    pages: int
+    """Graph pages written."""
+    series: int
+    """Series on the index."""
+
+
+def _page_name(scenario: str, test: str, deployment: str, frame_size: int) -> str:
+    """Return a file name safe on every file system; names from outside are hashed when unsafe."""
+    base = f"{scenario}__{test}__{deployment}__{frame_size}"
+    if is_safe_name(base) and len(base) <= 150:
+        return f"{base}.html"
+    digest = hashlib.sha256(base.encode("utf-8", "replace")).hexdigest()[:16]
+    return f"series-{digest}.html"
+
+
+def _href(target: Path | None, page_dir: Path) -> str | None:
+    """Return a relative link from ``page_dir`` to ``target`` (works from file:// and a web server)."""
+    if target is None:
+        return None
+    return Path(os.path.relpath(Path(target).resolve(), page_dir.resolve())).as_posix()
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
+    """Return the Plotly figure (as a JSON-ready dict) of one cell's throughput series."""
+    fig = go.Figure()
+    for trend in trends:
+        key = trend.series.key
+        label = _METRIC_LABEL.get(key.metric, key.metric)
+        colour = _METRIC_COLOUR.get(key.metric, "#444444")
+        points = trend.series.points
+        x = [p.built_at.isoformat() for p in points]
+        y = [_mean(p.values) / 1e6 for p in points]
+        hover = []
+        links = []
+        for i, p in enumerate(points):
+            verdict = trend.analysis.verdicts[i].value
+            mark = trend.marks[i]
+            lines = [
+                p.result_name,
+                p.built_at.strftime("%Y-%m-%d %H:%M UTC"),
+                f"OVS {p.ovs_version or 'n/a'}, DPDK {p.dpdk_version or 'n/a'}"
+                + (f", QEMU {p.qemu_version}" if p.qemu_version else ""),
+                f"{label} {y[i]:.4f} Mpps" + (f" (mean of {len(p.values)})" if len(p.values) > 1 else ""),
+                f"trend: {verdict}" + (" (marked expected)" if mark else ""),
+                f"tester: {p.tester_decision or '-'}" + (f" {p.tester_bug}" if p.tester_bug else ""),
+            ]
+            escaped = [_escape(line) for line in lines]
+            hover.append("<br>".join([f"<b>{escaped[0]}</b>", *escaped[1:]]))
+            links.append(_href(p.report, page_dir) or "")
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                name=f"{label} per build",
+                marker={"color": colour, "size": 7},
+                hovertext=hover,
+                hoverinfo="text",
+                customdata=links,
+            )
+        )
+        steps_x: list[str | None] = []
+        steps_y: list[float | None] = []
+        for group in trend.analysis.groups:
+            steps_x.extend([x[group.start], x[group.end - 1], None])
+            steps_y.extend([group.average / 1e6, group.average / 1e6, None])
+        fig.add_trace(
+            go.Scatter(
+                x=steps_x,
+                y=steps_y,
+                mode="lines",
+                name=f"{label} group average",
+                line={"color": colour, "width": 3},
+                hoverinfo="skip",
+            )
+        )
+        for verdict, (symbol, mcolour, text) in _MARKERS.items():
+            idx = [i for i, v in enumerate(trend.analysis.verdicts) if v is verdict]
+            if not idx:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[x[i] for i in idx],
+                    y=[y[i] for i in idx],
+                    mode="markers",
+                    name=f"{label} {text}",
+                    marker={
+                        "symbol": symbol,
+                        "size": 15,
+                        "color": mcolour,
+                        "line": {"width": 1, "color": "#000"},
+                    },
+                    hovertext=[hover[i] for i in idx],
+                    hoverinfo="text",
+                    customdata=[links[i] for i in idx],
+                )
+            )
+    fig.update_layout(
+        xaxis_title="build (measurement start, UTC)",
+        yaxis_title="throughput, both directions [Mpps]",
+        hovermode="closest",
+        margin={"l": 60, "r": 20, "t": 70, "b": 50},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        height=480,
+    )
+    return json.loads(fig.to_json())  # type: ignore[no-any-return]
+
+
+def _escape(text: str) -> str:
+    """Escape text from outside (result names, versions) for Plotly's HTML-like hover labels."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _script_json(data: Any) -> str:
+    """Return JSON safe inside a ``<script>`` element (no ``</script>``, no HTML comment openers)."""
+    return (
+        json.dumps(data, separators=(",", ":"))
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
+    key = trend.series.key
+    last = trend.series.points[-1]
+    return {
+        "scenario": key.scenario,
+        "test": key.test,
+        "deployment": key.deployment,
+        "frame_size": key.frame_size,
+        "metric": _METRIC_LABEL.get(key.metric, key.metric),
+        "builds": len(trend.series.points),
+        "last_build": last.result_name,
+        "last_date": last.built_at.strftime("%Y-%m-%d"),
+        "last_mpps": _mean(last.values) / 1e6,
+        "verdict": trend.last.verdict.value,
+        "step_percent": trend.last.step_percent,
+        "since": trend.last.since,
+        "reason": trend.last.reason,
+        "page": f"series/{page}",
+        "changes": len(trend.analysis.changes),
+    }
+
+
+def write_trend_pages(
+    trends: Sequence[SeriesTrend],
+    output_dir: Path,
+    *,
+    title: str = "OVS/DPDK performance trends",
+    generated: datetime,
+    filters: str = "",
+) -> PagesOutcome:
+    """Write the index and one graph page per (scenario, test, deployment, frame size) into ``output_dir``.
+
+    :param trends: analysed throughput series (:func:`resultstore.trend.analyse_series`).
+    :param generated: when the pages are made (shown).
+    :param filters: the filters used, shown under the title.
+    :raises OSError: when the directory cannot be written (the previous pages stay).
+    """
+    output_dir = Path(output_dir)
+    if output_dir.is_symlink() or (output_dir.exists() and not output_dir.is_dir()):
+        raise FileExistsError(f"'{output_dir}' exists and is not a directory; choose another --output-dir")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not (output_dir / MARKER).is_file():
+        raise FileExistsError(
+            f"'{output_dir}' is a non-empty directory not written by 'ovsperf-results trend'; "
+            "it is not replaced, choose another --output-dir"
+        )
+    cells: dict[tuple[str, str, str, int], list[SeriesTrend]] = defaultdict(list)
+    for trend in trends:
+        key = trend.series.key
+        cells[(key.scenario, key.test, key.deployment, key.frame_size)].append(trend)
+    env = environment("trend", autoescape=True)
+    rows: list[dict[str, Any]] = []
+    with atomic_directory(output_dir) as tmp:
+        (tmp / MARKER).write_text(
+            "written by ovsperf-results trend; replaced on the next run\n", encoding="utf-8"
+        )
+        (tmp / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+        (tmp / "series").mkdir()
+        page_dir = output_dir / "series"
+        for cell, cell_trends in sorted(cells.items()):
+            cell_trends.sort(key=lambda t: t.series.key.metric)
+            page = _page_name(*cell)
+            figure = _figure(cell_trends, page_dir)
+            html = env.get_template("series.html.j2").render(
+                title=title,
+                cell={"scenario": cell[0], "test": cell[1], "deployment": cell[2], "frame_size": cell[3]},
+                rows=[_row(t, page) for t in cell_trends],
+                figure_json=_script_json(figure),
+                plotly_js=f"../{PLOTLY_JS}",
+                generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
+            )
+            (tmp / "series" / page).write_text(html, encoding="utf-8")
+            rows.extend(_row(t, page) for t in cell_trends)
+        order = {v.value: i for i, v in enumerate(VERDICT_ORDER)}
+        rows.sort(key=lambda r: (order[r["verdict"]], r["scenario"], r["test"], r["frame_size"], r["metric"]))
+        counts = {v.value: len([r for r in rows if r["verdict"] == v.value]) for v in VERDICT_ORDER}
+        html = env.get_template("index.html.j2").render(
+            title=title,
+            rows=rows,
+            counts=counts,
+            filters=filters,
+            generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        (tmp / "index.html").write_text(html, encoding="utf-8")
+    log.info(
+        "Trend pages written: '%s' (%d graphs, %d series).", output_dir / "index.html", len(cells), len(rows)
+    )
+    return PagesOutcome(output_dir / "index.html", len(cells), len(rows))
