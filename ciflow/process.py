@@ -106,6 +106,7 @@ def run_pass(
             raise CiflowError(f"Cannot create '{directory}': {err.strerror}.") from err
     with pass_lock(config.lock_path) as locked:
         if not locked:
+            _write_pass_junit(junit, [], [])
             return PassSummary(lock_busy=True)
         for directory in (config.ci_in, config.ci_processed, config.ci_failed):
             sweep_temporaries(directory)
@@ -282,7 +283,9 @@ def _compare_record_move(
     except ReportingError as err:
         raise ResultRejectedError(f"cannot read the results: {err}", name=entry.name) from err
     try:
-        trend = trend_for_sets(store, sets, scenario=scenario.name, name=entry.name)
+        trend = trend_for_sets(
+            store, sets, scenario=scenario.name, name=entry.name, metadata=metadata.to_json()
+        )
     except ResultStoreError as err:
         raise StoreUnavailableError(
             f"Results store failed while reading the history of '{entry.name}' (left in ci_in): {err}"

@@ -38,7 +38,13 @@ from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TrendCell, TrendVerdict
 from reporting.resultmodel import ResultSet
 from resultstore.model import Series, SeriesKey, SeriesPoint, TrendMark
-from resultstore.samples import THROUGHPUT_METRICS, higher_is_better, metric_unit, samples_from_sets
+from resultstore.samples import (
+    THROUGHPUT_METRICS,
+    build_info,
+    higher_is_better,
+    metric_unit,
+    samples_from_sets,
+)
 from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -282,18 +288,27 @@ def load_sets(dirs: Sequence[Path]) -> list[ResultSet]:
 
 
 def trend_for_sets(
-    store: ResultStore, sets: Sequence[ResultSet], *, scenario: str | None, name: str | None = None
+    store: ResultStore,
+    sets: Sequence[ResultSet],
+    *,
+    scenario: str | None,
+    name: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[TrendKey, TrendCell]:
     """Return trend verdicts for loaded results judged as the newest build of their series.
 
     Each throughput cell of ``sets`` is appended (its values as one build's repeats) to the stored
-    series of ``scenario`` (None: the series recorded without a scenario). When a stored build is
-    named ``name`` (the same result: a pass repeated after a crash, a report re-rendered after a
-    tester verdict), only the builds before it are its history: it is judged as when it arrived.
+    series of ``scenario`` (None: the series recorded without a scenario), at its place in build
+    order: its history is the stored builds measured before it (its start time from ``metadata``
+    or the results, :func:`resultstore.samples.build_info`; unknown: after all of them). A stored
+    build named ``name`` (the same result: a pass repeated after a crash, a report re-rendered
+    after a tester verdict) and anything after it are not its history: it is judged as when it
+    arrived.
 
     :raises StoreDatabaseError: when the database fails.
     """
     key_scenario = scenario or "-"
+    built = build_info(sets, metadata).started_at
     samples = [s for s in samples_from_sets(sets) if s.metric in THROUGHPUT_METRICS]
     stored = {s.key: s for s in store.series(scenario=scenario, metrics=THROUGHPUT_METRICS)}
     marks = store.trend_marks()
@@ -312,9 +327,11 @@ def trend_for_sets(
         position = next((i for i, p in enumerate(points) if p.result_name == name), None)
         if position is not None:
             points = points[:position]
+        if built is not None:
+            points = [p for p in points if p.built_at < built]
         current = SeriesPoint(
             result_name=name or "(this report)",
-            built_at=datetime.now(UTC),
+            built_at=built or datetime.now(UTC),
             values=tuple(values),
             ovs_version=None,
             dpdk_version=None,

@@ -61,7 +61,31 @@ def shell_commands(job: etree._Element) -> list[str]:
 
 
 def test_one_trigger_job_per_package_and_one_nightly(jobs: dict[str, etree._Element]) -> None:
-    assert sorted(jobs) == ["ovsperf-dpdk-koji-build", "ovsperf-nightly", "ovsperf-openvswitch-koji-build"]
+    assert sorted(jobs) == [
+        "ovsperf-dpdk-koji-build",
+        "ovsperf-nightly",
+        "ovsperf-openvswitch-koji-build",
+        "ovsperf-process-results",
+    ]
+
+
+def test_collector_job_publishes_junit_of_each_pass(jobs: dict[str, etree._Element]) -> None:
+    job = jobs["ovsperf-process-results"]
+    assert job.findtext("assignedNode") == "ovsperf-collector"
+    assert params(job) == {"CIFLOW_CONFIG": "/etc/ovsperf/ciflow.yaml"}
+    assert job.findtext("triggers/hudson.triggers.TimerTrigger/spec") == "H/15 * * * *"
+    commands = shell_commands(job)
+    expected = [(JENKINS_DIR / "builders" / f).read_text() for f in ("install.sh", "process-results.sh")]
+    assert commands == expected
+    assert '--junit "${OUT}/ovsperf-junit.xml"' in commands[1]
+    shells = job.findall("builders/hudson.tasks.Shell")
+    assert shells[1].findtext("unstableReturn") == "1"
+    junit = job.find("publishers/hudson.tasks.junit.JUnitResultArchiver")
+    assert junit is not None
+    assert junit.findtext("testResults") == "out/ovsperf-junit.xml"
+    assert junit.findtext("allowEmptyResults") == "true"
+    archiver = job.find("publishers/hudson.tasks.ArtifactArchiver")
+    assert archiver is not None and archiver.findtext("artifacts") == "out/**"
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -209,11 +233,16 @@ def test_project_values_are_parameters_not_hard_coded(tmp_path: Path) -> None:
             "msg-topic": "org.fedoraproject.prod.buildsys.build.state.change",
             "nightly-schedule": "H 4 * * 1-5",
             "nightly-packages": "openvswitch3.3 dpdk",
+            "ciflow-config": "/srv/ovsperf/ciflow.yaml",
+            "process-schedule": "H/5 * * * *",
         }
     )
     (src / "ovsperf.yaml").write_text(yaml.safe_dump(docs, sort_keys=False))
     jobs = render(src, tmp_path / "out")
-    assert sorted(jobs) == ["site-nightly", "site-openvswitch3.3-koji-build"]
+    assert sorted(jobs) == ["site-nightly", "site-openvswitch3.3-koji-build", "site-process-results"]
+    collector = jobs.pop("site-process-results")
+    assert params(collector) == {"CIFLOW_CONFIG": "/srv/ovsperf/ciflow.yaml"}
+    assert collector.findtext("triggers/hudson.triggers.TimerTrigger/spec") == "H/5 * * * *"
     trigger_job = jobs["site-openvswitch3.3-koji-build"]
     assert checks(trigger_job) == {
         "$.info.name": "^openvswitch3.3$",

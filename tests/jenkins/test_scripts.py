@@ -298,3 +298,41 @@ def test_submit_without_a_repo_fails_and_submits_nothing(
     assert sub.returncode == 2
     assert "out/repo-url.txt is missing or empty; the prepare step made no repo" in sub.stderr
     assert beaker.calls() == []
+
+
+def test_process_results_builder_writes_junit_and_maps_exit_codes(tmp_path: Path) -> None:
+    """The collector's builder as Jenkins runs it: a regression exits 1 (UNSTABLE), nothing new 0."""
+    from tests.ciflow.helpers import CANDIDATE, deliver, write_config
+
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    (ws / "jenkins").symlink_to(ROOT / "jenkins")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "process-ci-results").symlink_to(Path(sys.executable).parent / "process-ci-results")
+    collector = tmp_path / "collector"
+    collector.mkdir()
+    config = write_config(collector)
+    deliver(collector / "ci_in", "night-1", CANDIDATE)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "WORKSPACE": str(ws),
+        "OVSPERF_VENV": str(venv),
+        "CIFLOW_CONFIG": str(config),
+    }
+    script = str(ROOT / "jenkins" / "builders" / "process-results.sh")
+    first = subprocess.run(
+        ["bash", script], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert first.returncode == 1, first.stderr
+    assert first.stdout.startswith("processed\tnight-1\tREGRESSION\t")
+    junit = ws / "out" / "ovsperf-junit.xml"
+    text = junit.read_text(encoding="utf-8")
+    assert text.count("<testcase ") == 14 and text.count("<failure ") == 1
+    assert (ws / "out" / "processed.txt").read_text() == first.stdout
+    again = subprocess.run(
+        ["bash", script], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert "nothing new in ci_in" in again.stderr
+    assert junit.read_text(encoding="utf-8").count("<testcase ") == 0  # no stale cases from the last pass

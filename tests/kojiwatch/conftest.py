@@ -60,4 +60,3 @@ def beaker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recordin
     with RecordingBeaker(tmp_path / "beaker") as fake:
         monkeypatch.setenv("BEAKER_CLIENT_CONF", str(fake.conf))
         yield fake
-

@@ -1,0 +1,108 @@
+"""reporting.changepoints: jumpavg groups plus our outlier and confidence rules, on series whose
+answer is known by construction."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from reporting.changepoints import MIN_SAVED_BITS, SeriesAnalysis, TrendVerdict, analyse
+
+
+def noisy(level: float, n: int, cv: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [level * rng.gauss(1.0, cv) for _ in range(n)]
+
+
+def single(values: list[float]) -> list[list[float]]:
+    return [[v] for v in values]
+
+
+def test_flat_series_has_one_group_and_no_change() -> None:
+    values = noisy(7e6, 120, 0.02, 1)
+    result = analyse(single(values))
+    assert result.changes == ()
+    assert len(result.groups) == 1
+    assert result.groups[0].start == 0 and result.groups[0].end == 120
+    assert result.groups[0].average == pytest.approx(sum(values) / 120)
+    assert set(result.verdicts) == {TrendVerdict.NORMAL}
+
+
+def test_step_down_is_a_regression_at_its_build_with_size_and_confidence() -> None:
+    values = noisy(7e6, 40, 0.01, 2) + noisy(7e6 * 0.94, 40, 0.01, 3)
+    result = analyse(single(values))
+    assert len(result.changes) == 1
+    change = result.changes[0]
+    assert abs(change.index - 40) <= 1
+    assert change.verdict is TrendVerdict.REGRESSION
+    assert change.step_percent == pytest.approx(-6.0, abs=0.8)
+    assert change.confidence > 0.999
+    assert result.verdicts[change.index] is TrendVerdict.REGRESSION
+    assert [g.end - g.start for g in result.groups] == [change.index, 80 - change.index]
+
+
+def test_step_up_is_a_progression_and_latency_rise_a_regression() -> None:
+    values = noisy(5e6, 30, 0.01, 4) + noisy(5.5e6, 30, 0.01, 5)
+    assert analyse(single(values)).changes[0].verdict is TrendVerdict.PROGRESSION
+    latency = analyse(single(values), higher_is_better=False)
+    assert latency.changes[0].verdict is TrendVerdict.REGRESSION
+
+
+def test_single_dip_is_an_outlier_not_two_changes() -> None:
+    values = noisy(7e6, 60, 0.02, 6)
+    values[30] = 3e6
+    result = analyse(single(values))
+    assert result.changes == ()
+    assert result.verdicts[30] is TrendVerdict.OUTLIER
+    assert [i for i, v in enumerate(result.verdicts) if v is not TrendVerdict.NORMAL] == [30]
+    # The outlier does not pull its group's average down.
+    assert result.groups[0].average == pytest.approx(sum(values[:30] + values[31:]) / 59)
+
+
+def test_two_build_dip_and_a_bad_first_build_are_outliers() -> None:
+    values = noisy(7e6, 60, 0.02, 7)
+    values[20] = values[21] = 3.5e6
+    values[0] = 2e6
+    result = analyse(single(values))
+    assert result.changes == ()
+    assert {i for i, v in enumerate(result.verdicts) if v is TrendVerdict.OUTLIER} == {0, 20, 21}
+
+
+def test_newest_build_far_off_is_a_change_not_an_outlier() -> None:
+    values = [*noisy(7e6, 50, 0.01, 8), 5e6]
+    result = analyse(single(values))
+    assert [(c.index, c.verdict) for c in result.changes] == [(50, TrendVerdict.REGRESSION)]
+
+
+def test_weak_split_is_merged() -> None:
+    # A 0.5 % step under 5 % noise cannot save MIN_SAVED_BITS: no change point.
+    values = noisy(7e6, 40, 0.05, 9) + noisy(7e6 * 0.995, 40, 0.05, 10)
+    assert analyse(single(values)).changes == ()
+    assert MIN_SAVED_BITS == pytest.approx(3.3219, abs=1e-3)
+
+
+def test_repeats_are_one_build() -> None:
+    rng = random.Random(11)
+    builds = [[7e6 * rng.gauss(1, 0.02) for _ in range(3)] for _ in range(20)]
+    builds += [[6.3e6 * rng.gauss(1, 0.02) for _ in range(3)] for _ in range(20)]
+    result = analyse(builds)
+    assert len(result.verdicts) == 40
+    assert [(c.index, c.verdict) for c in result.changes] == [(20, TrendVerdict.REGRESSION)]
+
+
+def test_analysis_round_trips_through_json() -> None:
+    values = noisy(7e6, 30, 0.01, 12) + noisy(6e6, 30, 0.01, 13)
+    values[10] = 1e6
+    result = analyse(single(values))
+    assert SeriesAnalysis.from_json(result.to_json()) == result
+
+
+@pytest.mark.parametrize("bad", [[[]], [[0.0]], [[-1.0]], [[float("nan")]], [[float("inf")]]])
+def test_values_that_are_not_finite_and_positive_are_refused(bad: list[list[float]]) -> None:
+    with pytest.raises(ValueError, match="build 1 of the series"):
+        analyse([[7e6], *bad])  # type: ignore[list-item]
+
+
+def test_empty_series() -> None:
+    assert analyse([]) == SeriesAnalysis((), (), ())
