@@ -21,6 +21,7 @@ The choice of ``jumpavg`` over Apache Otava (E-divisive means with t-tests) is m
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ MIN_SAVED_BITS = math.log2(10.0)
 least 10 times more probable than one group, MDL). Chosen with benchmarks/bench_changepoints.py."""
 
 
-RULES = f"jumpavg {version('jumpavg')}; outlier run {MAX_OUTLIER_RUN}; min bits {MIN_SAVED_BITS:.6f}"
+RULES = f"jumpavg {version('jumpavg')}; outlier run {MAX_OUTLIER_RUN}; min bits {MIN_SAVED_BITS:.6f}; tail 60"
 """What an analysis depends on besides the data: a cached analysis made under other rules is redone."""
 
 
@@ -209,4 +210,90 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
         verdict = TrendVerdict.PROGRESSION if better else TrendVerdict.REGRESSION
         changes.append(Change(cur.start, verdict, step, 1.0 - 2.0 ** (-saved)))
         verdicts[cur.start] = verdict
+    return SeriesAnalysis(tuple(groups), tuple(changes), tuple(verdicts))
+
+
+TAIL_BUILDS = 60
+"""Builds :func:`extend` analyses again at the end of an earlier analysis; older boundaries stay."""
+
+
+def _unit(runs: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """Return (max value, unit) as ``jumpavg.classify`` derives them (12 significant bits)."""
+    max_value = max(v for run in runs for v in run)
+    return max_value, max_value / (2.0**13 - 1.0)
+
+
+def extend(
+    previous: SeriesAnalysis, values: Sequence[Sequence[float]], *, higher_is_better: bool = True
+) -> SeriesAnalysis:
+    """Analyse a series that grew: keep ``previous``'s verdicts older than :data:`TAIL_BUILDS` builds.
+
+    ``previous`` is the analysis of ``values[: len(previous.verdicts)]`` (the caller checks that
+    those builds are unchanged). The last :data:`TAIL_BUILDS` builds it covered and the new ones
+    are analysed again (:func:`analyse`), and the group the cut falls into is joined to the tail's
+    first group when one group describes them in fewer than :data:`MIN_SAVED_BITS` more bits, as
+    :func:`analyse` does. The cost is bounded by the tail, so a nightly update grows linearly with
+    the history (a full :func:`analyse` grows with its square). Boundaries older than the tail are
+    final (the approach of Otava's incremental mode, Fleming et al. 2023 §4).
+
+    :raises ValueError: as :func:`analyse`, or when ``values`` is shorter than ``previous``.
+    """
+    done = len(previous.verdicts)
+    if len(values) < done:
+        raise ValueError(f"the series has {len(values)} builds, fewer than the {done} analysed before")
+    cut = done - TAIL_BUILDS
+    # Never cut through an outlier run: it belongs with its neighbours.
+    while cut > 0 and TrendVerdict.OUTLIER in (previous.verdicts[cut], previous.verdicts[cut - 1]):
+        cut -= 1
+    if cut <= 0:
+        return analyse(values, higher_is_better=higher_is_better)
+    tail = analyse(values[cut:], higher_is_better=higher_is_better)
+    runs = [tuple(float(v) for v in build) for build in values]
+    outliers = {i for i, v in enumerate(previous.verdicts[:cut]) if v is TrendVerdict.OUTLIER}
+    outliers |= {cut + i for i, v in enumerate(tail.verdicts) if v is TrendVerdict.OUTLIER}
+
+    def members(lo: int, hi: int) -> list[tuple[float, ...]]:
+        kept = [runs[k] for k in range(lo, hi) if k not in outliers]
+        return kept or [runs[lo]]
+
+    head = [g for g in previous.groups if g.start < cut]
+    last = head.pop()
+    before = members(last.start, cut)
+    first = tail.groups[0]
+    after = members(cut + first.start, cut + first.end)
+    max_value, unit = _unit(before + after)
+    saved = _bits([before + after], max_value, unit) - _bits([before, after], max_value, unit)
+
+    groups = list(head)
+    changes = [c for c in previous.changes if c.index < cut]
+    verdicts = list(previous.verdicts[:cut]) + list(tail.verdicts)
+    shifted = [Group(cut + g.start, cut + g.end, g.average, g.stdev) for g in tail.groups]
+    if saved < MIN_SAVED_BITS:
+        mean, stdev = _stats(members(last.start, shifted[0].end))
+        groups.append(Group(last.start, shifted[0].end, mean, stdev))
+        if verdicts[cut] is not TrendVerdict.OUTLIER:
+            verdicts[cut] = TrendVerdict.NORMAL
+    else:
+        mean, stdev = _stats(before)
+        groups.append(Group(last.start, cut, mean, stdev))
+        groups.append(shifted[0])
+        step = (shifted[0].average / mean - 1.0) * 100.0
+        better = step > 0 if higher_is_better else step < 0
+        verdict = TrendVerdict.PROGRESSION if better else TrendVerdict.REGRESSION
+        changes.append(Change(cut, verdict, step, 1.0 - 2.0 ** (-saved)))
+        verdicts[cut] = verdict
+    groups.extend(shifted[1:])
+    changes.extend(Change(cut + c.index, c.verdict, c.step_percent, c.confidence) for c in tail.changes)
+    # Steps from the final groups' averages (a group may have grown since the change was found).
+    average = {g.start: g.average for g in groups}
+    previous_start = {cur.start: prev.start for prev, cur in itertools.pairwise(groups)}
+    changes = [
+        Change(
+            c.index,
+            c.verdict,
+            (average[c.index] / average[previous_start[c.index]] - 1.0) * 100.0,
+            c.confidence,
+        )
+        for c in changes
+    ]
     return SeriesAnalysis(tuple(groups), tuple(changes), tuple(verdicts))

@@ -32,7 +32,7 @@ from typing import Any
 from ovsperf_common.metadata import MetadataError
 from ovsperf_common.metadata import read as read_metadata
 from reporting.api import TrendKey
-from reporting.changepoints import RULES, SeriesAnalysis, analyse
+from reporting.changepoints import RULES, SeriesAnalysis, analyse, extend
 from reporting.changepoints import TrendVerdict as PointVerdict
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TrendCell, TrendVerdict
@@ -162,16 +162,18 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
     )
 
 
-def _analyse_one(args: tuple[list[tuple[float, ...]], bool]) -> SeriesAnalysis:
-    values, better = args
+def _analyse_one(args: tuple[list[tuple[float, ...]], bool, SeriesAnalysis | None]) -> SeriesAnalysis:
+    values, better, earlier = args
+    if earlier is not None:
+        return extend(earlier, values, higher_is_better=better)
     return analyse(values, higher_is_better=better)
 
 
-def series_digest(series: Series) -> str:
-    """Return the SHA-256 (hex) of a series' builds, values and the analysis rules (the cache key)."""
+def series_digest(series: Series, builds: int | None = None) -> str:
+    """Return the SHA-256 (hex) of a series' first ``builds`` builds (default all), values and rules."""
     digest = hashlib.sha256(RULES.encode())
     digest.update(series.key.metric.encode())
-    for point in series.points:
+    for point in series.points[:builds]:
         digest.update(json.dumps([point.result_name, list(point.values)]).encode())
     return digest.hexdigest()
 
@@ -187,8 +189,10 @@ def analyse_series(
     """Analyse every series over all its builds and judge its newest build.
 
     A series whose digest (:func:`series_digest`) matches its entry in ``cache`` is not analysed
-    again. The others run in ``workers`` processes (default: one per CPU) from
-    :data:`PARALLEL_FROM` series on; ``progress(done, total)`` is called as series finish.
+    again; one that only gained builds since is extended (:func:`reporting.changepoints.extend`:
+    its last builds analysed again, the cost bounded). The others run in ``workers`` processes
+    (default: one per CPU) from :data:`PARALLEL_FROM` series on; ``progress(done, total)`` is
+    called as series finish.
 
     :returns: the trends (series without builds are left out) and the new cache entries
         (key → digest, analysis document) for the series analysed now.
@@ -197,17 +201,28 @@ def analyse_series(
     digests = [series_digest(s) for s in series]
     analyses: dict[int, SeriesAnalysis] = {}
     todo: list[int] = []
+    earlier: dict[int, SeriesAnalysis] = {}
     for i, (s, digest) in enumerate(zip(series, digests, strict=True)):
         cached = cache.get(s.key)
-        if cached is not None and cached[0] == digest:
-            try:
-                analyses[i] = SeriesAnalysis.from_json(cached[1])
-                continue
-            except (KeyError, TypeError, ValueError):
-                log.debug("Cached analysis of %s unreadable; analysing again.", s.key.label)
-        todo.append(i)
-    log.debug("%d series cached, %d to analyse.", len(analyses), len(todo))
-    jobs = [(_values(series[i].points), higher_is_better(series[i].key.metric)) for i in todo]
+        if cached is None:
+            todo.append(i)
+            continue
+        try:
+            analysis = SeriesAnalysis.from_json(cached[1])
+        except (KeyError, TypeError, ValueError):
+            log.debug("Cached analysis of %s unreadable; analysing again.", s.key.label)
+            todo.append(i)
+            continue
+        done = len(analysis.verdicts)
+        if cached[0] == digest:
+            analyses[i] = analysis
+        elif done < len(s.points) and cached[0] == series_digest(s, done):
+            earlier[i] = analysis  # the same builds and more: only the tail is analysed again
+            todo.append(i)
+        else:
+            todo.append(i)
+    log.debug("%d series cached, %d to analyse (%d extended).", len(analyses), len(todo), len(earlier))
+    jobs = [(_values(series[i].points), higher_is_better(series[i].key.metric), earlier.get(i)) for i in todo]
     workers = workers or os.cpu_count() or 1
     fresh: list[SeriesAnalysis]
     if len(jobs) >= PARALLEL_FROM and workers > 1:

@@ -1,0 +1,252 @@
+"""A year of nightly builds in the results store: import, change points of every series, trend pages.
+
+The store holds ``--builds`` nightly builds (365) of 7 scenarios, each with 2 tests × 7 frame sizes
+× 2 metrics (NDR and PDR, VSperf CSV columns as docs/results-format.md), written as deliveries
+(``ovsperf-metadata.json`` + a VSperf results directory) and imported with ``ovsperf-results
+import``'s code: 365 × 7 × 2 × 7 × 2 = 71,540 throughput samples, 196 series of 365 builds. The
+series carry 2 % noise, a few steps (−6 %, +4 %) and outliers.
+
+Printed, each also as a ratio to a peer measured in the same run:
+
+* import time (and per build);
+* change-point analysis of all series, cold (jumpavg, our rules, 2 worker processes), against
+  Apache Otava's analysis of the same series (``benchmarks/otava_driver.py`` in its own venv);
+* the same with the analysis cache (nothing changed), and after one more nightly (7 builds):
+  only the changed series are analysed again;
+* growth: the cold analysis at 90, 180 and 365 builds;
+* trend pages render time; index page load in headless Chromium (navigate → load event).
+
+Target on the 2-core VM (issue 11): analysis of all series + pages ≤ 10 s, growth linear in
+builds, index load ≤ 2 s. docs/trending.md has the figures and what they mean.
+
+Usage: ``.venv/bin/python benchmarks/bench_trend.py [--builds 365] [--no-otava] [--no-browser]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench_changepoints import otava_python
+
+from ovsperf_common.metadata import RunMetadata, write
+from resultstore.importer import import_dirs
+from resultstore.model import Series
+from resultstore.samples import THROUGHPUT_METRICS
+from resultstore.store import ResultStore
+from resultstore.trend import analyse_series
+from resultstore.trendpages import write_trend_pages
+
+SCENARIOS = (
+    "OVS_DPDK1q",
+    "OVS_DPDK2q",
+    "OVS_DPDK4q",
+    "OVS_DPDK1q_GUEST_DPDK1q",
+    "OVS_DPDK2q_GUEST_DPDK2q",
+    "OVS_KERNEL1q",
+    "OVS_DPDK1q_NOEMC",
+)
+TESTS = (("phy2phy_tput", "p2p"), ("pvp_tput", "pvp"))
+SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
+HEADER = (
+    "throughput_rx_fps,throughput_rx_mbps,throughput_rx_percent,tx_rate_fps,tx_rate_mbps,tx_rate_percent,"
+    "min_latency_ns,max_latency_ns,avg_latency_ns,type,packet_size,id,deployment,vswitch,traffic_type,"
+    "test_execution_time,start_time,stop_time,stream_count,match_type,pre-installed_flows,"
+    "loss_goal_percent,search_method,pdr_loss_goal_percent,pdr_throughput_rx_fps,pdr_throughput_rx_mbps,"
+    "pdr_throughput_rx_percent,pdr_tx_rate_fps"
+).split(",")
+T0 = datetime(2025, 11, 1, 2, 0, tzinfo=UTC)
+
+
+def level(scenario: int, test: int, size: int, build: int) -> float:
+    """The cell's true throughput at a build [fps]: line-rate-like by size, with steps."""
+    base = min(14.88e6 * 64 / size, 12e6) * (0.8 if test else 1.0) * (1.0 - 0.05 * scenario)
+    if scenario == 0 and build >= 300:
+        base *= 0.94  # a regression in one scenario
+    if scenario == 3 and build >= 120:
+        base *= 1.04  # an improvement in another
+    return base
+
+
+def write_delivery(root: Path, s: int, scenario: str, b: int, rng: random.Random) -> None:
+    """Write build ``b`` of scenario ``s`` as a delivery under ``root``."""
+    when = T0 + timedelta(days=b)
+    delivery = root / f"{scenario}-openvswitch3.3-3.3.0-{b}.el9"
+    results = delivery / f"results_{when.strftime('%Y-%m-%d_%H-%M-%S')}"
+    results.mkdir(parents=True)
+    start = when.strftime("%Y-%m-%d %H:%M:%S")
+    for t, (test, deployment) in enumerate(TESTS):
+        with (results / f"result_{t}_{test}_{deployment}.csv").open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(HEADER)
+            for size in SIZES:
+                outlier = 0.6 if rng.random() < 0.01 else 1.0
+                ndr = level(s, t, size, b) * rng.gauss(1.0, 0.02) * outlier
+                pdr = ndr * 1.03 * rng.gauss(1.0, 0.01)
+                mbps = ndr * (size + 20) * 8 / 1e6
+                writer.writerow(
+                    [f"{ndr:.3f}", f"{mbps:.3f}", "50.0", f"{ndr:.3f}", f"{mbps:.3f}", "50.0", "0", "0", "0",
+                     "rfc2544_throughput", size, test, deployment, "OvsDpdkVhost", "udp", "00:10:00",
+                     start, start, 1, "L4", "No", 0, "mlr", 0.5, f"{pdr:.3f}",
+                     f"{pdr * (size + 20) * 8 / 1e6:.3f}", "51.0", f"{pdr:.3f}"]
+                )  # fmt: skip
+    write(delivery, RunMetadata(scenario=scenario, producer="bench", started_at=when.isoformat()))
+
+
+def write_year(root: Path, builds: int, seed: int) -> int:
+    """Write ``builds`` nightly deliveries of every scenario under ``root``; return their count."""
+    rng = random.Random(seed)
+    for s, scenario in enumerate(SCENARIOS):
+        for b in range(builds):
+            write_delivery(root, s, scenario, b, rng)
+    return builds * len(SCENARIOS)
+
+
+def cold_analysis(series: list[Series]) -> float:
+    start = time.perf_counter()
+    analyse_series(series, {}, workers=2)
+    return time.perf_counter() - start
+
+
+def otava_seconds(series: list[Series], python: Path) -> float:
+    request = {
+        "series": [[sum(p.values) / len(p.values) for p in s.points] for s in series],
+        "window": 30,
+        "max_pvalue": 0.001,
+    }
+    driver = Path(__file__).with_name("otava_driver.py")
+    done = subprocess.run(
+        [str(python), str(driver)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+    return float(json.loads(done.stdout)["seconds"])
+
+
+def truncated(series: list[Series], builds: int) -> list[Series]:
+    return [Series(s.key, s.points[:builds]) for s in series]
+
+
+def browser_load_seconds(index: Path) -> tuple[float, float]:
+    """Return (index page, first series page) load times in headless Chromium [s]."""
+    from tests.reporting.cdp import chromium
+
+    with chromium() as browser:
+        for domain in ("Page", "Runtime", "Log"):
+            browser.call(f"{domain}.enable")
+        times = []
+        for page in (index, next(iter(sorted((index.parent / "series").iterdir())))):
+            start = time.perf_counter()
+            browser.call("Page.navigate", {"url": page.as_uri()})
+            browser.wait_event("Page.loadEventFired", timeout_s=60)
+            times.append(time.perf_counter() - start)
+        return times[0], times[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--builds", type=int, default=365, help="nightly builds per scenario (default 365)")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--otava-venv", type=Path, default=Path(__file__).with_name(".venv-otava"))
+    parser.add_argument("--no-otava", action="store_true")
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-trend-") as tmp:
+        root = Path(tmp)
+        start = time.perf_counter()
+        deliveries = write_year(root / "year", args.builds, args.seed)
+        print(f"wrote {deliveries} deliveries in {time.perf_counter() - start:.1f} s")
+        with ResultStore.open(f"sqlite:///{root / 'results.sqlite'}") as store:
+            start = time.perf_counter()
+            outcome = import_dirs(store, [root / "year"])
+            import_s = time.perf_counter() - start
+            samples = store.sample_count()
+            print(
+                f"import: {len(outcome.recorded)} results, {samples} samples in {import_s:.1f} s "
+                f"({1000 * import_s / deliveries:.1f} ms per build)"
+            )
+            start = time.perf_counter()
+            series = store.series(metrics=THROUGHPUT_METRICS)
+            query_s = time.perf_counter() - start
+            points = sum(len(s.points) for s in series)
+            print(f"series query: {len(series)} series, {points} builds in {query_s:.2f} s")
+
+            start = time.perf_counter()
+            trends, cache = analyse_series(series, store.trend_marks(), workers=2)
+            cold_s = time.perf_counter() - start
+            store.cache_analyses(cache)
+            regressions = sum(1 for t in trends if t.last.verdict.value == "REGRESSION")
+            print(
+                f"analysis cold (jumpavg + rules, 2 processes): {cold_s:.2f} s; "
+                f"{regressions} open regressions"
+            )
+            if not args.no_otava:
+                otava_s = otava_seconds(series, otava_python(args.otava_venv))
+                print(f"  Otava on the same series: {otava_s:.2f} s; ours / Otava = {cold_s / otava_s:.1f}")
+            start = time.perf_counter()
+            _, new = analyse_series(series, store.trend_marks(), cache=store.cached_analyses(), workers=2)
+            warm_s = time.perf_counter() - start
+            print(f"analysis with the cache, nothing new: {warm_s:.2f} s ({len(new)} analysed); "
+                  f"warm / cold = {warm_s / cold_s:.3f}")  # fmt: skip
+
+            nightly = root / "nightly"
+            rng = random.Random(args.seed + 1)
+            for s, scenario in enumerate(SCENARIOS):
+                write_delivery(nightly, s, scenario, args.builds, rng)
+            import_dirs(store, [nightly])
+            series = store.series(metrics=THROUGHPUT_METRICS)
+            start = time.perf_counter()
+            trends, new = analyse_series(
+                series, store.trend_marks(), cache=store.cached_analyses(), workers=2
+            )
+            nightly_s = time.perf_counter() - start
+            store.cache_analyses(new)
+            print(f"one more nightly (7 builds): {nightly_s:.2f} s, {len(new)} series analysed again; "
+                  f"nightly / cold = {nightly_s / cold_s:.3f}")  # fmt: skip
+
+            start = time.perf_counter()
+            pages = write_trend_pages(trends, root / "trend", generated=datetime.now(UTC))
+            pages_s = time.perf_counter() - start
+            print(f"trend pages: {pages.pages} graphs, {pages.series} series in {pages_s:.2f} s; "
+                  f"pages / cold analysis = {pages_s / cold_s:.2f}")  # fmt: skip
+            print(f"analysis (cold) + pages: {cold_s + pages_s:.1f} s; with the cache after a nightly: "
+                  f"{nightly_s + pages_s:.1f} s (target 10 s)")  # fmt: skip
+
+            print("growth with the number of builds (all 196 series; 2 processes):")
+            print(f"  {'builds':>6} {'cold [s]':>9} {'× first':>8} {'nightly [s]':>12} {'× first':>8}")
+            first: tuple[float, float] | None = None
+            for builds in (args.builds // 4, args.builds // 2, args.builds):
+                cold = cold_analysis(truncated(series, builds))
+                _, before = analyse_series(truncated(series, builds - 1), {}, workers=2)
+                start = time.perf_counter()
+                analyse_series(truncated(series, builds), {}, cache=before, workers=2)
+                update = time.perf_counter() - start
+                first = first or (cold, update)
+                print(
+                    f"  {builds:>6} {cold:>9.2f} {cold / first[0]:>8.2f} "
+                    f"{update:>12.2f} {update / first[1]:>8.2f}"
+                )
+            if not args.no_browser:
+                index_s, series_s = browser_load_seconds(pages.index_html)
+                print(
+                    f"Chromium load: index {index_s:.2f} s, one graph page {series_s:.2f} s "
+                    "(target: index ≤ 2 s)"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
