@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reporting.changepoints import MIN_SAVED_BITS, SeriesAnalysis, TrendVerdict, analyse
+from reporting.changepoints import MIN_SAVED_BITS, SeriesAnalysis, TrendVerdict, analyse, extend
 
 
 def noisy(level: float, n: int, cv: float, seed: int) -> list[float]:
@@ -106,3 +106,27 @@ def test_values_that_are_not_finite_and_positive_are_refused(bad: list[list[floa
 
 def test_empty_series() -> None:
     assert analyse([]) == SeriesAnalysis((), (), ())
+
+
+def test_extend_equals_a_full_analysis_and_keeps_old_boundaries() -> None:
+    rng = random.Random(14)
+    values = [[7e6 * rng.gauss(1, 0.02) * (0.94 if i >= 150 else 1.0)] for i in range(365)]
+    values[40] = [3e6]
+    full = analyse(values)
+    earlier = analyse(values[:330])
+    extended = extend(earlier, values)
+    assert [(c.index, c.verdict) for c in extended.changes] == [(c.index, c.verdict) for c in full.changes]
+    assert extended.verdicts == full.verdicts
+    assert [(g.start, g.end) for g in extended.groups] == [(g.start, g.end) for g in full.groups]
+    assert extended.changes[0].step_percent == pytest.approx(full.changes[0].step_percent, abs=1e-9)
+    # A step among the new builds is found there.
+    grown = values + [[6.0e6 * rng.gauss(1, 0.02)] for _ in range(10)]
+    later = extend(full, grown)
+    assert [(c.index, c.verdict) for c in later.changes][-1] == (365, TrendVerdict.REGRESSION)
+    with pytest.raises(ValueError, match="fewer than the 365"):
+        extend(full, values[:300])
+
+
+def test_extend_of_a_short_history_is_a_full_analysis() -> None:
+    values = [[v] for v in noisy(7e6, 40, 0.01, 15)]
+    assert extend(analyse(values[:30]), values) == analyse(values)

@@ -127,3 +127,28 @@ def test_new_result_cells_are_judged_against_the_stored_history(store: ResultSto
     # Another scenario has no history: no trend possible.
     other = trend_for_sets(store, sets, scenario="OVS_DPDK2q")
     assert {c.verdict for c in other.values()} == {TrendVerdict.NO_HISTORY}
+
+
+def test_a_grown_series_is_extended_from_the_cache(
+    store: ResultStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_builds(store, [7e6] * 100 + [6.5e6] * 10)
+    _, cache = analyse_series(store.series(), {})
+    store.cache_analyses(cache)
+    add_builds(store, [6.5e6] * 2, start=110)
+    calls: list[str] = []
+    import resultstore.trend as trend_module
+
+    real_extend, real_analyse = trend_module.extend, trend_module.analyse
+    monkeypatch.setattr(
+        trend_module, "extend", lambda *a, **k: calls.append("extend") or real_extend(*a, **k)
+    )
+    monkeypatch.setattr(
+        trend_module, "analyse", lambda *a, **k: calls.append("analyse") or real_analyse(*a, **k)
+    )
+    trends, new = analyse_series(store.series(), {}, cache=store.cached_analyses(), workers=1)
+    assert calls == ["extend", "extend"] and len(new) == 2
+    trend = next(t for t in trends if t.series.key == KEY64)
+    assert len(trend.analysis.verdicts) == 112
+    assert [c.index for c in trend.analysis.changes] == [100]
+    assert trend.last.verdict is TrendVerdict.REGRESSION and "still open" in trend.last.reason
