@@ -117,7 +117,12 @@ def otava_python(venv_dir: Path) -> Path:
 
 
 def run_otava(series: Sequence[Synthetic], python: Path) -> tuple[list[list[int]], float]:
-    request = {"series": [s.values for s in series], "window": 30, "max_pvalue": 0.001}
+    return otava_detect([s.values for s in series], python)
+
+
+def otava_detect(series: Sequence[Sequence[float]], python: Path) -> tuple[list[list[int]], float]:
+    """Return Otava's change points of each series and its own analysis time [s] (otava_driver.py)."""
+    request = {"series": [list(values) for values in series], "window": 30, "max_pvalue": 0.001}
     driver = Path(__file__).with_name("otava_driver.py")
     done = subprocess.run(
         [str(python), str(driver)],

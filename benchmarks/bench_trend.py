@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_changepoints import otava_python
+from bench_changepoints import otava_detect, otava_python
 
 from ovsperf_common.metadata import RunMetadata, write
 from resultstore.importer import import_dirs
@@ -117,21 +115,7 @@ def cold_analysis(series: list[Series]) -> float:
 
 
 def otava_seconds(series: list[Series], python: Path) -> float:
-    request = {
-        "series": [[sum(p.values) / len(p.values) for p in s.points] for s in series],
-        "window": 30,
-        "max_pvalue": 0.001,
-    }
-    driver = Path(__file__).with_name("otava_driver.py")
-    done = subprocess.run(
-        [str(python), str(driver)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
-    )
-    return float(json.loads(done.stdout)["seconds"])
+    return otava_detect([[sum(p.values) / len(p.values) for p in s.points] for s in series], python)[1]
 
 
 def truncated(series: list[Series], builds: int) -> list[Series]:

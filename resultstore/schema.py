@@ -133,20 +133,25 @@ class VerdictRow(Base):
     __table_args__ = (CheckConstraint("decision IN ('PASS', 'FAIL')", name="ck_verdicts_decision"),)
 
 
-class SampleRow(Base):
+class CellColumns:
+    """The columns naming a cell of a series: test, deployment, frame size [B], metric (schema 2)."""
+
+    test: Mapped[str] = mapped_column(String(128))
+    deployment: Mapped[str] = mapped_column(String(64))
+    frame_size: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+
+
+class SampleRow(CellColumns, Base):
     """One measured number of a result: test × frame size × metric × repeat (schema 2).
 
-    See :class:`resultstore.history.Sample` for the metric names and units.
+    See :class:`resultstore.samples.Sample` for the metric names and units.
     """
 
     __tablename__ = "samples"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
-    test: Mapped[str] = mapped_column(String(128))
-    deployment: Mapped[str] = mapped_column(String(64))
-    frame_size: Mapped[int] = mapped_column(Integer)
-    metric: Mapped[str] = mapped_column(String(64))
     repeat: Mapped[int] = mapped_column(Integer)
     value: Mapped[float] = mapped_column(Float)
 
@@ -158,24 +163,20 @@ class SampleRow(Base):
     )
 
 
-class TrendMarkRow(Base):
+class TrendMarkRow(CellColumns, Base):
     """A tester's mark on a trend change of one series at one result: expected, with bug or comment."""
 
     __tablename__ = "trend_marks"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
-    test: Mapped[str] = mapped_column(String(128))
-    deployment: Mapped[str] = mapped_column(String(64))
-    frame_size: Mapped[int] = mapped_column(Integer)
-    metric: Mapped[str] = mapped_column(String(64))
     bug_id: Mapped[str | None] = mapped_column(String(255))
     comment: Mapped[str | None] = mapped_column(Text)
     tester: Mapped[str | None] = mapped_column(String(255))
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-class TrendCacheRow(Base):
+class TrendCacheRow(CellColumns, Base):
     """The last change-point analysis of one series, valid while its digest matches (schema 2).
 
     ``digest`` covers the series' builds and values and the analysis rules
@@ -187,10 +188,6 @@ class TrendCacheRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     scenario: Mapped[str] = mapped_column(String(255))
-    test: Mapped[str] = mapped_column(String(128))
-    deployment: Mapped[str] = mapped_column(String(64))
-    frame_size: Mapped[int] = mapped_column(Integer)
-    metric: Mapped[str] = mapped_column(String(64))
     digest: Mapped[str] = mapped_column(String(64))
     analysis: Mapped[dict[str, Any]] = mapped_column(JSON)
     analysed_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
@@ -21,11 +20,9 @@ from ciflow.config import load_config
 from ciflow.errors import ConfigError
 from reporting.model import TREND_MIN_HISTORY
 from resultstore.connect import database_url
-from resultstore.model import ResultStatus
-from resultstore.samples import BuildInfo, Sample, samples_from_sets
 from resultstore.store import ResultStore
-from resultstore.trend import load_sets
 from tests.ciflow.helpers import CANDIDATE, SCENARIO, deliver, write_config
+from tests.resultstore.history import add_history_of
 
 
 class Inbox:
@@ -61,32 +58,14 @@ def free_port() -> int:
 
 def seed_history(db: str, *, pvp64_factor: float) -> None:
     """Record TREND_MIN_HISTORY + 2 builds of the scenario: the candidate's NDRs, pvp 64 B × factor."""
-    ndr = [s for s in samples_from_sets(load_sets([CANDIDATE])) if s.metric == "ndr_fps"]
     with ResultStore.open(database_url(db)) as store:
-        for number in range(TREND_MIN_HISTORY + 2):
-            name = f"nightly-{number:03d}"
-            store.record_result(
-                name=name,
-                scenario=SCENARIO,
-                location=Path("/x"),
-                vsperf_dirs=[],
-                status=ResultStatus.PROCESSED,
-            )
-            factor = [1.0 + 0.002 * (number % 3)] * len(ndr)
-            samples = [
-                Sample(
-                    s.test,
-                    s.deployment,
-                    s.frame_size,
-                    "ndr_fps",
-                    0,
-                    s.value * f * (pvp64_factor if (s.test, s.frame_size) == ("pvp_tput", 64) else 1.0),
-                )
-                for s, f in zip(ndr, factor, strict=True)
-            ]
-            # Nightlies before the candidate's own measurement (its VSperf start: 2018-04-10).
-            when = datetime(2018, 3, 1, tzinfo=UTC) + timedelta(days=number)
-            store.record_samples(name, BuildInfo(when, f"2.9.0-{number}", "17.11", None, ()), samples)
+        add_history_of(
+            store,
+            [CANDIDATE],
+            scenario=SCENARIO,
+            builds=TREND_MIN_HISTORY + 2,
+            factors={("pvp_tput", 64): pvp64_factor},
+        )
 
 
 def mail_config(port: int, **extra: Any) -> dict[str, Any]:

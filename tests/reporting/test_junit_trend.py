@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,10 @@ import pytest
 from reporting.api import generate_report
 from reporting.model import TREND_MIN_HISTORY, TrendCell, TrendVerdict
 from resultstore.connect import database_url
-from resultstore.model import ResultStatus
 from resultstore.report_cli import main as report_main
-from resultstore.samples import BuildInfo, Sample, samples_from_sets
 from resultstore.store import ResultStore
-from resultstore.trend import load_sets
 from tests.ciflow.helpers import BASELINE, CANDIDATE
+from tests.resultstore.history import add_history_of
 
 
 def cases(path: Path) -> dict[str, ET.Element]:
@@ -86,33 +83,15 @@ def test_generate_report_db_judges_against_the_stores_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = database_url(str(tmp_path / "results.sqlite"))
-    ndr = [s for s in samples_from_sets(load_sets([CANDIDATE])) if s.metric == "ndr_fps"]
     with ResultStore.open(db) as store:
-        for number in range(TREND_MIN_HISTORY + 2):
-            name = f"openvswitch-2.9.0-{number}"
-            store.record_result(
-                name=name,
-                scenario="OVS_DPDK2q",
-                location=Path("/x"),
-                vsperf_dirs=[],
-                status=ResultStatus.PROCESSED,
-            )
-            # History as high as the candidate, except pvp 64 B: 8 % above it (the candidate regresses).
-            samples = [
-                Sample(
-                    s.test,
-                    s.deployment,
-                    s.frame_size,
-                    "ndr_fps",
-                    0,
-                    s.value
-                    * (1.08 if (s.test, s.frame_size) == ("pvp_tput", 64) else 1.0)
-                    * (1 + 0.002 * (number % 2)),
-                )
-                for s in ndr
-            ]
-            when = datetime(2018, 3, 1, tzinfo=UTC) + timedelta(days=number)  # before the candidate
-            store.record_samples(name, BuildInfo(when, "2.9.0", "17.11", None, ()), samples)
+        # History as high as the candidate, except pvp 64 B: 8 % above it (the candidate regresses).
+        add_history_of(
+            store,
+            [CANDIDATE],
+            scenario="OVS_DPDK2q",
+            builds=TREND_MIN_HISTORY + 2,
+            factors={("pvp_tput", 64): 1.08},
+        )
     argv = [
         "--baseline", str(BASELINE), "--output-dir", str(tmp_path / "r"), "--junit", str(tmp_path / "j.xml"),
         "--db", db, "--scenario", "OVS_DPDK2q", str(CANDIDATE),

@@ -52,3 +52,47 @@ def add_builds(
         store.record_samples(name, build, samples)
         names.append(name)
     return names
+
+
+def add_history_of(
+    store: ResultStore,
+    sets_dirs: Sequence[Path],
+    *,
+    scenario: str,
+    builds: int,
+    factors: dict[tuple[str, int], float] | None = None,
+    start: datetime = datetime(2018, 3, 1, tzinfo=UTC),
+) -> list[str]:
+    """Record ``builds`` nightlies whose NDRs are those of the results in ``sets_dirs``.
+
+    Each (test, frame size) in ``factors`` is scaled by its factor (e.g. 1.08: the history 8 %
+    above the results, which then regress); every build adds 0.2 % × (build mod 3) of noise. The
+    builds are dated daily from ``start`` (before the fixtures' own 2018-04-10 measurement).
+    """
+    from resultstore.samples import samples_from_sets
+    from resultstore.trend import load_sets
+
+    ndr = [s for s in samples_from_sets(load_sets(sets_dirs)) if s.metric == "ndr_fps"]
+    factors = factors or {}
+    names = []
+    for number in range(builds):
+        name = f"nightly-{number:03d}"
+        store.record_result(
+            name=name, scenario=scenario, location=Path("/x"), vsperf_dirs=[], status=ResultStatus.PROCESSED
+        )
+        noise = 1.0 + 0.002 * (number % 3)
+        samples = [
+            Sample(
+                s.test,
+                s.deployment,
+                s.frame_size,
+                "ndr_fps",
+                0,
+                s.value * noise * factors.get((s.test, s.frame_size), 1.0),
+            )
+            for s in ndr
+        ]
+        when = start + timedelta(days=number)
+        store.record_samples(name, BuildInfo(when, f"2.9.0-{number}", "17.11", None, ()), samples)
+        names.append(name)
+    return names
