@@ -4,9 +4,12 @@
 #   2. run OVS_DPDK1q P2P in the local lab (sandboxed OVS-DPDK, ovsperf-trafficgen; NDR and PDR
 #      with MLRsearch and latency at shares of the PDR load, or SEARCH=binary for the
 #      lua-compatible NDR search) at a few frame sizes;
-#   3. compare it with this machine's baseline with generate-report. The first run on a machine
-#      (per search method) records itself as the baseline (and says so); later runs compare with it.
-# Prints the job file, the results directory and the report path (one per line, on stdout).
+#   3. compare it with this machine's baseline with generate-report, each cell also judged against
+#      this machine's earlier runs (trend). The first run on a machine (per search method) records
+#      itself as the baseline (and says so); later runs compare with it;
+#   4. record the run in this machine's results store and write the trend pages over all runs.
+# Prints the job file, the results directory, the report path and the trend index (one per line,
+# on stdout).
 # Needs root (DPDK, hugepages): `make run` calls it through sudo. Finishes in a few minutes.
 set -o errexit -o nounset -o pipefail
 
@@ -25,6 +28,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${GRANULARITY_PERCENT:=0.5}"      # binary: of line rate; also the lowest rate tried
 : "${MAX_TRIALS:=25}"                # binary: per frame size, bounds the run time on a noisy machine
 : "${REPEATS:=1}"                    # runs of the test; > 1 lets the report estimate the noise
+SCENARIO=OVS_DPDK1q
 PATH="${VENV}/bin:${PATH}"
 
 [[ ${EUID} -eq 0 ]] || die "run as root (DPDK needs hugepages): sudo $0"
@@ -47,9 +51,9 @@ case ${SEARCH} in
         --drain-time 0.5 --granularity "${GRANULARITY_PERCENT}" --max-trials "${MAX_TRIALS}") ;;
     *) die "SEARCH must be mlr or binary, not '${SEARCH//[^[:alnum:]_.-]/?}'" ;;
 esac
-log "running OVS_DPDK1q P2P in the local lab at ${FRAME_SIZES} B (${SEARCH} search)"
+log "running ${SCENARIO} P2P in the local lab at ${FRAME_SIZES} B (${SEARCH} search)"
 lab_status=0
-results=$(ovsperf-lab run --config OVS_DPDK1q --frame-sizes "${FRAME_SIZES}" "${search_args[@]}" \
+results=$(ovsperf-lab run --config "${SCENARIO}" --frame-sizes "${FRAME_SIZES}" "${search_args[@]}" \
     --repeats "${REPEATS}" --output "${OUT}/lab") || lab_status=$?
 [[ -n ${results} && -d ${results} ]] || die "the lab run failed before writing results (see above)"
 "${VENV}/bin/python" -m ovsperf_common.resultdir csvs "${results}" >/dev/null ||
@@ -89,7 +93,11 @@ status=0
 # generate-report prints the page's path whenever it wrote one, whatever its exit code: exit 2
 # with a path is "report written with INVALID cells" (a frame size one side lacks: an incomplete
 # run, or other FRAME_SIZES than the baseline's); exit 2 without one is an error, no report.
-page=$(generate-report --baseline "${baseline}" --output-dir "${report}" "${results}") || status=$?
+# The machine's results store: every run's numbers, the history the trend verdicts come from.
+store="${LAB_STATE_DIR}/results-${SEARCH}.sqlite"
+mkdir -p "${LAB_STATE_DIR}"
+page=$(generate-report --baseline "${baseline}" --output-dir "${report}" \
+    --db "${store}" --scenario "${SCENARIO}" "${results}") || status=$?
 if [[ ${status} -eq 2 && -n ${page} ]]; then
     log "the report marks frame sizes missing on one side (or unusable) as INVALID"
     status=0
@@ -100,3 +108,17 @@ if [[ ${status} -ne 0 && ${status} -ne 1 ]]; then
 fi
 [[ ${status} -eq 1 ]] && log "generate-report found a regression against the baseline"
 echo "${page}"
+
+# Record this run (its samples) and draw every run of this machine so far.
+if ovsperf-results -q --db "${store}" import --scenario "${SCENARIO}" "${results}" >/dev/null; then
+    trend_status=0
+    trend=$(ovsperf-results -q --db "${store}" trend --output-dir "${OUT}/lab-trend" \
+        --scenario "${SCENARIO}" --title "This machine's ${SCENARIO} runs") || trend_status=$?
+    if [[ ${trend_status} -eq 0 ]]; then
+        echo "${trend}"
+    else
+        log "no trend pages (ovsperf-results trend exit ${trend_status})"
+    fi
+else
+    log "this run could not be recorded in ${store} (no valid number in it?); no trend pages"
+fi

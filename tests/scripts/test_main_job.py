@@ -1,9 +1,9 @@
 """scripts/main-job.sh decides from generate-report's exit code and stdout, never from file times.
 
 The README's main job runs as root (``make test`` runs pytest through sudo) with PATH shims for
-the three commands it calls (jobcreator, ovsperf-lab, generate-report): the lab and the report
-are tested elsewhere; here only the job's own decisions are (baseline recording, INVALID report
-vs error, regression).
+the four commands it calls (jobcreator, ovsperf-lab, generate-report, ovsperf-results): the lab,
+the report and the store are tested elsewhere; here only the job's own decisions are (baseline
+recording, INVALID report vs error, regression, the machine's store and trend pages).
 """
 
 from __future__ import annotations
@@ -39,6 +39,18 @@ if [[ ${REPORT_WRITES:-1} == 1 ]]; then
 fi
 exit "${REPORT_EXIT:-0}"
 """,
+    "ovsperf-results": """#!/bin/bash
+echo "$*" >> "$RESULTS_ARGS"
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        import) exit "${IMPORT_EXIT:-0}" ;;
+        --output-dir) out=$2; shift ;;
+    esac
+    shift
+done
+mkdir -p "$out" && echo "$out/index.html"
+exit "${TREND_EXIT:-0}"
+""",
 }
 
 
@@ -62,6 +74,7 @@ def run_job(venv: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProce
         "LAB_STATE_DIR": str(tmp_path / "state"),
         "PYTHONPATH": str(ROOT),
         "LAB_ARGS": str(tmp_path / "lab-args"),
+        "RESULTS_ARGS": str(tmp_path / "results-args"),
         **env,
     }
     return subprocess.run(
@@ -74,7 +87,7 @@ def run_job(venv: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProce
     )
 
 
-def test_first_run_records_the_baseline_and_prints_three_paths(venv: Path, tmp_path: Path) -> None:
+def test_first_run_records_the_baseline_and_prints_four_paths(venv: Path, tmp_path: Path) -> None:
     job = run_job(venv, tmp_path)
     assert job.returncode == 0, job.stderr
     out = tmp_path / "out"
@@ -82,6 +95,13 @@ def test_first_run_records_the_baseline_and_prints_three_paths(venv: Path, tmp_p
         str(out / "job-OVS_DPDK1q_GUEST_DPDK1q.xml"),
         str(out / "lab" / TS),
         str(out / "lab-report" / "index.html"),
+        str(out / "lab-trend" / "index.html"),
+    ]
+    store = tmp_path / "state" / "results-mlr.sqlite"
+    assert (tmp_path / "results-args").read_text().splitlines() == [
+        f"-q --db {store} import --scenario OVS_DPDK1q {out / 'lab' / TS}",
+        f"-q --db {store} trend --output-dir {out / 'lab-trend'} --scenario OVS_DPDK1q"
+        " --title This machine's OVS_DPDK1q runs",
     ]
     assert (tmp_path / "state" / "baseline-mlr" / TS / "result_0_phy2phy_tput_p2p.csv").is_file()
     assert "first run on this machine: recorded" in job.stderr
@@ -120,7 +140,24 @@ def test_report_outcome_is_read_from_exit_code_and_stdout(
     if last_line is None:
         assert len(lines) == 2  # job file and results directory, no report
     else:
-        assert len(lines) == 3 and lines[-1].endswith(last_line)
+        assert len(lines) == 4 and lines[2].endswith(last_line)
+        assert lines[3].endswith("lab-trend/index.html")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"IMPORT_EXIT": "3"}, "could not be recorded in"),
+        ({"TREND_EXIT": "3"}, "no trend pages (ovsperf-results trend exit 3)"),
+    ],
+)
+def test_history_trouble_never_fails_the_job(
+    venv: Path, tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    job = run_job(venv, tmp_path, **env)
+    assert job.returncode == 0, job.stderr
+    assert message in job.stderr
+    assert len(job.stdout.splitlines()) == 3  # no trend index
 
 
 def test_an_incomplete_run_is_not_recorded_as_the_baseline(venv: Path, tmp_path: Path) -> None:
