@@ -26,6 +26,7 @@ series, never a zero.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -142,27 +143,36 @@ def _parse_time(text: str | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+_MAIN_PACKAGE = {
+    "ovs": re.compile(r"\Aopenvswitch(?:\d+(?:\.\d+)*)?\Z"),
+    "dpdk": re.compile(r"\Adpdk\Z"),
+    "qemu": re.compile(r"\Aqemu-kvm\Z"),
+}
+"""The package whose NVR names a component (``openvswitch3.1``, not ``openvswitch3.1-test``)."""
+
+
 def build_info(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) -> BuildInfo:
     """Return the versions, hosts and start time of a result.
 
-    Versions come from VSperf's environment (``* vSwitch: …, Version: …``), else from the
-    metadata's ``packages`` (``openvswitch``, ``dpdk``, ``qemu-kvm`` NVRs); the start time from the
-    metadata's ``started_at``, else the earliest test start VSperf recorded (DUT local time,
-    taken as UTC), else the results directory's timestamp.
+    Versions are the package NVRs of the metadata's ``packages`` (``rpm -qa`` on the DUT: e.g.
+    ``openvswitch3.1-3.1.0-65.el9fdp.x86_64``, which tells two builds of one version apart), else
+    VSperf's environment (``* vSwitch: …, Version: …``); the start time is the metadata's
+    ``started_at``, else the earliest test start VSperf recorded (DUT local time, taken as UTC),
+    else the results directory's timestamp.
     """
     meta = dict(metadata or {})
     raw_packages = meta.get("packages")
     packages: dict[str, Any] = raw_packages if isinstance(raw_packages, dict) else {}
 
-    def first(attr: str, package_names: Sequence[str]) -> str | None:
+    def version(component: str, attr: str) -> str | None:
+        for name in sorted(packages):
+            value = packages[name]
+            if _MAIN_PACKAGE[component].match(name) and isinstance(value, str) and value.strip():
+                return f"{name}-{value.strip()}"
         for result_set in sets:
-            value = getattr(result_set, attr)
-            if value:
-                return str(value)
-        for name in package_names:
-            value = packages.get(name)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
+            found = getattr(result_set, attr)
+            if found:
+                return str(found)
         return None
 
     started = _parse_time(meta.get("started_at") if isinstance(meta.get("started_at"), str) else None)
@@ -178,8 +188,8 @@ def build_info(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) ->
         hosts = ()
     return BuildInfo(
         started_at=started,
-        ovs_version=first("ovs_version", ("openvswitch", "openvswitch3.1", "openvswitch2.17")),
-        dpdk_version=first("dpdk_version", ("dpdk",)),
-        qemu_version=first("qemu_version", ("qemu-kvm", "qemu")),
+        ovs_version=version("ovs", "ovs_version"),
+        dpdk_version=version("dpdk", "dpdk_version"),
+        qemu_version=version("qemu", "qemu_version"),
         hosts=hosts,
     )

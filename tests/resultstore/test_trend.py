@@ -152,3 +152,29 @@ def test_a_grown_series_is_extended_from_the_cache(
     assert len(trend.analysis.verdicts) == 112
     assert [c.index for c in trend.analysis.changes] == [100]
     assert trend.last.verdict is TrendVerdict.REGRESSION and "still open" in trend.last.reason
+
+
+def test_build_versions_prefer_package_nvrs() -> None:
+    from resultstore.samples import build_info
+
+    sets = load_sets([EXAMPLES / "candidate_ovs-2.9.1_dpdk-17.11.2"])
+    plain = build_info(sets, None)
+    assert (plain.ovs_version, plain.dpdk_version) == ("2.9.1", "17.11.2")
+    assert plain.started_at is not None and plain.started_at.isoformat() == "2018-04-10T22:01:55+00:00"
+    meta = {
+        "started_at": "2026-11-20T02:00:00Z",
+        "hosts": {"dut": "dut1.lab", "trafficgen": "tg1.lab"},
+        "packages": {
+            "openvswitch3.1-test": "3.1.0-65.el9fdp.noarch",
+            "openvswitch3.1": "3.1.0-65.el9fdp.x86_64",
+            "dpdk": "22.11-4.el9.x86_64",
+            "dpdk-tools": "22.11-4.el9.x86_64",
+            "kernel": "5.14.0-427.el9.x86_64",
+        },
+    }
+    info = build_info(sets, meta)
+    assert info.ovs_version == "openvswitch3.1-3.1.0-65.el9fdp.x86_64"
+    assert info.dpdk_version == "dpdk-22.11-4.el9.x86_64"
+    assert info.qemu_version == "2.6.0"  # no qemu-kvm package listed: VSperf's environment (VNF) says
+    assert info.hosts == ("dut1.lab", "tg1.lab")
+    assert info.started_at is not None and info.started_at.isoformat() == "2026-11-20T02:00:00+00:00"
