@@ -327,6 +327,7 @@ def trend_for_sets(
     samples = [s for s in samples_from_sets(sets) if s.metric in THROUGHPUT_METRICS]
     stored = {s.key: s for s in store.series(scenario=scenario, metrics=THROUGHPUT_METRICS)}
     marks = store.trend_marks()
+    cache = store.cached_analyses()
     goals = _pdr_goals(sets)
     grouped: dict[SeriesKey, list[float]] = {}
     for sample in samples:
@@ -355,9 +356,27 @@ def trend_for_sets(
             tester_decision=None,
             tester_bug=None,
         )
-        out[trend_key] = judge(Series(key, (*points, current)), len(points), marks)
+        series = Series(key, (*points, current))
+        out[trend_key] = judge(series, len(points), marks, _analysis_with(series, cache.get(key)))
     log.info("Trend verdicts for %d cell(s) from the store's %s series.", len(out), key_scenario)
     return out
+
+
+def _analysis_with(series: Series, cached: tuple[str, Mapping[str, Any]] | None) -> SeriesAnalysis | None:
+    """Return the analysis of ``series`` extended from a cached analysis of its earlier builds, if any.
+
+    None when the cache holds nothing for exactly those builds (then :func:`judge` analyses them).
+    """
+    if cached is None or len(series.points) < 2:
+        return None
+    try:
+        earlier = SeriesAnalysis.from_json(cached[1])
+    except (KeyError, TypeError, ValueError):
+        return None
+    done = len(earlier.verdicts)
+    if done >= len(series.points) or cached[0] != series_digest(series, done):
+        return None
+    return extend(earlier, _values(series.points), higher_is_better=higher_is_better(series.key.metric))
 
 
 def trend_for_dirs(

@@ -14,7 +14,7 @@ from resultstore.model import SeriesKey
 from resultstore.samples import BuildInfo, Sample, samples_from_sets
 from resultstore.store import ResultStore
 from resultstore.trend import analyse_series, judge, load_sets, trend_for_sets
-from tests.resultstore.history import T0, add_builds
+from tests.resultstore.history import T0, add_builds, add_history_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "results"
 KEY64 = SeriesKey("OVS_DPDK1q", "phy2phy_tput", "p2p", 64, "ndr_fps")
@@ -178,3 +178,16 @@ def test_build_versions_prefer_package_nvrs() -> None:
     assert info.qemu_version == "2.6.0"  # no qemu-kvm package listed: VSperf's environment (VNF) says
     assert info.hosts == ("dut1.lab", "tg1.lab")
     assert info.started_at is not None and info.started_at.isoformat() == "2026-11-20T02:00:00+00:00"
+
+
+def test_a_new_result_is_judged_by_extending_the_cached_history(store: ResultStore) -> None:
+    sets = load_sets([EXAMPLES / "candidate_ovs-2.9.1_dpdk-17.11.2"])
+    add_history_of(store, [EXAMPLES / "candidate_ovs-2.9.1_dpdk-17.11.2"], scenario="S", builds=90,
+                   factors={("pvp_tput", 64): 1.08})  # fmt: skip
+    without_cache = trend_for_sets(store, sets, scenario="S", name="candidate")
+    _, cache = analyse_series(store.series(scenario="S"), {})
+    store.cache_analyses(cache)
+    with_cache = trend_for_sets(store, sets, scenario="S", name="candidate")
+    assert with_cache == without_cache
+    assert with_cache[("pvp_tput", "pvp", 64, 0.0)].verdict is TrendVerdict.REGRESSION
+    assert with_cache[("phy2phy_tput", "p2p", 64, 0.0)].verdict is TrendVerdict.NORMAL
