@@ -77,6 +77,8 @@ def test_trend_decides_with_enough_history(tmp_path: Path) -> None:
     assert rows[("phy2phy_tput", 1024)]["trend"] is None
     page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
     assert "(trend decides)" in page and "Which verdict decides:" in page
+    findings = page[page.index('id="findings"') : page.index("</ul>")]
+    assert "128 B trend: REGRESSION by construction" in findings and "pvp_tput" not in findings
 
 
 def test_generate_report_db_judges_against_the_stores_history(
