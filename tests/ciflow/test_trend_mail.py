@@ -4,6 +4,7 @@ down never fails the pass."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -40,6 +41,8 @@ class Inbox:
 
 @pytest.fixture
 def smtp() -> Iterator[tuple[Inbox, int]]:
+    # aiosmtpd logs from its own thread, also after the test's captured stderr is closed.
+    logging.getLogger("mail.log").propagate = False
     inbox = Inbox()
     port = free_port()
     controller = Controller(inbox, hostname="127.0.0.1", port=port, ready_timeout=10)

@@ -189,7 +189,7 @@ def test_a_a_says_no_change_and_a_big_cpu_steal_says_regression(tmp_path: Path, 
 @pytest.mark.slow
 def test_cli_writes_the_page_and_exits_by_the_verdict(tmp_path: Path, state_root: Path) -> None:
     argv = ["--state-dir", str(state_root), "compare", "--config", "OVS_DPDK1q", "--b", "system",
-            "--b-cpu-steal", "60", "--rounds", "3", "--min-rounds", "2", "--trial-duration", "2",
+            "--b-cpu-steal", "60", "--rounds", "5", "--min-rounds", "3", "--trial-duration", "2",
             "--seed", "5", "--output", str(tmp_path), "--no-progress"]  # fmt: skip
     started = time.monotonic()
     code = main(argv)
