@@ -238,6 +238,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="S",
         help="duration of each latency trial [s] (%(default)s)",
     )
+    run.add_argument(
+        "--no-telemetry",
+        dest="telemetry",
+        action="store_false",
+        help="do not collect DUT telemetry (PMD counters, rx queues, thread CPU) around final/validation"
+        " trials (ovsperf-telemetry.json; collected by default)",
+    )
     binary = run.add_argument_group("binary search (--search binary)")
     binary.add_argument(
         "--search-time", type=float, help="search trial duration [s] (scenario's search_trial_s)"
@@ -403,6 +410,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
         search_duration_max_s=args.search_duration_max,
         latency_levels_percent=args.latency_loads,
         latency_trial_s=args.latency_time,
+        telemetry=args.telemetry,
         tests=tuple(VsperfTest.from_spec(t, field="--test") for t in args.test) if args.test else None,
     )
     facts = probe_machine()

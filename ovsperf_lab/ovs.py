@@ -231,9 +231,12 @@ class OvsSandbox:
         deadline = Deadline.in_seconds(timeout_s, f"bridge '{bridge}' management socket '{mgmt}'")
         self._wait(deadline, lambda: True if mgmt.exists() else None, self.vswitchd_log)
 
-    def appctl(self, *args: str) -> str:
-        """Run ``ovs-appctl`` against the sandbox's ovs-vswitchd."""
-        return self._run(["ovs-appctl", "-t", str(self.vswitchd_ctl), "--timeout=30", *args])
+    def appctl(self, *args: str, timeout_s: int = 30) -> str:
+        """Run ``ovs-appctl`` against the sandbox's ovs-vswitchd (``--timeout``: its deadline [s]).
+
+        :raises OvsError: when it fails or times out (the message holds its stderr).
+        """
+        return self._run(["ovs-appctl", "-t", str(self.vswitchd_ctl), f"--timeout={int(timeout_s)}", *args])
 
     def port_counters(self, bridge: str) -> dict[int, PortCounters]:
         """Return OpenFlow port number → live counters of every port of ``bridge``.

@@ -124,6 +124,9 @@ class LabOptions:
     latency_trial_s: float = 10.0
     """Duration of each latency trial [s] (``--latency-time``): 10 s at 10 % of 1 Mpps gives
     1e6 frames, 1000 of them above the p99.9."""
+    telemetry: bool = True
+    """Collect DUT telemetry around each final / validation trial (``--no-telemetry`` turns it off;
+    :mod:`ovsperf_lab.telemetry`)."""
 
     def mlr_config(self, frame_size_bytes: int, max_rate_pps: float) -> mlr.MlrConfig:
         """Return the MLRsearch parameters for one frame size [B] up to ``max_rate_pps`` per direction.

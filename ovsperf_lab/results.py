@@ -93,6 +93,9 @@ TRIALS_FILE = "ovsperf-trials.json"
 LATENCY_FILE = "ovsperf-latency.json"
 """Latency at shares of the PDR load (docs/results-format.md)."""
 
+TELEMETRY_FILE = "ovsperf-telemetry.json"
+"""DUT telemetry of every final / validation trial (docs/results-format.md, ovsperf_lab.telemetry)."""
+
 HDRH_ENCODING = "HdrHistogram V2, compressed, base64 (HdrHistogram.encode()); values in ns"
 """How ``ovsperf-latency.json`` encodes its histograms."""
 
@@ -511,6 +514,8 @@ class ResultsWriter:
             raise LabError(f"Cannot create results directory '{self.path}': {err}.") from err
         self.trials: list[dict[str, Any]] = []
         self.latency: list[dict[str, Any]] = []
+        self.telemetry: list[dict[str, Any]] = []
+        self._telemetry_written = 0
         self.tests: dict[str, dict[str, Any]] = {}
         log.info("Creating result directory: %s", self.path)
 
@@ -540,6 +545,32 @@ class ResultsWriter:
 
     def _write_trials(self) -> None:
         self._write(TRIALS_FILE, json.dumps({"schema": 2, "trials": self.trials}, indent=1) + "\n")
+
+    def add_telemetry(self, index: int, test: VsperfTest, trial: dict[str, Any]) -> None:
+        """Keep one trial's DUT telemetry of VSperf result ``index`` (written by :meth:`write_telemetry`)."""
+        csv_name = result_csv_name(test.value, test.topology.value, index)
+        self.telemetry.append(
+            {
+                "result_index": index,
+                "test": test.value,
+                "deployment": test.topology.value,
+                "csv": csv_name,
+                **trial,
+            }
+        )
+
+    def write_telemetry(self) -> None:
+        """Rewrite ``ovsperf-telemetry.json`` with every trial kept so far (docs/results-format.md).
+
+        Nothing is written while no trial has telemetry (the file is absent: "not collected").
+
+        :raises LabError: when the file cannot be written.
+        """
+        if len(self.telemetry) == self._telemetry_written:
+            return
+        document = {"schema": 1, "trials": self.telemetry}
+        self._write(TELEMETRY_FILE, json.dumps(document, indent=1) + "\n")
+        self._telemetry_written = len(self.telemetry)
 
     def write_latency(
         self,

@@ -46,6 +46,7 @@ from ovsperf_lab.search import (
     search_throughput,
 )
 from ovsperf_lab.state import DEFAULT_STATE_ROOT, RunState, release, renice
+from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
 
 log = logging.getLogger(__name__)
@@ -496,8 +497,11 @@ class _TestRunner:
             _check_rings(generator, plan.options.ring_size)
             speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
             mlr = plan.options.search is SearchMethod.MLR
+            measured: TrafficGenerator = generator
+            if plan.options.telemetry:
+                measured = self._telemetry(index, test, generator, mlr, {p.ofport: p.name for p in lay.ports})
             checked = CrossCheckedGenerator(
-                generator,
+                measured,
                 ovs,
                 ovs.bridge,
                 tuple(p.ofport for p in lay.generator_ports),
@@ -519,6 +523,7 @@ class _TestRunner:
                     continue
                 rows_so_far.append(row)
                 rows.append(row)
+                writer.write_telemetry()
                 outcome.csv_paths.append(write(complete=False))
                 obs.frame_size_finished(test, row)
             if rows:
@@ -529,6 +534,7 @@ class _TestRunner:
                 raise
             raise cause from err
         finally:
+            writer.write_telemetry()  # what was collected so far survives a failure
             if generator is not None:
                 generator.close()
             if vnf is not None:
@@ -538,6 +544,36 @@ class _TestRunner:
                 topology.remove(ovs)
         outcome.csv_paths = list(dict.fromkeys(outcome.csv_paths))
         return failures
+
+    def _telemetry(
+        self, index: int, test: VsperfTest, generator: TrafficGenerator, mlr: bool, names: dict[int, str]
+    ) -> TrafficGenerator:
+        """Wrap ``generator`` so that every final (MLRsearch) or validation trial records telemetry.
+
+        :param names: OpenFlow port number → interface name of the ports to count.
+        """
+        ovs = self.ovs
+        processes = {"ovs-vswitchd": ovs.pids["ovs-vswitchd"]}
+        if generator.pid is not None:
+            processes["generator"] = generator.pid
+
+        def ports() -> dict[str, dict[str, float | None]]:
+            return {
+                names[number]: {k: None if v is None else float(v) for k, v in vars(counters).items()}
+                for number, counters in ovs.port_counters(ovs.bridge).items()
+                if number in names
+            }
+
+        collector = TelemetryCollector(
+            lambda *args: ovs.appctl(*args, timeout_s=APPCTL_TIMEOUT_S), ports, processes
+        )
+        min_duration = self.plan.options.final_trial_s if mlr else self.plan.validation_trial_s
+        return TelemetryGenerator(
+            generator,
+            collector,
+            min_duration,
+            lambda telemetry: self.writer.add_telemetry(index, test, telemetry.to_json()),
+        )
 
     def _binary(
         self, index: int, test: VsperfTest, generator: CrossCheckedGenerator, size: int, speed: int

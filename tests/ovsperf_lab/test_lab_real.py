@@ -26,6 +26,7 @@ from ovsperf_lab.results import (
     GUEST_COLUMN,
     LATENCY_FILE,
     METADATA_FILE,
+    TELEMETRY_FILE,
     TRIALS_FILE,
 )
 from ovsperf_lab.run import RunObserver, run_lab
@@ -169,6 +170,19 @@ def test_p2p_real_run_with_mlrsearch_and_latency(tmp_path: Path, state_root: Pat
         assert HdrHistogram.decode(merged["hdrh"]).get_total_count() == merged["rx_packets"] > 0
         assert sum(d["rx_packets"] for d in level["directions"]) == merged["rx_packets"]
     assert float(row["max_latency_ns"]) == pytest.approx(entry["levels"][-1]["all"]["max_ns"], rel=1e-6)
+    # DUT telemetry around every final trial: OVS's own counters of the real PMD.
+    telemetry = json.loads((outcome.results_dir / TELEMETRY_FILE).read_text())["trials"]
+    loaded = [t for t in telemetry if t["load_pps"] > 100_000 and t["valid"]]
+    assert loaded, telemetry
+    for trial in loaded:
+        totals = trial["totals"]
+        assert 50 < totals["cycles_per_packet"] < 1_000_000, totals
+        assert 0 < totals["pmd_busy_percent"] <= 100
+        assert totals["packets"] == pytest.approx(2 * trial["load_pps"] * trial["duration_s"], rel=0.1)
+        assert {p["port"] for p in trial["rxq"]} == {"tg0", "tg1"}
+        assert trial["ports"]["tg0"]["rx_packets"] > 0
+        assert any(t["name"].startswith("pmd-c") for t in trial["threads"]["ovs-vswitchd"])
+        assert "Rx packets" in trial["pmd_perf_show"] and trial["notes"] == []
     report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
     assert report.overall == "PASS"
     assert leftovers(state_root, before) == []
