@@ -44,6 +44,7 @@ from ovsperf_common.units import l1_bps, line_rate_pps
 from reporting.latency import compare_latency
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
 from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
+from reporting.telemetry import compare_telemetry
 
 DEFAULT_LINK_BPS = 2 * 10e9
 """Aggregate line speed assumed when the results carry no rate percentage: 2 × 10 GbE [bit/s]
@@ -144,6 +145,7 @@ def compare(
                 baseline_runs=b_runs,
                 current_runs=c_runs,
                 latency=compare_latency(b_runs, c_runs),
+                telemetry=compare_telemetry(b_runs, c_runs, thresholds),
             )
         )
     return Comparison(

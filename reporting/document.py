@@ -22,11 +22,12 @@ from reporting.model import (
     Cell,
     Comparison,
     LatencyCell,
+    TelemetryCell,
     TestComparison,
     TesterVerdict,
     Verdict,
 )
-from reporting.resultmodel import LatencyPoint, ResultSet, TestRun
+from reporting.resultmodel import LatencyPoint, ResultSet, TelemetryPoint, TestRun
 
 SCHEMA_VERSION = 1
 """Version of ``report.json``'s layout; bump on incompatible changes."""
@@ -209,6 +210,39 @@ def _latency_side(point: LatencyPoint | None) -> dict[str, Any] | None:
     }
 
 
+def _telemetry_point_json(point: TelemetryPoint) -> dict[str, Any]:
+    return {
+        "load_pps": point.load_pps,
+        "loss_ratio": point.loss_ratio,
+        "cycles_per_packet": _round(point.cycles_per_packet, 2),
+        "pmd_busy_percent": _round(point.pmd_busy_percent, 2),
+        "hits_percent": {name: _round(value, 3) for name, value in point.hits_percent},
+        "threads": [
+            {"process": process, "thread": name, "cpu_percent": _round(cpu, 1)}
+            for process, name, cpu in point.threads
+        ],
+        "rxq": [
+            {"pmd": pmd, "port": port, "queue": queue, "usage_percent": usage}
+            for pmd, port, queue, usage in point.rxq
+        ],
+        "notes": list(point.notes),
+    }
+
+
+def _telemetry_json(cell: TelemetryCell) -> dict[str, Any]:
+    return {
+        "frame_size_bytes": cell.frame_size_bytes,
+        "baseline_cycles_per_packet": _round(cell.baseline_cycles_per_packet, 2),
+        "current_cycles_per_packet": _round(cell.current_cycles_per_packet, 2),
+        "cycles_change_percent": _round(cell.cycles_change_percent, 3),
+        "marked": cell.marked,
+        "baseline_busy_percent": _round(cell.baseline_busy_percent, 2),
+        "current_busy_percent": _round(cell.current_busy_percent, 2),
+        "baseline": [_telemetry_point_json(p) for p in cell.baseline],
+        "current": [_telemetry_point_json(p) for p in cell.current],
+    }
+
+
 def _latency_json(cell: LatencyCell) -> dict[str, Any]:
     return {
         "frame_size_bytes": cell.frame_size_bytes,
@@ -267,6 +301,7 @@ def report_data(
                 "graph": f"graphs/{graph_name(t)}",
                 "rows": [_cell_json(c) for c in t.cells],
                 "latency": [_latency_json(c) for c in t.latency],
+                "telemetry": [_telemetry_json(c) for c in t.telemetry],
                 "latency_graph": f"graphs/{latency_graph_name(t)}" if t.latency else None,
                 "processes": {
                     "baseline": _processes_json(t.baseline_runs),

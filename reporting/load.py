@@ -29,6 +29,7 @@ from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTE
 from reporting import load_text
 from reporting.errors import load_error
 from reporting.load_latency import load_latency
+from reporting.load_telemetry import load_telemetry
 from reporting.resultmodel import LoadWarning, ResultSet, TestRun, ThroughputRow
 
 log = logging.getLogger(__name__)
@@ -131,11 +132,13 @@ def load_results_dir(path: Path) -> ResultSet:
     environment = _environment(path, names, warnings)
     moongen = load_text.moongen_logs(path, warnings)
     latency = load_latency(path, warnings)
+    telemetry = load_telemetry(path, warnings)
     all_tests = frozenset(r.test for r in runs)
     runs = [
         replace(
             _attach_extras(path, run, moongen, all_tests, warnings),
             latency=latency.get(run.csv_path.name, ()),
+            telemetry=telemetry.get(run.csv_path.name, ()),
         )
         for run in runs
     ]

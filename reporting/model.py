@@ -14,7 +14,7 @@ from datetime import datetime
 from ovsperf_common.errors import FieldError
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.verdict import Overall
-from reporting.resultmodel import LatencyPoint, TestRun
+from reporting.resultmodel import LatencyPoint, TelemetryPoint, TestRun
 
 
 class Verdict(SpecEnum):
@@ -254,6 +254,30 @@ class LatencyCell:
 
 
 @dataclass(frozen=True)
+class TelemetryCell:
+    """The DUT's own view of one frame size, baseline against current (:mod:`reporting.telemetry`)."""
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    baseline: tuple[TelemetryPoint, ...]
+    """The baseline runs' points (empty: not collected)."""
+    current: tuple[TelemetryPoint, ...]
+    """The current runs' points (empty: not collected)."""
+    baseline_cycles_per_packet: float | None
+    """Mean over the baseline runs [cycles]."""
+    current_cycles_per_packet: float | None
+    """Mean over the current runs [cycles]."""
+    cycles_change_percent: float | None
+    """current / baseline − 1 of cycles per packet [%]; positive is worse."""
+    marked: bool
+    """True when cycles per packet rose by at least the regression threshold."""
+    baseline_busy_percent: float | None
+    """PMD busy [%], baseline mean."""
+    current_busy_percent: float | None
+    """PMD busy [%], current mean."""
+
+
+@dataclass(frozen=True)
 class TestComparison:
     """All cells of one (test, deployment)."""
 
@@ -267,6 +291,8 @@ class TestComparison:
     current_runs: tuple[TestRun, ...]
     latency: tuple[LatencyCell, ...] = ()
     """Latency at shares of the PDR load, by frame size then load; empty when neither side has it."""
+    telemetry: tuple[TelemetryCell, ...] = ()
+    """DUT telemetry by frame size; empty when neither side has it."""
 
     @property
     def has_latency(self) -> bool:

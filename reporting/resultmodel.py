@@ -166,6 +166,36 @@ class LatencyPoint:
 
 
 @dataclass(frozen=True)
+class TelemetryPoint:
+    """The DUT's own view of one frame size: the telemetry of its representative trial.
+
+    From ``ovsperf-telemetry.json`` (docs/results-format.md): of the trials with telemetry at this
+    frame size, the valid one at the highest load without loss (the NDR's), else the valid one at
+    the highest load. Every figure is from OVS's counters (``ovsperf_lab.telemetry``); None: OVS
+    did not report it.
+    """
+
+    frame_size_bytes: int
+    """Ethernet frame size including FCS [B]."""
+    load_pps: float
+    """Offered load of that trial, per direction [pps]."""
+    loss_ratio: float | None
+    """Its loss ratio [1]."""
+    cycles_per_packet: float | None
+    """PMD processing cycles / packets received [cycles]."""
+    pmd_busy_percent: float | None
+    """Processing cycles / (idle + processing) of the PMDs [%]."""
+    hits_percent: tuple[tuple[str, float | None], ...]
+    """(counter, share of received packets [%]) in lookup order: simple match, EMC, SMC, megaflow, upcalls."""
+    threads: tuple[tuple[str, str, float | None], ...]
+    """(process, thread name, CPU [% of one CPU]) of the busiest threads."""
+    rxq: tuple[tuple[str, str, int, float | None], ...]
+    """(PMD, port, queue, usage [%]) rx queue placement."""
+    notes: tuple[str, ...]
+    """What was not collected, and why."""
+
+
+@dataclass(frozen=True)
 class TestRun:
     """One VSperf test execution: one ``result_[<idx>_]<test>_<deployment>.csv``."""
 
@@ -194,6 +224,8 @@ class TestRun:
     """CSV rows dropped with a warning (malformed, cut short, no frame size) [1]."""
     latency: tuple[LatencyPoint, ...] = ()
     """Latency at shares of the PDR load, by frame size then load; empty when not measured."""
+    telemetry: tuple[TelemetryPoint, ...] = ()
+    """DUT telemetry per frame size (ascending); empty when not collected."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,187 @@
+"""Read the lab's ``ovsperf-telemetry.json``: the DUT's own counters around each final trial.
+
+Format: docs/results-format.md (written by ``ovsperf_lab.results.ResultsWriter.write_telemetry``).
+Per result CSV and frame size one :class:`~reporting.resultmodel.TelemetryPoint` is kept: the
+telemetry of the valid trial at the highest load without loss (the trial the NDR rests on), else
+of the valid trial at the highest load. Every field is checked where it enters; a bad trial
+becomes a :class:`~reporting.resultmodel.LoadWarning` naming the file and the field. An absent
+file means "not collected" (VSperf results, older lab runs, ``--no-telemetry``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from reporting.resultmodel import LoadWarning, TelemetryPoint
+
+TELEMETRY_FILE = "ovsperf-telemetry.json"
+"""The lab's telemetry file in a results directory."""
+
+MAX_TELEMETRY_FILE_BYTES = 256 * 1024 * 1024
+"""Larger files are not read [B]."""
+
+HIT_COUNTERS = (
+    "simple_match_hits",
+    "emc_hits",
+    "smc_hits",
+    "megaflow_hits",
+    "miss_with_success_upcall",
+    "miss_with_failed_upcall",
+)
+"""The classification shares shown, in OVS's lookup order."""
+
+MAX_THREADS = 4
+"""Busiest threads kept per process."""
+
+
+class _FieldError(ValueError):
+    """One field is unusable; the message names it."""
+
+
+def _optional(obj: Mapping[str, Any], key: str, where: str, *, maximum: float | None = None) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise _FieldError(f"{where}.{key} is {value!r}, not a finite number >= 0")
+    if maximum is not None and value > maximum * 1.02:  # 2 %: CPU accounting granularity
+        raise _FieldError(f"{where}.{key} is {value!r}, above {maximum:g}")
+    return float(value)
+
+
+def _text(value: object, where: str, limit: int = 200) -> str:
+    if not isinstance(value, str) or len(value) > limit:
+        raise _FieldError(f"{where} is not a short text")
+    return "".join(ch if ch.isprintable() else "?" for ch in value)
+
+
+def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
+    size = trial.get("frame_size_bytes")
+    if isinstance(size, bool) or not isinstance(size, int) or not 64 <= size <= 9216:
+        raise _FieldError(f"{where}.frame_size_bytes is {size!r}")
+    load = _optional(trial, "load_pps", where)
+    if load is None:
+        raise _FieldError(f"{where}.load_pps is missing")
+    totals = trial.get("totals")
+    if not isinstance(totals, dict):
+        raise _FieldError(f"{where}.totals is not an object")
+    threads: list[tuple[str, str, float | None]] = []
+    raw_threads = trial.get("threads") or {}
+    if not isinstance(raw_threads, dict):
+        raise _FieldError(f"{where}.threads is not an object")
+    for process, rows in raw_threads.items():
+        if not isinstance(rows, list):
+            raise _FieldError(f"{where}.threads.{process} is not a list")
+        for n, row in enumerate(rows[:MAX_THREADS]):
+            here = f"{where}.threads.{process}[{n}]"
+            if not isinstance(row, dict):
+                raise _FieldError(f"{here} is not an object")
+            threads.append(
+                (
+                    _text(process, here),
+                    _text(row.get("name"), f"{here}.name"),
+                    _optional(row, "cpu_percent", here, maximum=100.0),
+                )
+            )
+    rxq: list[tuple[str, str, int, float | None]] = []
+    for n, row in enumerate(trial.get("rxq") or []):
+        here = f"{where}.rxq[{n}]"
+        if (
+            not isinstance(row, dict)
+            or isinstance(row.get("queue"), bool)
+            or not isinstance(row.get("queue"), int)
+        ):
+            raise _FieldError(f"{here} is not a queue placement")
+        rxq.append(
+            (
+                _text(row.get("pmd"), f"{here}.pmd"),
+                _text(row.get("port"), f"{here}.port"),
+                int(row["queue"]),
+                _optional(row, "usage_percent", here, maximum=100.0),
+            )
+        )
+    notes = trial.get("notes") or []
+    if not isinstance(notes, list):
+        raise _FieldError(f"{where}.notes is not a list")
+    return TelemetryPoint(
+        frame_size_bytes=size,
+        load_pps=load,
+        loss_ratio=_optional(trial, "loss_ratio", where, maximum=1.0),
+        cycles_per_packet=_optional(totals, "cycles_per_packet", f"{where}.totals"),
+        pmd_busy_percent=_optional(totals, "pmd_busy_percent", f"{where}.totals", maximum=100.0),
+        hits_percent=tuple(
+            (name, _optional(totals, f"{name}_percent", f"{where}.totals", maximum=100.0))
+            for name in HIT_COUNTERS
+        ),
+        threads=tuple(threads),
+        rxq=tuple(rxq),
+        notes=tuple(_text(n, f"{where}.notes", 400) for n in notes),
+    )
+
+
+def _representative(points: list[tuple[bool, TelemetryPoint]]) -> TelemetryPoint:
+    """Return the valid trial at the highest lossless load, else the valid one at the highest load."""
+    valid = [p for ok, p in points if ok] or [p for _, p in points]
+    lossless = [p for p in valid if p.loss_ratio == 0]
+    return max(lossless or valid, key=lambda p: p.load_pps)
+
+
+def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[TelemetryPoint, ...]]:
+    """Read ``path/ovsperf-telemetry.json``.
+
+    :returns: result CSV file name → one point per frame size (ascending); empty when the file is
+        absent or unusable (with a warning).
+    """
+    file = path / TELEMETRY_FILE
+    if not file.exists() and not file.is_symlink():
+        return {}
+    if file.is_symlink() or not file.is_file():
+        warnings.append(LoadWarning(file, None, "Not a regular file (symbolic link?); telemetry not read."))
+        return {}
+    try:
+        if file.stat().st_size > MAX_TELEMETRY_FILE_BYTES:
+            raise _FieldError(f"larger than {MAX_TELEMETRY_FILE_BYTES} B")
+        document = json.loads(file.read_bytes())
+    except (OSError, ValueError) as err:
+        warnings.append(
+            LoadWarning(file, None, f"Cannot read the telemetry file ({err}); telemetry not shown.")
+        )
+        return {}
+    if (
+        not isinstance(document, dict)
+        or document.get("schema") != 1
+        or not isinstance(document.get("trials"), list)
+    ):
+        warnings.append(
+            LoadWarning(
+                file, None, "Not an ovsperf-telemetry.json of schema 1 with a 'trials' list; not shown."
+            )
+        )
+        return {}
+    found: dict[tuple[str, int], list[tuple[bool, TelemetryPoint]]] = {}
+    bad = 0
+    for number, trial in enumerate(document["trials"]):
+        where = f"trials[{number}]"
+        try:
+            if not isinstance(trial, dict):
+                raise _FieldError(f"{where} is not an object")
+            csv_name = trial.get("csv")
+            if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
+                raise _FieldError(f"{where}.csv is {csv_name!r}, not a result CSV name")
+            point = _point(trial, where)
+        except _FieldError as err:
+            bad += 1
+            if bad <= 5:
+                warnings.append(LoadWarning(file, None, f"Field {err}; that trial is not used."))
+            continue
+        found.setdefault((csv_name, point.frame_size_bytes), []).append((trial.get("valid") is True, point))
+    if bad > 5:
+        warnings.append(LoadWarning(file, None, f"{bad - 5} more unusable trials not used."))
+    out: dict[str, list[TelemetryPoint]] = {}
+    for (csv_name, _), points in sorted(found.items()):
+        out.setdefault(csv_name, []).append(_representative(points))
+    return {name: tuple(points) for name, points in out.items()}

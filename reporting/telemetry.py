@@ -1,0 +1,52 @@
+"""Compare the DUT's own view, baseline against current: cycles per packet, PMD busy, cache hits.
+
+One :class:`~reporting.model.TelemetryCell` per frame size either side has telemetry for
+(``ovsperf-telemetry.json``, :mod:`reporting.load_telemetry`). Several runs on a side are pooled
+by the mean of each figure. Cycles per packet is compared like throughput but inverted (more
+cycles per packet is worse): its change is marked when it reaches the regression threshold.
+It does not change the verdict (docs/reporting.md says why).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from reporting.model import TelemetryCell, Thresholds
+from reporting.resultmodel import TelemetryPoint, TestRun
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.fmean(known) if known else None
+
+
+def _side(runs: Sequence[TestRun], size: int) -> tuple[TelemetryPoint, ...]:
+    return tuple(p for r in runs for p in r.telemetry if p.frame_size_bytes == size)
+
+
+def compare_telemetry(
+    baseline: Sequence[TestRun], current: Sequence[TestRun], thresholds: Thresholds
+) -> tuple[TelemetryCell, ...]:
+    """Return one cell per frame size with telemetry on either side, ascending; empty when none has."""
+    sizes = sorted({p.frame_size_bytes for r in [*baseline, *current] for p in r.telemetry})
+    cells = []
+    for size in sizes:
+        base, cur = _side(baseline, size), _side(current, size)
+        b_cpp = _mean([p.cycles_per_packet for p in base])
+        c_cpp = _mean([p.cycles_per_packet for p in cur])
+        change = (c_cpp / b_cpp - 1.0) * 100.0 if b_cpp and c_cpp is not None else None
+        cells.append(
+            TelemetryCell(
+                frame_size_bytes=size,
+                baseline=base,
+                current=cur,
+                baseline_cycles_per_packet=b_cpp,
+                current_cycles_per_packet=c_cpp,
+                cycles_change_percent=change,
+                marked=change is not None and change >= thresholds.regression_percent,
+                baseline_busy_percent=_mean([p.pmd_busy_percent for p in base]),
+                current_busy_percent=_mean([p.pmd_busy_percent for p in cur]),
+            )
+        )
+    return tuple(cells)
