@@ -16,6 +16,9 @@ Metrics (name → unit, source):
 ``latency_avg_ns``          ns      VSperf's average latency at the NDR row (when measured)
 ``latency_p50_ns_<L>pct``   ns      median latency at L % of the PDR load (ovsperf-latency.json)
 ``latency_p99_ns_<L>pct``   ns      99th percentile at L % of the PDR load
+``cycles_per_packet``       cycles  PMD processing cycles / packets of the trial the NDR rests on
+                                    (``ovsperf-telemetry.json``; lower is better)
+``pmd_busy_percent``        %       PMD processing / (idle + processing) cycles, same trial
 ==========================  ======  ==========================================================
 
 Frame sizes are Ethernet frames including the FCS [B]. Rows a reader marked invalid (missing,
@@ -40,9 +43,11 @@ THROUGHPUT_METRICS = ("ndr_fps", "pdr_fps", "mrr_fps")
 
 
 def metric_unit(metric: str) -> str:
-    """Return the unit of ``metric`` from its name's suffix: ``fps``, ``%`` or ``ns``."""
+    """Return the unit of ``metric`` from its name's suffix: ``fps``, ``%``, ``cycles`` or ``ns``."""
     if metric.endswith("_fps"):
         return "fps"
+    if metric == "cycles_per_packet":
+        return "cycles"
     if metric.endswith("_percent"):
         return "%"
     return "ns"
@@ -100,6 +105,9 @@ def _run_samples(run: TestRun, repeat: int) -> list[Sample]:
             add(row.frame_size_bytes, "latency_avg_ns", row.latency_avg_ns or None)
         else:
             add(row.frame_size_bytes, "pdr_fps", row.rx_pps)
+    for telemetry in run.telemetry:
+        add(telemetry.frame_size_bytes, "cycles_per_packet", telemetry.cycles_per_packet)
+        add(telemetry.frame_size_bytes, "pmd_busy_percent", telemetry.pmd_busy_percent)
     for point in run.latency:
         if not point.valid:
             continue

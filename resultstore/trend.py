@@ -73,8 +73,8 @@ def _amount(value: float, metric: str) -> str:
     unit = metric_unit(metric)
     if unit == "fps":
         return f"{value / 1e6:.4f} Mpps"
-    if unit == "ns":
-        return f"{value:.0f} ns"
+    if unit in ("ns", "cycles"):
+        return f"{value:.0f} {unit}"
     return f"{value:.4g} %"
 
 

@@ -141,3 +141,14 @@ def test_bad_telemetry_is_named_and_skipped(
         loaded.warnings
     )
     assert all(r.telemetry == () for r in loaded.runs)
+
+
+def test_cycles_per_packet_is_a_sample_in_the_store(tmp_path: Path) -> None:
+    from resultstore.samples import higher_is_better, metric_unit, samples_from_sets
+
+    loaded = load_results_dir(results(tmp_path, CANDIDATE, "c", [trial(64, 2e6, 0.0, 400.0)]))
+    samples = {(s.test, s.frame_size, s.metric): s.value for s in samples_from_sets([loaded])}
+    assert samples[("phy2phy_tput", 64, "cycles_per_packet")] == 400.0
+    assert samples[("phy2phy_tput", 64, "pmd_busy_percent")] == 55.0
+    assert ("phy2phy_tput", 128, "cycles_per_packet") not in samples  # not collected: no sample, no zero
+    assert metric_unit("cycles_per_packet") == "cycles" and not higher_is_better("cycles_per_packet")
