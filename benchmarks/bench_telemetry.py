@@ -74,8 +74,8 @@ def main() -> int:
                 bucket.append(result)
                 cycles = "" if result[1] is None else f", {result[1]:.0f} cycles/packet"
                 print(
-                    f"run {number + 1} telemetry {'on ' if telemetry else 'off'}: NDR {result[0] / 1e6:.3f} Mpps"
-                    f"{cycles} ({result[2]:.0f} s)",
+                    f"run {number + 1} telemetry {'on ' if telemetry else 'off'}: "
+                    f"NDR {result[0] / 1e6:.3f} Mpps{cycles} ({result[2]:.0f} s)",
                     flush=True,
                 )
     ndr_on, ndr_off = [r[0] for r in on], [r[0] for r in off]
@@ -89,8 +89,9 @@ def main() -> int:
         f"({'within' if abs(mean_on / mean_off - 1) <= noise else 'beyond'} the noise)"
     )
     print(
-        f"steadiness over the runs with telemetry: CV of cycles/packet {100 * cv(cycles_on):.1f} % vs CV of the "
-        f"NDR {100 * cv(ndr_on):.1f} %: ratio {cv(cycles_on) / cv(ndr_on):.2f} (below 1: cycles/packet is steadier)"
+        f"steadiness over the runs with telemetry: CV of cycles/packet {100 * cv(cycles_on):.1f} % "
+        f"vs CV of the NDR {100 * cv(ndr_on):.1f} %: ratio {cv(cycles_on) / cv(ndr_on):.2f} "
+        "(below 1: cycles/packet is steadier)"
     )
     return 0
 
