@@ -37,6 +37,7 @@ from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.metadata import METADATA_FILE, RunMetadata
 from ovsperf_common.metadata import write as write_metadata
 from ovsperf_common.resultdir import result_csv_name
+from ovsperf_common.telemetryfile import TELEMETRY_FILE
 from ovsperf_common.units import l1_bps, line_rate_pps
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.latency import LatencyLevel
@@ -93,8 +94,6 @@ TRIALS_FILE = "ovsperf-trials.json"
 LATENCY_FILE = "ovsperf-latency.json"
 """Latency at shares of the PDR load (docs/results-format.md)."""
 
-TELEMETRY_FILE = "ovsperf-telemetry.json"
-"""DUT telemetry of every final / validation trial (docs/results-format.md, ovsperf_lab.telemetry)."""
 
 HDRH_ENCODING = "HdrHistogram V2, compressed, base64 (HdrHistogram.encode()); values in ns"
 """How ``ovsperf-latency.json`` encodes its histograms."""

@@ -32,22 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.telemetryfile import HIT_COUNTERS
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
-
-HIT_COUNTERS = (
-    "phwol_hits",
-    "mfex_opt_hits",
-    "simple_match_hits",
-    "emc_hits",
-    "smc_hits",
-    "megaflow_hits",
-    "miss_with_success_upcall",
-    "miss_with_failed_upcall",
-)
-"""Where the PMDs' packets were classified, in lookup order (OVS 3.x labels; older OVS lacks some)."""
 
 APPCTL_TIMEOUT_S = 5
 """Deadline of each ``ovs-appctl`` call of the collector [s]: telemetry never holds a trial long."""

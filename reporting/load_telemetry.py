@@ -16,23 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.telemetryfile import HIT_COUNTERS, TELEMETRY_FILE
 from reporting.resultmodel import LoadWarning, TelemetryPoint
-
-TELEMETRY_FILE = "ovsperf-telemetry.json"
-"""The lab's telemetry file in a results directory."""
 
 MAX_TELEMETRY_FILE_BYTES = 256 * 1024 * 1024
 """Larger files are not read [B]."""
 
-HIT_COUNTERS = (
-    "simple_match_hits",
-    "emc_hits",
-    "smc_hits",
-    "megaflow_hits",
-    "miss_with_success_upcall",
-    "miss_with_failed_upcall",
-)
-"""The classification shares shown, in OVS's lookup order."""
+SHOWN_HITS = HIT_COUNTERS[2:]
+"""The classification shares shown (hardware offload and MFEX are not used by the lab)."""
 
 MAX_THREADS = 4
 """Busiest threads kept per process."""
@@ -115,7 +106,7 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         pmd_busy_percent=_optional(totals, "pmd_busy_percent", f"{where}.totals", maximum=100.0),
         hits_percent=tuple(
             (name, _optional(totals, f"{name}_percent", f"{where}.totals", maximum=100.0))
-            for name in HIT_COUNTERS
+            for name in SHOWN_HITS
         ),
         threads=tuple(threads),
         rxq=tuple(rxq),

@@ -16,6 +16,7 @@ from hdrh.histogram import HdrHistogram
 
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
+from ovsperf_common.telemetryfile import TELEMETRY_FILE
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.mlr import MlrTrial
