@@ -27,7 +27,6 @@ from ovsperf_lab.results import (
     GUEST_COLUMN,
     LATENCY_FILE,
     METADATA_FILE,
-    TELEMETRY_FILE,
     TRIALS_FILE,
 )
 from ovsperf_lab.run import RunObserver, run_lab
