@@ -9,8 +9,13 @@ falls on both alike. Printed:
 * the coefficient of variation of cycles per packet (OVS's own counters, the trial the NDR rests
   on) against the CV of the NDR over the same runs: the smaller is the steadier signal.
 
+With ``--paired N`` it also isolates the collector's effect on a trial from the search's noise:
+in one OVS and generator session, N pairs of 1 s trials at the same fixed load (``--load-mpps``
+per direction), one with telemetry collected around it and one without, in random order per pair;
+printed: the mean paired difference of the received rate and of the loss ratio, with the spread.
+
 Needs root, hugepages and the built generator, like ``make run``; takes 3–5 minutes per run here.
-Usage: ``sudo .venv/bin/python benchmarks/bench_telemetry.py [--runs 3] [--duration-sum 21]``
+Usage: ``sudo .venv/bin/python benchmarks/bench_telemetry.py [--runs 3] [--duration-sum 21] [--paired 20]``
 """
 
 from __future__ import annotations
@@ -50,6 +55,96 @@ def run_once(output: Path, telemetry: bool, duration_sum: float) -> tuple[float,
     return ndr.rx_pps, cycles, wall
 
 
+def paired(pairs: int, load_pps: float, seed: int) -> None:
+    """Alternate trials with and without telemetry in one session; print the paired differences."""
+    import random
+
+    from jobcreator.catalog import load_catalog
+    from jobcreator.model import Topology, VsperfTest
+    from ovsperf_lab import topology
+    from ovsperf_lab.machine import probe_machine
+    from ovsperf_lab.model import TrialSpec
+    from ovsperf_lab.ovs import OvsConfig, OvsSandbox
+    from ovsperf_lab.plan import LabOptions, plan_run
+    from ovsperf_lab.run import LINK_TIMEOUT_S, GeneratorRequest
+    from ovsperf_lab.run import _dpdk_generator as dpdk_generator
+    from ovsperf_lab.state import RunState, release
+    from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
+
+    options = LabOptions(frame_sizes_bytes=(64,), tests=(VsperfTest.PHY2PHY_TPUT,))
+    cpus = plan_run(load_catalog().get("OVS_DPDK1q"), probe_machine(), options).cpus
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="bench-telemetry-state-") as root:
+        state = RunState.create(Path(root), "bench-telemetry")
+        generator = None
+        try:
+            ovs = OvsSandbox(
+                state,
+                OvsConfig(
+                    lcore_cpu=cpus.ovs_lcore_cpu,
+                    pmd_cpus=cpus.pmd_cpus,
+                    file_prefix=state.new_file_prefix("ovs"),
+                ),
+            )
+            ovs.start()
+            lay = topology.layout(Topology.P2P, state.run_dir / "sock")
+            topology.build(ovs, lay, 1)
+            generator = dpdk_generator(
+                GeneratorRequest(
+                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    cpu=cpus.generator_cpu,
+                    file_prefix=state.new_file_prefix("tg"),
+                    memory_mb=256,
+                    queues=1,
+                    ring_size=1024,
+                )
+            )
+            generator.wait_link(timeout_s=LINK_TIMEOUT_S)
+            names = {p.ofport: p.name for p in lay.ports}
+
+            def ports() -> dict[str, dict[str, float | None]]:
+                return {
+                    names[n]: {k: None if v is None else float(v) for k, v in vars(c).items()}
+                    for n, c in ovs.port_counters(ovs.bridge).items()
+                    if n in names
+                }
+
+            processes = {"ovs-vswitchd": ovs.pids["ovs-vswitchd"]}
+            collector = TelemetryCollector(
+                lambda *a: ovs.appctl(*a, timeout_s=APPCTL_TIMEOUT_S), ports, processes
+            )
+            kept: list[object] = []
+            with_telemetry = TelemetryGenerator(generator, collector, 0.0, kept.append)
+            spec = TrialSpec(frame_size_bytes=64, rate_pps=load_pps, duration_s=1.0, drain_s=0.5)
+            generator.run_trial(
+                TrialSpec(frame_size_bytes=64, rate_pps=load_pps, duration_s=2.0, drain_s=0.5)
+            )
+            diffs_rx, diffs_loss = [], []
+            for _ in range(pairs):
+                order = [True, False]
+                rng.shuffle(order)
+                got = {}
+                for telemetry in order:
+                    result = (with_telemetry if telemetry else generator).run_trial(spec)
+                    got[telemetry] = result
+                diffs_rx.append(got[True].rx_pps / got[False].rx_pps - 1.0)
+                diffs_loss.append(got[True].loss_ratio - got[False].loss_ratio)
+            mean_rx, sd_rx = statistics.fmean(diffs_rx), statistics.stdev(diffs_rx)
+            mean_loss, sd_loss = statistics.fmean(diffs_loss), statistics.stdev(diffs_loss)
+            half = 2.09 * sd_rx / len(diffs_rx) ** 0.5  # t(0.975, 19)
+            print(
+                f"paired, {pairs} pairs of 1 s trials at {load_pps / 1e6:.2f} Mpps/dir: received rate "
+                f"with / without telemetry − 1 = {100 * mean_rx:+.2f} % ± {100 * half:.2f} % "
+                f"(95 %; sd {100 * sd_rx:.2f} %), "
+                f"loss ratio difference {100 * mean_loss:+.3f} points (sd {100 * sd_loss:.3f}); {len(kept)} "
+                "trials with telemetry"
+            )
+        finally:
+            if generator is not None:
+                generator.close()
+            release(state)
+
+
 def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else float("nan")
 
@@ -64,7 +159,16 @@ def main() -> int:
     parser.add_argument(
         "--duration-sum", type=float, default=21.0, help="MLRsearch duration sum [s] (CSIT: 21)"
     )
+    parser.add_argument("--paired", type=int, default=0, metavar="N", help="also N paired fixed-load trials")
+    parser.add_argument(
+        "--load-mpps", type=float, default=2.0, help="paired trials' load per direction [Mpps]"
+    )
+    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    if args.paired:
+        paired(args.paired, args.load_mpps * 1e6, args.seed)
+    if not args.runs:
+        return 0
     on: list[tuple[float, float | None, float]] = []
     off: list[tuple[float, float | None, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-telemetry-") as tmp:
