@@ -219,7 +219,7 @@ def _import(store: ResultStore, args: argparse.Namespace) -> int:
 
     outcome = import_dirs(store, args.dirs, scenario=args.scenario, progress=progress)
     for path, why in outcome.skipped:
-        log.warning("Skipped '%s': %s", path, why)
+        log.warning("Skipped %s: %s", one_line(path), one_line(why))  # names from the file system
     for name in outcome.recorded:
         print(one_line(f"recorded {name}"))
     for name in outcome.refreshed:

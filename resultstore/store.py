@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
+_MAX_HOSTS_TEXT = 1024
+"""Length of the ``results.hosts`` column (schema 2)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 """Control characters a multi-line comment may not hold (newline and tab are allowed)."""
@@ -94,9 +96,9 @@ def _bug_id(value: str | None) -> str | None:
     return text
 
 
-def _short(value: str | None) -> str | None:
-    """Return ``value`` cut to the 255 characters a short column holds (versions, hosts)."""
-    return None if value is None else value[:_MAX_SHORT_TEXT]
+def _short(value: str | None, limit: int = _MAX_SHORT_TEXT) -> str | None:
+    """Return ``value`` cut to the ``limit`` characters its column holds (versions: 255, hosts: 1024)."""
+    return None if value is None else value[:limit]
 
 
 def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
@@ -495,7 +497,7 @@ class ResultStore:
             result.ovs_version = _short(build.ovs_version)
             result.dpdk_version = _short(build.dpdk_version)
             result.qemu_version = _short(build.qemu_version)
-            result.hosts = _short(",".join(build.hosts)) if build.hosts else None
+            result.hosts = _short(",".join(build.hosts), _MAX_HOSTS_TEXT) if build.hosts else None
             session.execute(delete(SampleRow).where(SampleRow.result_id == result.id))
             session.add_all(
                 SampleRow(

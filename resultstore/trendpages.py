@@ -14,6 +14,7 @@ a failed render leaves the previous pages.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import logging
 import os
@@ -116,7 +117,7 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
                 f"trend: {verdict}" + (" (marked expected)" if mark else ""),
                 f"tester: {p.tester_decision or '-'}" + (f" {p.tester_bug}" if p.tester_bug else ""),
             ]
-            escaped = [_escape(line) for line in lines]
+            escaped = [html.escape(line, quote=False) for line in lines]  # Plotly labels are HTML-like
             hover.append("<br>".join([f"<b>{escaped[0]}</b>", *escaped[1:]]))
             links.append(_href(p.report, page_dir) or "")
         fig.add_trace(
@@ -176,11 +177,6 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
         height=480,
     )
     return json.loads(fig.to_json())  # type: ignore[no-any-return]
-
-
-def _escape(text: str) -> str:
-    """Escape text from outside (result names, versions) for Plotly's HTML-like hover labels."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _script_json(data: Any) -> str:
