@@ -27,8 +27,12 @@ typecheck:
 LAB_HOST_CODE := vsperf_configs jobcreator/__init__.py jobcreator/catalog.py jobcreator/errors.py \
 	jobcreator/model.py ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
 
+# Code that runs inside VSperf's own Python (RHEL 8's python3 is 3.6).
+VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors
+
 compat:
 	$(VENV)/bin/vermin --no-tips --violations -t=3.9- $(LAB_HOST_CODE)
+	$(VENV)/bin/vermin --no-tips --violations -t=3.6- $(VSPERF_PLUGIN_CODE)
 
 shellcheck:
 	git ls-files '*.sh' 'beaker_tasks/*/runtest.sh' '.ci/run' | sort -u | xargs -r shellcheck -x

@@ -212,6 +212,7 @@ def _latency_side(point: LatencyPoint | None) -> dict[str, Any] | None:
 
 def _telemetry_point_json(point: TelemetryPoint) -> dict[str, Any]:
     return {
+        "frame_sizes_bytes": list(point.frame_sizes_bytes),
         "load_pps": point.load_pps,
         "loss_ratio": point.loss_ratio,
         "cycles_per_packet": _round(point.cycles_per_packet, 2),

@@ -1,11 +1,13 @@
-"""Read the lab's ``ovsperf-telemetry.json``: the DUT's own counters around each final trial.
+"""Read ``ovsperf-telemetry.json``: the DUT's own counters around each final trial or VSperf test.
 
-Format: docs/results-format.md (written by ``ovsperf_lab.results.ResultsWriter.write_telemetry``).
+Format: docs/results-format.md (written by ``ovsperf_lab.results.ResultsWriter.write_telemetry``
+in the lab; by ``ovsperf_common.vsperf_telemetry`` under Beaker, one whole-test window per VSperf
+test: ``"window": "test"``, no frame size, no load).
 Per result CSV and frame size one :class:`~reporting.resultmodel.TelemetryPoint` is kept: the
 telemetry of the valid trial at the highest load without loss (the trial the NDR rests on), else
 of the valid trial at the highest load. Every field is checked where it enters; a bad trial
 becomes a :class:`~reporting.resultmodel.LoadWarning` naming the file and the field. An absent
-file means "not collected" (VSperf results, older lab runs, ``--no-telemetry``).
+file means "not collected" (VSperf runs without our collector, older lab runs, ``--no-telemetry``).
 """
 
 from __future__ import annotations
@@ -51,11 +53,16 @@ def _text(value: object, where: str, limit: int = 200) -> str:
 
 
 def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
+    whole_test = trial.get("window") == "test"
     size = trial.get("frame_size_bytes")
-    if isinstance(size, bool) or not isinstance(size, int) or not 64 <= size <= 9216:
+    if whole_test and size is None:
+        sizes = trial.get("frame_sizes_bytes")
+        if not isinstance(sizes, list) or not all(type(s) is int and 64 <= s <= 9216 for s in sizes):
+            raise _FieldError(f"{where}.frame_sizes_bytes is {str(sizes)[:80]}, not frame sizes")
+    elif type(size) is not int or not 64 <= size <= 9216:
         raise _FieldError(f"{where}.frame_size_bytes is {size!r}")
     load = _optional(trial, "load_pps", where)
-    if load is None:
+    if load is None and not whole_test:
         raise _FieldError(f"{where}.load_pps is missing")
     totals = trial.get("totals")
     if not isinstance(totals, dict):
@@ -111,21 +118,26 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         threads=tuple(threads),
         rxq=tuple(rxq),
         notes=tuple(_text(n, f"{where}.notes", 400) for n in notes),
+        frame_sizes_bytes=tuple(trial["frame_sizes_bytes"]) if whole_test and size is None else (),
     )
 
 
 def _representative(points: list[tuple[bool, TelemetryPoint]]) -> TelemetryPoint:
-    """Return the valid trial at the highest lossless load, else the valid one at the highest load."""
+    """Return the valid trial at the highest lossless load, else the valid one at the highest load.
+
+    A whole-test window (VSperf, no load) is the only point of its test: the last one is kept.
+    """
     valid = [p for ok, p in points if ok] or [p for _, p in points]
     lossless = [p for p in valid if p.loss_ratio == 0]
-    return max(lossless or valid, key=lambda p: p.load_pps)
+    return max(lossless or valid, key=lambda p: -1.0 if p.load_pps is None else p.load_pps)
 
 
 def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[TelemetryPoint, ...]]:
     """Read ``path/ovsperf-telemetry.json``.
 
-    :returns: result CSV file name → one point per frame size (ascending); empty when the file is
-        absent or unusable (with a warning).
+    :returns: result CSV file name → one point per frame size (ascending; a VSperf test's
+        whole-test window, frame size None, first); empty when the file is absent or unusable
+        (with a warning).
     """
     file = path / TELEMETRY_FILE
     if not file.exists() and not file.is_symlink():
@@ -153,7 +165,7 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
             )
         )
         return {}
-    found: dict[tuple[str, int], list[tuple[bool, TelemetryPoint]]] = {}
+    found: dict[tuple[str, int | None], list[tuple[bool, TelemetryPoint]]] = {}
     bad = 0
     for number, trial in enumerate(document["trials"]):
         where = f"trials[{number}]"
@@ -173,6 +185,6 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
     if bad > 5:
         warnings.append(LoadWarning(file, None, f"{bad - 5} more unusable trials not used."))
     out: dict[str, list[TelemetryPoint]] = {}
-    for (csv_name, _), points in sorted(found.items()):
+    for (csv_name, _), points in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         out.setdefault(csv_name, []).append(_representative(points))
     return {name: tuple(points) for name, points in out.items()}

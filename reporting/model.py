@@ -257,8 +257,8 @@ class LatencyCell:
 class TelemetryCell:
     """The DUT's own view of one frame size, baseline against current (:mod:`reporting.telemetry`)."""
 
-    frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
+    frame_size_bytes: int | None
+    """Ethernet frame size including FCS [B]; None: VSperf's whole-test window (every size)."""
     baseline: tuple[TelemetryPoint, ...]
     """The baseline runs' points (empty: not collected)."""
     current: tuple[TelemetryPoint, ...]

@@ -171,14 +171,15 @@ class TelemetryPoint:
 
     From ``ovsperf-telemetry.json`` (docs/results-format.md): of the trials with telemetry at this
     frame size, the valid one at the highest load without loss (the NDR's), else the valid one at
-    the highest load. Every figure is from OVS's counters (``ovsperf_lab.telemetry``); None: OVS
+    the highest load. Every figure is from OVS's counters (``ovsperf_common.ovsstats``); None: OVS
     did not report it.
     """
 
-    frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
-    load_pps: float
-    """Offered load of that trial, per direction [pps]."""
+    frame_size_bytes: int | None
+    """Ethernet frame size including FCS [B]; None for a VSperf test's whole-test window (every
+    frame size of the test, ``ovsperf_common.vsperf_telemetry``)."""
+    load_pps: float | None
+    """Offered load of that trial, per direction [pps]; None for a whole-test window."""
     loss_ratio: float | None
     """Its loss ratio [1]."""
     cycles_per_packet: float | None
@@ -193,6 +194,8 @@ class TelemetryPoint:
     """(PMD, port, queue, usage [%]) rx queue placement."""
     notes: tuple[str, ...]
     """What was not collected, and why."""
+    frame_sizes_bytes: tuple[int, ...] = ()
+    """The frame sizes a whole-test window covers [B] (empty for a lab trial)."""
 
 
 @dataclass(frozen=True)

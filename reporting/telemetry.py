@@ -21,15 +21,22 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(known) if known else None
 
 
-def _side(runs: Sequence[TestRun], size: int) -> tuple[TelemetryPoint, ...]:
+def _side(runs: Sequence[TestRun], size: int | None) -> tuple[TelemetryPoint, ...]:
     return tuple(p for r in runs for p in r.telemetry if p.frame_size_bytes == size)
 
 
 def compare_telemetry(
     baseline: Sequence[TestRun], current: Sequence[TestRun], thresholds: Thresholds
 ) -> tuple[TelemetryCell, ...]:
-    """Return one cell per frame size with telemetry on either side, ascending; empty when none has."""
-    sizes = sorted({p.frame_size_bytes for r in [*baseline, *current] for p in r.telemetry})
+    """Return one cell per frame size with telemetry on either side, ascending; empty when none has.
+
+    VSperf's whole-test windows (frame size None) form one cell, first, compared only with each
+    other: a test window mixes every frame size's trials and is never set against one lab trial.
+    """
+    sizes = sorted(
+        {p.frame_size_bytes for r in [*baseline, *current] for p in r.telemetry},
+        key=lambda size: -1 if size is None else size,
+    )
     cells = []
     for size in sizes:
         base, cur = _side(baseline, size), _side(current, size)

@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output", type=Path, help="write the conf file here (atomically) and print its path"
     )
+    parser.add_argument(
+        "--telemetry-collector-dir",
+        type=Path,
+        help="absolute directory holding ovsperf_telemetry.py: VSperf then captures OVS's PMD counters, "
+        "rx queues and thread CPU around each test (the vsperf_test task passes its own)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--list-tests",
@@ -60,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if not args.scenario:
         raise VsperfConfigError("--scenario is required unless --host-env is given.")
-    config = generate_config(args.scenario, args.host, inventory_path, args.catalog)
+    config = generate_config(
+        args.scenario, args.host, inventory_path, args.catalog, args.telemetry_collector_dir
+    )
     if args.list_tests:
         sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))
     elif args.output is not None:

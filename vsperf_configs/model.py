@@ -97,6 +97,8 @@ class Layer(enum.Enum):
     """The scenario catalog entry (vswitch, frame sizes, loss limit, queues, guest)."""
     INVENTORY = "inventory"
     """The DUT's inventory entry (NICs, CPU lists, MoonGen host)."""
+    TASK = "task"
+    """What the Beaker task adds on the DUT (our VSperf collector for DUT telemetry)."""
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,16 @@
 #   wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
 #   results directory from its log ("Creating result directory: ..."), check that a CSV exists for
 #   every requested test (VSperf exits 0 when tests fail), keep every version of MoonGen's raw logs
-#   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), write ovsperf-metadata.json LAST,
+#   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), turn the DUT telemetry our
+#   VSperf collector captured around each test (collectors/ovsperf_telemetry.py) into
+#   ovsperf-telemetry.json, write ovsperf-metadata.json LAST,
 #   rsync the directory to COLLECTOR (user@host:/path/ci_in; optional) over SSH, upload logs to Beaker.
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
 # VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL,
 # GUEST_TIMEOUT_S,
-# GUEST_SHUTDOWN_TIMEOUT_S; see README.md.
+# GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only); see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -46,7 +48,11 @@ set -o nounset -o pipefail
 : "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
 : "${COLLECTOR_RETRIES:=3}"
 : "${COLLECTOR_RETRY_DELAY_S:=30}"
+: "${VSPERF_TELEMETRY:=1}"
 VSPERF_TEST_METADATA="ovsperf-metadata.json"
+VSPERF_TEST_TELEMETRY="ovsperf-telemetry.json"
+# Our VSperf collector (VSperf's pidstat + OVS's PMD counters around each test).
+VSPERF_TEST_COLLECTORS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/collectors"
 
 vsperf_test_inventory() {
     task_find_inventory
@@ -189,8 +195,10 @@ vsperf_test_config() {
     local listing
     local -a args=(-q --scenario "${SCENARIO}" --host "${DUT_HOSTNAME}" --inventory "$(task_repo_path "${INVENTORY}")")
     [[ -z "${CATALOG}" ]] || args+=(--catalog "$(task_repo_path "${CATALOG}")")
+    local -a telemetry=()
+    [[ "${VSPERF_TELEMETRY}" != "1" ]] || telemetry=(--telemetry-collector-dir "${VSPERF_TEST_COLLECTORS}")
     task_run "Generate the VSperf configuration for ${SCENARIO} on ${DUT_HOSTNAME}" \
-        task_vsperf_config "${args[@]}" --output "${VSPERF_TEST_CONF}" ||
+        task_vsperf_config "${args[@]}" ${telemetry[@]+"${telemetry[@]}"} --output "${VSPERF_TEST_CONF}" ||
         task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
     listing="$(task_vsperf_config "${args[@]}" --list-tests)" ||
         task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
@@ -428,6 +436,17 @@ vsperf_test_run_vsperf() {
     return 0 # a failed test still has results to collect
 }
 
+# Turn the collector's raw captures (ovsperf-telemetry-raw/) into ovsperf-telemetry.json.
+vsperf_test_telemetry() {
+    local entry index name deployment
+    local -a args=()
+    for entry in "${VSPERF_TEST_TESTS[@]}"; do
+        read -r index name deployment <<<"${entry}"
+        args+=(--test "${index}:${name}:${deployment}")
+    done
+    task_ovsperf_module ovsperf_common.vsperf_telemetry "${VSPERF_TEST_RESULTS}" "${args[@]}"
+}
+
 vsperf_test_write_metadata() {
     local dir="$1" entry index name deployment job="${RSTRNT_JOBID:-${JOBID:-}}"
     local -a args=(--scenario "${SCENARIO}" --producer vsperf_test
@@ -482,12 +501,21 @@ vsperf_test_collect() {
     task_run "Keep the VSperf configuration" cp "${VSPERF_TEST_CONF}" "${VSPERF_TEST_RESULTS}/ovsperf-vsperf.conf"
     task_run "Keep VSperf's console output" cp "${VSPERF_TEST_WORK}/vsperf-stdout.log" \
         "${VSPERF_TEST_RESULTS}/ovsperf-vsperf-stdout.log"
+    if [[ -d "${VSPERF_TEST_RESULTS}/ovsperf-telemetry-raw" ]]; then
+        task_run "Write the DUT telemetry (${VSPERF_TEST_TELEMETRY})" vsperf_test_telemetry ||
+            task_warn "The DUT telemetry could not be written; the report will say 'not collected'."
+    elif [[ "${VSPERF_TELEMETRY}" == "1" ]]; then
+        task_log "  VSperf's collector captured no DUT telemetry (no ovsperf-telemetry-raw/): the report says 'not collected'."
+    fi
     task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata "${VSPERF_TEST_RESULTS}" "${status}"
     task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
         "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
     local -a csvs=()
     mapfile -t csvs < <(task_ovsperf_module ovsperf_common.resultdir csvs "${VSPERF_TEST_RESULTS}")
+    local -a telemetry=()
+    [[ ! -f "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_TELEMETRY}" ]] || telemetry=("${VSPERF_TEST_RESULTS}/${VSPERF_TEST_TELEMETRY}")
     task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
+        ${telemetry[@]+"${telemetry[@]}"} \
         ${csvs[@]+"${csvs[@]}"} "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
     if [[ -z "${COLLECTOR}" ]]; then
         task_log "  No COLLECTOR given: the results stay in ${VSPERF_TEST_RESULTS} and in the Beaker logs."

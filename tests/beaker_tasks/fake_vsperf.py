@@ -6,12 +6,17 @@ format, writes ``result_<index>_<test>_<deployment>.csv`` per test (one row per 
 columns), overwrites MoonGen's raw log ``$MOONGEN_LOG_DIR/1/moongen-run.log`` per test and frame size (pausing
 ``FAKE_VSPERF_TRIAL_S`` after each, as a MoonGen run would) and exits 0 even when a
 test fails (``FAKE_VSPERF_FAIL`` names tests to fail; ``FAKE_VSPERF_NO_RESULTS=1`` omits the directory).
+With ``COLLECTOR_DIR`` set, it loads the class named ``COLLECTOR`` from the modules there as VSperf's
+``LoaderServant`` does (over the VSperf modules in ``FAKE_VSPERF_STUB_DIR``) and runs one per test around
+the test's traffic, as ``testcases/testcase.py`` does (``with self._collector:``).
 """
 
+import importlib.util
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.environ["FAKE_VSPERF_LOADER_DIR"])
 from vsperf_loader import load_like_vsperf
@@ -32,6 +37,23 @@ HEADER = (
 def log(level: str, message: str) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"[{level:<5}]  {stamp},000 : (root) - {message}", flush=True)
+
+
+def load_collector(settings: dict[str, Any]) -> Any:
+    """Return VSperf's collector class ``COLLECTOR`` from ``COLLECTOR_DIR`` (None: not configured)."""
+    if "COLLECTOR_DIR" not in settings:
+        return None
+    sys.path.insert(0, os.environ["FAKE_VSPERF_STUB_DIR"])
+    from conf import settings as vsperf_settings  # the stub, as VSperf's own package
+
+    vsperf_settings.values.update(settings)
+    found = {}
+    for path in sorted(Path(settings["COLLECTOR_DIR"]).glob("*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        found.update({k: v for k, v in vars(module).items() if isinstance(v, type)})
+    return found[settings["COLLECTOR"]], vsperf_settings
 
 
 def main(argv: list[str]) -> int:
@@ -60,11 +82,17 @@ def main(argv: list[str]) -> int:
     log("INFO", f"Creating result directory: {results}")
     results.mkdir(parents=True)
     failing = os.environ.get("FAKE_VSPERF_FAIL", "").split()
+    loaded = load_collector(settings)
     for index, test in enumerate(tests):
         if test in failing:
             log("ERROR", f"Failed to run test: {test}")
             log("INFO", "Continuing with next test...")
             continue
+        collector = None
+        if loaded is not None:
+            loaded[1].values["_TEST_INDEX"] = index
+            collector = loaded[0](str(results), test)
+            collector.start()
         rows = [
             f"2803982.000000,1884.276,9.421,29644006.000000,19920.772,99.604,0.000,0.000,0.000,rfc2544_throughput,"
             f"{size},{test},{DEPLOYMENT[test]},{settings['VSWITCH']},udp,00:05:12,2026-11-22 01:00:00,"
@@ -78,6 +106,8 @@ def main(argv: list[str]) -> int:
                 MOONGEN_REPORT + f"# fake MoonGen run: {test} {size} B\n"
             )
             time.sleep(float(os.environ.get("FAKE_VSPERF_TRIAL_S", "0")))
+        if collector is not None:
+            collector.stop()
         csv = results / f"result_{index}_{test}_{DEPLOYMENT[test]}.csv"
         csv.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
         log("INFO", f"Write results to file: {csv}")

@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "beaker_tasks"
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 FAKE_VSPERF = Path(__file__).with_name("fake_vsperf.py")
+VSPERF_STUB = Path(__file__).with_name("vsperf_stub")
+"""VSperf's modules our collector imports (``conf``, ``tools.collectors.sysmetrics.pidstat``)."""
+OVS_FIXTURES = REPO / "tests" / "ovsperf_lab" / "fixtures" / "telemetry"
 PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 """The public key the ssh-keygen shim writes."""
 
@@ -48,6 +51,8 @@ SPECIFIC = (
     "rsync",
     "vsperf-base-python",
     "virsh",
+    "ovs-appctl",
+    "ovs-vsctl",
 )
 HARNESS = (
     "rstrnt-report-result",
@@ -144,6 +149,8 @@ class Lab:
             "TASK_PROC": str(self.proc),
             "TASK_ETC": str(self.etc),
             "FAKE_VSPERF": str(FAKE_VSPERF),
+            "FAKE_VSPERF_STUB_DIR": str(VSPERF_STUB),
+            "FAKE_OVS_FIXTURES": str(OVS_FIXTURES),
         }
         env.update(params)
         return env

@@ -451,3 +451,94 @@ def test_run_finds_a_bridged_guest_through_the_recipe_xml(
     assert "for state GUEST_READY.J4321 from guest ovsperf-guest (127.0.0.1)" in run.stdout
     assert len([c for c in run.called("virsh") if c[0] == "domifaddr"]) == 3  # libvirt was asked first
     assert run.index("virsh", "shutdown") < run.index("vsperf")
+
+
+# --- DUT telemetry through our VSperf collector ---------------------------------------------------
+
+
+def _shipped(collector: Path) -> Path:
+    (shipped,) = collector.iterdir()
+    return shipped
+
+
+def test_run_captures_dut_telemetry_around_each_test_through_vsperf_s_collector(
+    dut: Lab, tmp_path: Path
+) -> None:
+    from reporting.load import load_results_dir
+
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/collect", "PASS") in run.reported()
+    shipped = _shipped(collector)
+    conf = (shipped / "ovsperf-vsperf.conf").read_text()
+    assert "COLLECTOR = 'OvsperfTelemetry'" in conf
+    assert f"COLLECTOR_DIR = '{REPO / 'beaker_tasks' / 'vsperf_test' / 'collectors'}'" in conf
+    # VSperf's own pidstat still runs around each test (our collector is a Pidstat).
+    assert (shipped / "pidstat_phy2phy_tput.log").read_text() == "pidstat start\npidstat stop\n"
+    # Per test: the ports' statistics and a counter clear before its traffic, the snapshots after.
+    appctl = [c[0] for c in run.called("ovs-appctl")]
+    assert appctl == 2 * [
+        "dpif-netdev/pmd-stats-clear",
+        "dpif-netdev/pmd-stats-show",
+        "dpif-netdev/pmd-perf-show",
+        "dpif-netdev/pmd-rxq-show",
+    ]
+    assert len(run.called("ovs-vsctl")) == 4
+    raw = sorted(p.name for p in (shipped / "ovsperf-telemetry-raw").iterdir())
+    assert raw == ["test-0.json", "test-1.json"]
+    document = json.loads((shipped / "ovsperf-telemetry.json").read_text())
+    assert document["schema"] == 1 and document["producer"] == "vsperf_test"
+    first, second = document["trials"]
+    assert (first["csv"], second["csv"]) == ("result_0_phy2phy_tput_p2p.csv", "result_1_pvp_tput_pvp.csv")
+    assert first["window"] == "test" and first["frame_size_bytes"] is None and first["load_pps"] is None
+    assert first["frame_sizes_bytes"] == [64, 576, 1280, 1500]
+    # From the OVS 3.1 fixture: 2624851744 processing cycles over 7831812 packets, 60.30 % busy.
+    assert first["totals"]["cycles_per_packet"] == pytest.approx(2624851744 / 7831812)
+    assert first["totals"]["pmd_busy_percent"] == pytest.approx(60.30, abs=0.01)
+    assert first["totals"]["simple_match_hits_percent"] == pytest.approx(100.0)
+    assert [(q["port"], q["queue"], q["usage_percent"]) for q in first["rxq"]] == [
+        ("tg0", 0, 31.0),
+        ("tg1", 0, 29.0),
+        ("tg2", 1, None),
+    ]
+    # The shim's counters grow by 1000 per call: the change over the window, per port.
+    assert first["ports"] == {
+        "dpdk0": {"rx_dropped": 0.0, "rx_packets": 1000.0, "tx_packets": 1000.0},
+        "dpdk1": {"rx_dropped": 0.0, "rx_packets": 1000.0, "tx_packets": 1000.0},
+    }
+    assert first["pmd_perf_show"].startswith("Time: ")
+    uploaded = [Path(c[-1]).name for c in run.called("rstrnt-report-log")]
+    assert "ovsperf-telemetry.json" in uploaded
+    # The report's reader takes the window as the test's one telemetry point.
+    result = load_results_dir(shipped)
+    (p2p,) = [r for r in result.runs if r.test == "phy2phy_tput"]
+    (point,) = p2p.telemetry
+    assert point.frame_size_bytes is None and point.frame_sizes_bytes == (64, 576, 1280, 1500)
+    assert point.cycles_per_packet == pytest.approx(335.155, abs=0.01)
+    assert [w for w in result.warnings if "telemetry" in w.message.lower()] == []
+
+
+def test_run_telemetry_an_ovs_cannot_give_is_not_collected_never_zero(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector, FAKE_OVS_APPCTL_FAIL="dpif-netdev/pmd-stats-show")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/collect", "PASS") in run.reported()
+    first = json.loads((_shipped(collector) / "ovsperf-telemetry.json").read_text())["trials"][0]
+    assert first["totals"] == {"packets": None, "cycles_per_packet": None, "pmd_busy_percent": None}
+    assert any(n.startswith("pmd-stats-show: not collected (exit 2: ") for n in first["notes"])
+    assert first["rxq"]  # what could be read still is
+
+
+def test_run_without_telemetry_keeps_vsperf_s_pidstat_only(dut: Lab, tmp_path: Path) -> None:
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = _run(dut, collector, VSPERF_TELEMETRY="0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/collect", "PASS") in run.reported()
+    shipped = _shipped(collector)
+    assert "COLLECTOR" not in (shipped / "ovsperf-vsperf.conf").read_text()
+    assert not (shipped / "ovsperf-telemetry.json").exists()
+    assert run.called("ovs-appctl") == []

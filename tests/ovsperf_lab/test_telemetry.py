@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ovsperf_lab.telemetry import (
-    TelemetryCollector,
-    TrialTelemetry,
-    parse_pmd_rxq,
-    parse_pmd_stats,
-    read_thread_ticks,
-    thread_cpu,
-)
+from ovsperf_common.ovsstats import parse_pmd_rxq, parse_pmd_stats, read_thread_ticks, thread_cpu
+from ovsperf_lab.telemetry import TelemetryCollector, TrialTelemetry
 
 FIXTURES = Path(__file__).with_name("fixtures") / "telemetry"
 

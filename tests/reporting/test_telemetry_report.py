@@ -152,3 +152,40 @@ def test_cycles_per_packet_is_a_sample_in_the_store(tmp_path: Path) -> None:
     assert samples[("phy2phy_tput", 64, "pmd_busy_percent")] == 55.0
     assert ("phy2phy_tput", 128, "cycles_per_packet") not in samples  # not collected: no sample, no zero
     assert metric_unit("cycles_per_packet") == "cycles" and not higher_is_better("cycles_per_packet")
+
+
+def window(cycles: float | None, sizes: list[int]) -> dict[str, Any]:
+    """A VSperf test's whole-test window (ovsperf_common.vsperf_telemetry): no frame size, no load."""
+    entry = trial(64, 1.0, 0.0, cycles, source="vsperf", window="test", frame_sizes_bytes=sizes)
+    entry.update(frame_size_bytes=None, load_pps=None, duration_s=None, loss_ratio=None)
+    return entry
+
+
+def test_vsperf_whole_test_windows_are_compared_with_each_other_only(tmp_path: Path) -> None:
+    from resultstore.samples import samples_from_sets
+
+    base = results(tmp_path, BASELINE, "b", [window(400.0, [64, 1518]), trial(64, 2e6, 0.0, 390.0)])
+    cur = results(tmp_path, CANDIDATE, "c", [window(460.0, [64, 1518])])
+    outcome = generate_report([base], [cur], tmp_path / "r")
+    data = json.loads(outcome.report_json.read_text())
+    [p2p] = [t for t in data["tests"] if t["test"] == "phy2phy_tput"]
+    whole, per_size = p2p["telemetry"]
+    assert whole["frame_size_bytes"] is None and whole["current"][0]["frame_sizes_bytes"] == [64, 1518]
+    assert whole["cycles_change_percent"] == pytest.approx(15.0) and whole["marked"] is True
+    # The lab trial at 64 B is not set against the window: its own cell, current not collected.
+    assert per_size["frame_size_bytes"] == 64 and per_size["current"] == []
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    dut = page[page.index('id="test-1-dut-table"') :]
+    dut = dut[: dut.index("</table>")]
+    assert "every size (64, 1518 B): whole VSperf test" in dut and '"rel-regression">+15.00<' in dut
+    # A window has no frame size to file it under in the store.
+    loaded = load_results_dir(cur)
+    assert [s for s in samples_from_sets([loaded]) if s.metric == "cycles_per_packet"] == []
+
+
+def test_a_window_without_its_frame_sizes_is_named_and_skipped(tmp_path: Path) -> None:
+    bad = window(400.0, [64])
+    bad["frame_sizes_bytes"] = "64"
+    loaded = load_results_dir(results(tmp_path, CANDIDATE, "c", [bad]))
+    assert any("trials[0].frame_sizes_bytes" in str(w) for w in loaded.warnings), loaded.warnings
+    assert all(r.telemetry == () for r in loaded.runs)

@@ -93,3 +93,22 @@ def test_scenario_required_without_host_env(
     assert main(["--host", DUT, "--inventory", str(example_inventory)]) == 2
     err = capsys.readouterr().err
     assert err == "vsperf-config: error: --scenario is required unless --host-env is given.\n"
+
+
+def test_telemetry_collector_dir_names_our_collector(
+    tmp_path: Path, example_inventory: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    collectors = Path(__file__).resolve().parents[2] / "beaker_tasks" / "vsperf_test" / "collectors"
+    out = tmp_path / "vsperf.conf"
+    args = ["--scenario", "OVS_DPDK1q", "--host", DUT, "--inventory", str(example_inventory)]
+    assert main([*args, "--telemetry-collector-dir", str(collectors), "--output", str(out)]) == ExitCode.OK
+    settings = load_like_vsperf(out)
+    assert settings["COLLECTOR"] == "OvsperfTelemetry" and settings["COLLECTOR_DIR"] == str(collectors)
+    assert "# --- task ---" in out.read_text()
+    # A directory without the collector (or a relative one) is refused before anything is written.
+    for wrong in (tmp_path, Path("beaker_tasks/vsperf_test/collectors")):
+        capsys.readouterr()
+        other = tmp_path / "other.conf"
+        assert main([*args, "--telemetry-collector-dir", str(wrong), "--output", str(other)]) == 2
+        assert "is not an absolute directory holding ovsperf_telemetry.py" in capsys.readouterr().err
+        assert not other.exists()
