@@ -7,11 +7,16 @@ Terminology (FD.io CSIT, RFC 2544 §9.1, STYLE.md §2):
 * L2 rate: ``pps * frame_size_bytes * 8`` [bit/s];
 * L1 rate: ``pps * (frame_size_bytes + 20) * 8`` [bit/s], i.e. what occupies the wire;
 * line rate: the highest frame rate a link carries, ``link_bps / ((frame_size_bytes + 20) * 8)``
-  [pps]; 64 B at 10 GbE is 14,880,952.38 pps.
+  [pps]; 64 B at 10 GbE is 14,880,952.38 pps;
+* a frame-size mix (IMIX, :mod:`ovsperf_common.framemix`) uses its weighted average frame size in
+  all of these (:func:`mix_rates`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 ETHERNET_L1_OVERHEAD_BYTES: Final = 20
@@ -77,3 +82,53 @@ def check_frame_size(frame_size_bytes: int, *, jumbo: bool = False) -> int:
             "(sizes include the 4 B FCS)."
         )
     return frame_size_bytes
+
+
+@dataclass(frozen=True)
+class MixRates:
+    """The rates of a frame-size mix sent at one frame rate (:func:`mix_rates`)."""
+
+    average_frame_bytes: float
+    """Weighted average frame size including FCS [B]: Σ weightᵢ·sizeᵢ / Σ weightᵢ."""
+    l1_bps: float
+    """On-the-wire rate: pps · (average + 20) · 8 [bit/s]."""
+    l2_bps: float
+    """Frame bytes only: pps · average · 8 [bit/s]."""
+    line_rate_pps: float
+    """Highest frame rate of the mix on the link: link / ((average + 20) · 8) [pps]."""
+    line_rate_percent: float
+    """pps / line rate · 100 [%]."""
+
+
+def mix_rates(mix: Sequence[tuple[int, float]], pps: float, link_bps: float) -> MixRates:
+    """Return the L1/L2 rates, line rate and share of line rate of ``pps`` frames of ``mix``.
+
+    A mix is (frame size including FCS [B], weight) pairs, weights by frame count (7:4:1 means
+    7 frames of the first size for every 4 of the second and 1 of the third); a plain frame
+    size is the mix ``[(size, 1)]``. Every frame carries the same 20 B of L1 overhead, so a mix
+    behaves on the wire like frames of its weighted average size (RFC 2544 §20 framing applied
+    per frame; the same average NFVbench's ``IMIX_AVG_L2_FRAME_SIZE`` uses).
+
+    :raises ValueError: when the mix is empty, a size is not positive, a weight is not positive
+        and finite, or ``link_bps`` is not positive.
+    """
+    if not mix:
+        raise ValueError("A frame-size mix needs at least one (size, weight) pair.")
+    for size, weight in mix:
+        if size <= 0:
+            raise ValueError(f"Frame size {size!r} B is not positive.")
+        if not (weight > 0 and math.isfinite(weight)):
+            raise ValueError(f"Weight {weight!r} of {size} B is not a positive number.")
+    if link_bps <= 0:
+        raise ValueError(f"Link speed {link_bps!r} bit/s is not positive.")
+    total = sum(weight for _, weight in mix)
+    average = sum(size * weight for size, weight in mix) / total
+    wire_bits = (average + ETHERNET_L1_OVERHEAD_BYTES) * 8
+    line = link_bps / wire_bits
+    return MixRates(
+        average_frame_bytes=average,
+        l1_bps=pps * wire_bits,
+        l2_bps=pps * average * 8,
+        line_rate_pps=line,
+        line_rate_percent=100.0 * pps / line,
+    )

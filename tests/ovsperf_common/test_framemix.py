@@ -1,0 +1,77 @@
+"""Frame-size mixes: rates of any mix (checked against figures worked by hand), the --frame-sizes syntax,
+and bad input named by option before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ovsperf_common.errors import FieldError
+from ovsperf_common.framemix import FrameMix, parse_frame_sizes
+from ovsperf_common.units import line_rate_pps, mix_rates
+
+TEN_GBE = 10e9
+
+
+def test_imix_rates_on_10_gbe_worked_by_hand() -> None:
+    # 7 × 64 + 4 × 594 + 1 × 1518 = 448 + 2376 + 1518 = 4342 B per 12 frames: 361.8333 B average.
+    # On the wire 381.8333 B = 3054.6667 bit per frame: 10e9 / 3054.6667 = 3,273,679.6 frames/s.
+    (imix,) = parse_frame_sizes("imix")
+    assert isinstance(imix, FrameMix)
+    assert imix.average_frame_bytes == pytest.approx(4342 / 12)
+    rates = imix.rates(3_273_679.6, TEN_GBE)
+    assert rates.line_rate_pps == pytest.approx(3_273_679.6, abs=0.1)
+    assert rates.line_rate_percent == pytest.approx(100.0, abs=1e-5)
+    assert rates.l1_bps == pytest.approx(TEN_GBE, rel=1e-7)
+    # L2 leaves out the 20 B of preamble, SFD and gap per frame: 361.8333 / 381.8333 of L1.
+    assert rates.l2_bps == pytest.approx(TEN_GBE * 361.8333333 / 381.8333333, rel=1e-7)
+    # Half the frame rate is half the line rate.
+    assert imix.rates(3_273_679.6 / 2, TEN_GBE).line_rate_percent == pytest.approx(50.0, abs=1e-5)
+
+
+def test_a_plain_frame_size_is_a_mix_of_one() -> None:
+    one = mix_rates([(64, 1)], 14_880_952.38, TEN_GBE)
+    assert one.line_rate_pps == pytest.approx(line_rate_pps(64, TEN_GBE)) == pytest.approx(14_880_952.38)
+    assert one.line_rate_percent == pytest.approx(100.0)
+    # 1518 B: 10e9 / (1538 × 8) = 812,743.8 frames/s.
+    assert mix_rates([(1518, 3)], 1.0, TEN_GBE).line_rate_pps == pytest.approx(812_743.8, abs=0.1)
+
+
+def test_frame_sizes_syntax() -> None:
+    items = parse_frame_sizes("64, imix ,1518:1/64:7/594:4,genome:aaaaaaaddddg")
+    assert items[0] == 64
+    assert items[1] == FrameMix("imix", ((64, 7), (594, 4), (1518, 1)))
+    # A custom mix is named in its canonical form (ascending sizes): the same mix, the same name.
+    assert items[2] == FrameMix("64:7/594:4/1518:1", ((64, 7), (594, 4), (1518, 1)))
+    # RFC 6985 genome: a = 64, d = 512, g = 1518 B; counts are the weights (VSperf's default).
+    assert items[3] == FrameMix("genome:aaaaaaaddddg", ((64, 7), (512, 4), (1518, 1)))
+    assert parse_frame_sizes("9018:1/64:9", jumbo=True)[0] == FrameMix("64:9/9018:1", ((64, 9), (9018, 1)))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("64:0/1518:1", "weight 0 of 64 B is not a whole number"),
+        ("64:-1", "is a custom mix is SIZE:WEIGHT"),
+        ("63:1/1518:1", "Frame size 63 B is outside 64..1518 B"),
+        ("64:1/9018:1", "Frame size 9018 B is outside 64..1518 B"),
+        ("64:7/64:4", "names 64 B more than once"),
+        ("", "an empty item"),
+        ("64,,128", "an empty item"),
+        ("imix,64,imix", "imix given more than once"),
+        ("64:7/594:4/1518:1,1518:1/594:4/64:7", "64:7/594:4/1518:1 given more than once"),
+        ("genome:aaz", "an RFC 6985 genome takes"),
+        ("mix", "not a frame size, a mix name (imix)"),
+        ("64:1.5", "is a custom mix is SIZE:WEIGHT"),
+    ],
+)
+def test_bad_frame_sizes_name_the_option(text: str, message: str) -> None:
+    with pytest.raises(FieldError) as caught:
+        parse_frame_sizes(text, option="--frame-sizes")
+    assert caught.value.field == "--frame-sizes"
+    assert message in str(caught.value)
+
+
+def test_mix_rates_refuses_what_has_no_rate() -> None:
+    for mix, message in (([], "at least one"), ([(64, 0.0)], "Weight 0.0"), ([(0, 1.0)], "Frame size 0")):
+        with pytest.raises(ValueError, match=message):
+            mix_rates(mix, 1.0, TEN_GBE)
