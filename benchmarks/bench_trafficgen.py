@@ -98,11 +98,12 @@ class InteractiveTestpmd:
 SINK_VDEV = "net_null0,no-rx=1"
 
 
-def testpmd_txonly_pps(cpu: str) -> float:
-    """Return testpmd txonly's TX rate into the sink over MEASURE_S [pps]."""
+def testpmd_txonly_pps(cpu: str, txpkts: int = FRAME_SIZE_BYTES - 4, extra: tuple[str, ...] = ()) -> float:
+    """Return testpmd txonly's TX rate into the sink over MEASURE_S [pps] (``txpkts``: frame
+    bytes without FCS; ``extra``: more testpmd options, e.g. ``--txonly-multi-flow``)."""
     pmd = InteractiveTestpmd(
         ["--lcores", f"0@{cpu},1@{cpu}", "--vdev", SINK_VDEV],
-        ["--forward-mode=txonly", f"--txpkts={FRAME_SIZE_BYTES - 4}", "--auto-start"],
+        ["--forward-mode=txonly", f"--txpkts={txpkts}", "--auto-start", *extra],
     )  # fmt: skip
     try:
         time.sleep(0.5)

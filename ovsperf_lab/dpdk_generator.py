@@ -30,7 +30,7 @@ from ovsperf_common.deadline import Deadline
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
-from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
+from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, DirectionResult, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,9 @@ class FlowField(SpecEnum):
     """UDP source port 1024 + flow."""
     SRC_IP = "src_ip"
     """IPv4 source address base + flow."""
+    TUPLE = "tuple"
+    """IPv4 source address's low 16 bits = flow mod 65536, UDP destination port 1024 + flow / 65536:
+    up to 1,048,576 flows (docs/trafficgen.md)."""
 
 
 class TxFullPolicy(SpecEnum):
@@ -556,7 +559,9 @@ class DpdkTrafficGenerator(TrafficGenerator):
             "duration_s": spec.duration_s,
             "bidirectional": spec.bidirectional,
             "flows": spec.flows,
-            "flow_field": self.config.flow_field.value,
+            "flow_field": (
+                FlowField.TUPLE if spec.flows > MAX_FLOWS_SRC_PORT else self.config.flow_field
+            ).value,
             "warmup_s": spec.warmup_s,
             "drain_s": spec.drain_s,
             "link_timeout_s": self.config.link_timeout_s,

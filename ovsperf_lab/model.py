@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab.errors import LabError
 
+MAX_FLOWS = 1_048_576
+"""Most flows per direction the generator tells apart (``TG_MAX_FLOWS``, docs/trafficgen.md) [1]."""
+
+MAX_FLOWS_SRC_PORT = 64_000
+"""Most flows the UDP source port alone tells apart (``TG_MAX_FLOWS_SRC_PORT``); above it the
+driver varies (IPv4 source address, UDP destination port) tuples instead [1]."""
+
 
 @dataclass(frozen=True)
 class TrialSpec:
@@ -27,7 +34,9 @@ class TrialSpec:
     bidirectional: bool = True
     """Send port 0 → 1 and port 1 → 0 at the same time (VSperf ``TRAFFIC['bidir']``)."""
     flows: int = 1
-    """Number of UDP/IPv4 flows per direction, varied by source port [1]."""
+    """Number of UDP/IPv4 flows per direction [1]: up to :data:`MAX_FLOWS_SRC_PORT` by UDP source
+    port (or as the generator's ``flow_field`` says), above it by (source address, UDP
+    destination port) tuples."""
     warmup_s: float = 0.0
     """Traffic sent before counting starts, e.g. to fill flow caches [s]."""
     drain_s: float = 2.0
@@ -46,8 +55,11 @@ class TrialSpec:
             raise LabError(f"Field 'rate_pps' must be positive, got {self.rate_pps!r}.")
         if not self.duration_s > 0:
             raise LabError(f"Field 'duration_s' must be positive, got {self.duration_s!r}.")
-        if isinstance(self.flows, bool) or not isinstance(self.flows, int) or self.flows < 1:
-            raise LabError(f"Field 'flows' must be an integer >= 1, got {self.flows!r}.")
+        if type(self.flows) is not int or not 1 <= self.flows <= MAX_FLOWS:
+            raise LabError(
+                f"Field 'flows' must be an integer in [1, {MAX_FLOWS}] (the generator's limit), "
+                f"got {self.flows!r}."
+            )
         if self.warmup_s < 0 or self.drain_s < 0:
             raise LabError("Fields 'warmup_s' and 'drain_s' must not be negative.")
 

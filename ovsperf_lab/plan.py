@@ -19,6 +19,7 @@ from ovsperf_common.units import check_frame_size
 from ovsperf_lab import mlr
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
+from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.requirements import Demand, Need, unmet
 
 DEFAULT_RING_SIZE = 8192
@@ -184,8 +185,11 @@ class LabOptions:
             )
         if not 1 <= self.repeats <= MAX_REPEATS:
             raise LabError(f"Option '--repeats' must be in [1, {MAX_REPEATS}], got {self.repeats!r}.")
-        if self.flows < 1:
-            raise LabError(f"Option '--flows' must be >= 1, got {self.flows!r}.")
+        if not 1 <= self.flows <= MAX_FLOWS:
+            raise LabError(
+                f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
+                f"generator can hold), got {self.flows!r}."
+            )
         self._check_mlr_options()
 
     def _check_mlr_options(self) -> None:

@@ -135,3 +135,32 @@ def test_two_queues_through_ovs_count_exactly(ovs: h.OvsSandbox) -> None:
         rxq = ovs.appctl("dpif-netdev/pmd-rxq-show")
         for port in ("vhu0", "vhu1"):
             assert re.search(rf"port: {port}\s+queue-id:\s+1 \(enabled\)", rxq), rxq
+
+
+def test_many_tuple_flows_exercise_the_datapath_caches_not_the_openflow_table(ovs: h.OvsSandbox) -> None:
+    from ovsperf_common.ovsstats import parse_pmd_stats, pmd_totals
+
+    def hits(flows: int) -> dict[str, float | None]:
+        ovs.appctl("dpif-netdev/pmd-stats-clear")
+        spec = TrialSpec(
+            frame_size_bytes=64, rate_pps=40_000, duration_s=1.0, flows=flows, warmup_s=0.5, drain_s=0.5
+        )
+        trial = run(ovs, spec, FlowField.TUPLE)
+        assert all(d.tx_packets == 40_000 and d.rx_packets >= 39_600 for d in trial.directions)
+        return pmd_totals(parse_pmd_stats(ovs.appctl("dpif-netdev/pmd-stats-show")))
+
+    # Rules matching only in_port: OVS >= 2.17 classifies every packet by "simple match" on the
+    # port, whatever the flow count: the 5-tuples never reach the EMC, SMC or megaflow cache.
+    ovs.p2p_flows()
+    assert (hits(20_000)["simple_match_hits_percent"] or 0) > 99
+    # One rule per direction that also matches UDP: still one OpenFlow rule and one megaflow per
+    # direction, but packets are looked up by their 5-tuple. One flow: EMC hits after the first
+    # packet. 20,000 flows overflow the 8,192-entry EMC (OVS also inserts with probability
+    # 1/100), so most packets fall through to the megaflow cache: the flow count reaches the caches.
+    ovs.p2p_flows(
+        ("priority=20,udp,in_port=1,actions=output:2", "priority=20,udp,in_port=2,actions=output:1")
+    )
+    one, many = hits(1), hits(20_000)
+    assert (one["emc_hits_percent"] or 0) > 95
+    assert (many["emc_hits_percent"] or 0) < 50
+    assert (many["megaflow_hits_percent"] or 0) + (many["smc_hits_percent"] or 0) > 50

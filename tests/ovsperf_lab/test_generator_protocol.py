@@ -24,7 +24,7 @@ from ovsperf_lab.dpdk_generator import (
     pool_mbufs,
     pool_memory_mb,
 )
-from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 
@@ -525,3 +525,150 @@ def test_raw_sigterm_during_a_trial_stops_cleanly(binary: h.Path) -> None:
             assert time.monotonic() - started < 5
         finally:
             h.stop_pid(proc)
+
+
+# --- frame-size mixes and flow scale --------------------------------------------------------------
+
+IMIX = [[64, 7], [594, 4], [1518, 1]]
+
+
+def per_size(direction: dict[str, object]) -> dict[int, tuple[int, int, int]]:
+    rows = direction["per_size"]
+    assert isinstance(rows, list)
+    return {r["frame_size_bytes"]: (r["tx_packets"], r["rx_packets"], r["lost_packets"]) for r in rows}
+
+
+def test_a_mix_is_counted_per_size_and_in_total(ring_gen: DpdkTrafficGenerator) -> None:
+    result = ring_gen.run_raw_trial(
+        {
+            "frame_mix": IMIX,
+            "rate_pps": 120_000,
+            "duration_s": 0.5,
+            "flows": 5,
+            "loopback": True,
+            "drain_s": 0.1,
+        }
+    )
+    assert result["frame_size_bytes"] is None and result["frame_mix"] == IMIX
+    for d in result["directions"]:
+        # 60,000 frames = 5,000 periods of 7 + 4 + 1: exactly 35,000 / 20,000 / 5,000, all back.
+        assert d["tx_packets"] == d["rx_packets"] == 60_000
+        assert per_size(d) == {64: (35_000, 35_000, 0), 594: (20_000, 20_000, 0), 1518: (5_000, 5_000, 0)}
+        assert d["reordered_packets"] == 0 and d["duplicate_packets"] == 0
+    assert result["rx_foreign_packets"] == [0, 0]
+
+
+def test_a_mix_is_interleaved_frame_by_frame_not_sent_in_blocks(ring_gen: DpdkTrafficGenerator) -> None:
+    # Half a period (6 of 12 frames): interleaving sends 4 × 64 B and 2 × 594 B (smooth weighted
+    # round robin: 64, 594, 64, 64, 594, 64, …); blocks would send 6 × 64 B.
+    result = ring_gen.run_raw_trial(
+        {"frame_mix": IMIX, "rate_pps": 60, "duration_s": 0.1, "loopback": True, "drain_s": 0.1}
+    )
+    for d in result["directions"]:
+        assert per_size(d) == {64: (4, 4, 0), 594: (2, 2, 0), 1518: (0, 0, 0)}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"frame_mix": [[64, 1], [64, 2]]}, "'frame_mix' names 64 B twice"),
+        ({"frame_mix": [[64, 0]]}, "weight 0 is not in \\[1, 4096\\]"),
+        ({"frame_mix": [[64, 4000], [128, 97]]}, "weights sum to 4097; at most 4096"),
+        ({"frame_mix": [[63, 1]]}, "frame size 63 B is outside \\[64, 1518\\]"),
+        ({"frame_mix": []}, "list of 1 to 16"),
+        ({"frame_mix": [[64, 1]], "frame_size_bytes": 64}, "not both"),
+        ({"frame_size_bytes": 64, "flows": 64_001}, "'flows' must be an integer in \\[1, 64000\\]"),
+        ({"frame_size_bytes": 64, "flows": 1_048_577, "flow_field": "tuple"}, "\\[1, 1048576\\]"),
+        ({"frame_size_bytes": 64, "flow_field": "dst_ip"}, "'tuple' \\(up to 1048576\\)"),
+    ],
+)
+def test_bad_mixes_and_flow_counts_are_refused(
+    ring_gen: DpdkTrafficGenerator, fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(TrafficGeneratorError, match=message):
+        ring_gen.run_raw_trial({"rate_pps": 10, "duration_s": 0.1, "loopback": True, **fields})
+    assert ring_gen.returncode is None
+
+
+def test_a_million_flows_as_tuples_every_one_sent(ring_gen: DpdkTrafficGenerator) -> None:
+    # 1,048,576 flows (65,536 source addresses × 16 UDP destination ports) cycle frame by frame:
+    # 1.1 M frames per direction give every flow at least one frame; counting stays exact.
+    result = ring_gen.run_raw_trial(
+        {
+            "frame_size_bytes": 64,
+            "rate_pps": 1_100_000,
+            "duration_s": 1.0,
+            "flows": 1_048_576,
+            "flow_field": "tuple",
+            "loopback": True,
+            "drain_s": 0.2,
+            "on_tx_full": "retry",
+        }
+    )
+    assert result["flows"] == 1_048_576
+    for d in result["directions"]:
+        assert d["tx_packets"] == d["rx_packets"] == 1_100_000
+
+
+def test_the_driver_varies_tuples_above_64000_flows() -> None:
+    gen = DpdkTrafficGenerator.__new__(DpdkTrafficGenerator)  # trial_command only reads the config
+    gen.config = ring_config()
+    few = gen.trial_command(TrialSpec(frame_size_bytes=64, rate_pps=1e6, duration_s=1, flows=64_000))
+    many = gen.trial_command(TrialSpec(frame_size_bytes=64, rate_pps=1e6, duration_s=1, flows=64_001))
+    assert (few["flow_field"], many["flow_field"]) == ("src_port", "tuple")
+    with pytest.raises(
+        LabError, match=r"'flows' must be an integer in \[1, 1048576\] \(the generator's limit\)"
+    ):
+        TrialSpec(frame_size_bytes=64, rate_pps=1e6, duration_s=1, flows=1_048_577)
+
+
+def read_pcap(path: h.Path) -> list[bytes]:
+    """Return the frames of a classic pcap file (libpcap format; DPDK writes nanosecond stamps)."""
+    import struct
+
+    data = path.read_bytes()
+    assert struct.unpack_from("<I", data, 0)[0] in (0xA1B2C3D4, 0xA1B23C4D)
+    frames, offset = [], 24
+    while offset < len(data):
+        _, _, caplen, _ = struct.unpack_from("<IIII", data, offset)
+        frames.append(data[offset + 16 : offset + 16 + caplen])
+        offset += 16 + caplen
+    return frames
+
+
+def test_frames_on_the_wire_interleave_the_mix_vary_tuples_and_carry_valid_checksums(
+    binary: h.Path, tmp_path: h.Path
+) -> None:
+    import struct
+
+    empty, wire = tmp_path / "empty.pcap", tmp_path / "wire.pcap"
+    empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    config = ring_config(vdevs=(f"net_pcap0,rx_pcap={empty},tx_pcap={wire}",))
+    assert config.file_prefix is not None
+    flows = 70_000  # above 65,536: the UDP destination port varies too
+    with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
+        result = gen.run_raw_trial(
+            {"frame_mix": IMIX, "rate_pps": 24_000, "duration_s": 1.0, "bidirectional": False,
+             "loopback": True, "flows": flows, "flow_field": "tuple", "drain_s": 0.1}
+        )  # fmt: skip
+    assert result["directions"][0]["tx_packets"] == 24_000
+    frames = read_pcap(wire)
+    assert len(frames) == 24_000
+    # Smooth weighted round robin of 7:4:1 (worked by hand): 64 594 64 64 594 64 1518 64 594 64 594 64
+    # (on the wire without the 4 B FCS), period after period.
+    period = [60, 590, 60, 60, 590, 60, 1514, 60, 590, 60, 590, 60]
+    assert [len(f) for f in frames] == period * 2_000
+    for i, frame in enumerate(frames):
+        ip = frame[14:34]
+        words = struct.unpack("!10H", ip)
+        total = sum(words)
+        while total > 0xFFFF:
+            total = (total & 0xFFFF) + (total >> 16)
+        assert total == 0xFFFF, f"frame {i}: IPv4 header checksum does not verify"
+        assert words[1] == len(frame) - 14  # IPv4 total length
+        flow = i % flows
+        src = struct.unpack("!I", ip[12:16])[0]
+        udp_src, udp_dst, udp_len = struct.unpack("!HHH", frame[34:40])
+        assert src & 0xFFFF == flow & 0xFFFF and src >> 16 == (198 << 8) | 18
+        assert udp_dst == 1024 + (flow >> 16) and udp_src == 1024
+        assert udp_len == len(frame) - 34

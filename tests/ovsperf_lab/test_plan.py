@@ -120,6 +120,12 @@ def test_unknown_test_and_bad_options(here: MachineFacts) -> None:
         with pytest.raises(LabError, match=r"--ring-size' must be a power of two in \[256, 32768\]"):
             LabOptions(ring_size=bad)
     assert LabOptions(ring_size=256).ring_size == 256 and LabOptions().ring_size == 8192
+    for bad in (0, 1_048_577):
+        with pytest.raises(
+            LabError, match=r"--flows' must be in \[1, 1048576\] \(the most flows per direction"
+        ):
+            LabOptions(flows=bad)
+    assert LabOptions(flows=1_048_576).flows == 1_048_576
 
 
 @pytest.mark.parametrize(

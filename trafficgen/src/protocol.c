@@ -24,7 +24,7 @@
 #define TG_POLL_MS 200
 
 static const char *const trial_fields[] = {
-	"cmd", "id", "frame_size_bytes", "rate_pps", "duration_s", "bidirectional", "loopback",
+	"cmd", "id", "frame_size_bytes", "frame_mix", "rate_pps", "duration_s", "bidirectional", "loopback",
 	"flows", "flow_field", "warmup_s", "drain_s", "link_timeout_s", "tx_tolerance_ratio",
 	"on_tx_full", "burst_packets", "drain_early_exit", "latency_histogram", NULL,
 };
@@ -284,18 +284,122 @@ check_fields(json_t *cmd, const char *const *allowed, char *err)
 	return 0;
 }
 
+/* The most flows a flow field can tell apart (docs/trafficgen.md). */
+static uint32_t
+max_flows(enum tg_flow_field field)
+{
+	switch (field) {
+	case TG_FLOW_SRC_PORT:
+		return TG_MAX_FLOWS_SRC_PORT;
+	case TG_FLOW_SRC_IP:
+		return TG_MAX_FLOWS_SRC_IP;
+	case TG_FLOW_TUPLE:
+	default:
+		return TG_MAX_FLOWS;
+	}
+}
+
+static int
+get_flow_field(json_t *cmd, enum tg_flow_field *out, char *err)
+{
+	static const char *const names[] = { "src_port", "src_ip", "tuple" };
+	json_t *v = json_object_get(cmd, "flow_field");
+	unsigned int i;
+
+	*out = TG_FLOW_SRC_PORT;
+	if (v == NULL)
+		return 0;
+	for (i = 0; i < 3; i++) {
+		if (json_is_string(v) && strcmp(json_string_value(v), names[i]) == 0) {
+			*out = (enum tg_flow_field)i;
+			return 0;
+		}
+	}
+	snprintf(err, TG_ERR_MAX, "Field 'flow_field' must be 'src_port' (up to %u flows), "
+		 "'src_ip' (up to %u) or 'tuple' (up to %u).", TG_MAX_FLOWS_SRC_PORT,
+		 TG_MAX_FLOWS_SRC_IP, TG_MAX_FLOWS);
+	return -EINVAL;
+}
+
+/* "frame_mix": [[size, weight], ...]: 1 to TG_MAX_MIX distinct sizes, weights >= 1 summing to at
+ * most TG_MAX_MIX_PERIOD (divide them by their greatest common divisor first). */
+static int
+parse_mix(json_t *mix, uint32_t max_frame, bool jumbo, struct tg_trial_cfg *cfg, char *err)
+{
+	uint32_t total = 0, k, j;
+	size_t i;
+	json_t *pair;
+
+	if (!json_is_array(mix) || json_array_size(mix) < 1 || json_array_size(mix) > TG_MAX_MIX) {
+		snprintf(err, TG_ERR_MAX, "Field 'frame_mix' must be a list of 1 to %u "
+			 "[frame_size_bytes, weight] pairs.", TG_MAX_MIX);
+		return -EINVAL;
+	}
+	json_array_foreach(mix, i, pair) {
+		json_t *size = json_array_get(pair, 0), *weight = json_array_get(pair, 1);
+
+		if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_integer(size) ||
+		    !json_is_integer(weight)) {
+			snprintf(err, TG_ERR_MAX, "Field 'frame_mix' entry %zu is not a "
+				 "[frame_size_bytes, weight] pair of integers.", i);
+			return -EINVAL;
+		}
+		if (json_integer_value(size) < RTE_ETHER_MIN_LEN ||
+		    json_integer_value(size) > max_frame) {
+			snprintf(err, TG_ERR_MAX, "Field 'frame_mix' entry %zu: frame size %" JSON_INTEGER_FORMAT
+				 " B is outside [%u, %u]%s.", i, json_integer_value(size),
+				 RTE_ETHER_MIN_LEN, max_frame,
+				 jumbo ? "" : " (start with --jumbo for larger frames)");
+			return -ERANGE;
+		}
+		if (json_integer_value(weight) < 1 ||
+		    json_integer_value(weight) > TG_MAX_MIX_PERIOD) {
+			snprintf(err, TG_ERR_MAX, "Field 'frame_mix' entry %zu: weight %" JSON_INTEGER_FORMAT
+				 " is not in [1, %u].", i, json_integer_value(weight), TG_MAX_MIX_PERIOD);
+			return -ERANGE;
+		}
+		k = (uint32_t)i;
+		cfg->mix_size[k] = (uint32_t)json_integer_value(size);
+		cfg->mix_weight[k] = (uint32_t)json_integer_value(weight);
+		total += cfg->mix_weight[k];
+		for (j = 0; j < k; j++) {
+			if (cfg->mix_size[j] == cfg->mix_size[k]) {
+				snprintf(err, TG_ERR_MAX, "Field 'frame_mix' names %u B twice.",
+					 cfg->mix_size[k]);
+				return -EINVAL;
+			}
+		}
+	}
+	if (total > TG_MAX_MIX_PERIOD) {
+		snprintf(err, TG_ERR_MAX, "Field 'frame_mix': the weights sum to %u; at most %u "
+			 "(divide them by their greatest common divisor).", total, TG_MAX_MIX_PERIOD);
+		return -ERANGE;
+	}
+	cfg->nb_mix = (uint32_t)json_array_size(mix);
+	return 0;
+}
+
 static int
 parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err)
 {
 	uint32_t max_frame = app->jumbo ? TG_JUMBO_FRAME_LEN : RTE_ETHER_MAX_LEN;
-	int flow_field = 0, on_full = 0, ret;
+	int on_full = 0, ret;
 
 	memset(cfg, 0, sizeof(*cfg));
 	ret = check_fields(cmd, trial_fields, err);
-	if (ret == 0)
+	if (ret == 0 && json_object_get(cmd, "frame_mix") != NULL) {
+		if (json_object_get(cmd, "frame_size_bytes") != NULL) {
+			snprintf(err, TG_ERR_MAX, "Give 'frame_size_bytes' or 'frame_mix', not both.");
+			ret = -EINVAL;
+		} else {
+			ret = parse_mix(json_object_get(cmd, "frame_mix"), max_frame, app->jumbo, cfg, err);
+		}
+	} else if (ret == 0) {
 		ret = get_integer(cmd, "frame_size_bytes", true, 0, 0, UINT32_MAX,
 				  &cfg->frame_size, err);
-	if (ret == 0 && (cfg->frame_size < RTE_ETHER_MIN_LEN || cfg->frame_size > max_frame)) {
+	}
+	if (ret == 0 && cfg->nb_mix == 0 &&
+	    (cfg->frame_size < RTE_ETHER_MIN_LEN || cfg->frame_size > max_frame)) {
 		snprintf(err, TG_ERR_MAX,
 			 "Field 'frame_size_bytes' must lie in [%u, %u]%s, got %u.",
 			 RTE_ETHER_MIN_LEN, max_frame,
@@ -318,7 +422,10 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 		ret = get_number(cmd, "tx_tolerance_ratio", false, 0.005, 0, 1, &cfg->tx_tolerance,
 				 err);
 	if (ret == 0)
-		ret = get_integer(cmd, "flows", false, 1, 1, TG_MAX_FLOWS, &cfg->flows, err);
+		ret = get_flow_field(cmd, &cfg->flow_field, err);
+	if (ret == 0)
+		ret = get_integer(cmd, "flows", false, 1, 1, max_flows(cfg->flow_field), &cfg->flows,
+				  err);
 	if (ret == 0)
 		ret = get_integer(cmd, "burst_packets", false, 0, 0, TG_BURST, &cfg->burst, err);
 	if (ret == 0)
@@ -330,14 +437,11 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 	if (ret == 0)
 		ret = get_bool(cmd, "latency_histogram", false, &cfg->latency_histogram, err);
 	if (ret == 0)
-		ret = get_choice(cmd, "flow_field", "src_port", "src_ip", &flow_field, err);
-	if (ret == 0)
 		ret = get_choice(cmd, "on_tx_full", "loss", "retry", &on_full, err);
 	if (ret == 0 && cfg->rate_pps == 0 && cfg->duration_s > 10) {
 		snprintf(err, TG_ERR_MAX, "Unpaced trials ('rate_pps': 0) last at most 10 s.");
 		ret = -ERANGE;
 	}
-	cfg->flow_field = flow_field ? TG_FLOW_SRC_IP : TG_FLOW_SRC_PORT;
 	cfg->retry_on_full = on_full == 1;
 	return ret;
 }
@@ -419,6 +523,23 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
 	if (cfg->latency_histogram)
 		json_object_set_new(d, "latency_histogram", histogram_json(s, app->tsc_hz));
+	if (s->nb_mix > 0) {
+		json_t *sizes = json_array();
+		uint32_t k;
+
+		for (k = 0; k < s->nb_mix; k++) {
+			json_t *e = json_object();
+
+			json_object_set_new(e, "frame_size_bytes",
+					    json_integer(s->mix_len[k] + RTE_ETHER_CRC_LEN));
+			json_object_set_new(e, "tx_packets", json_integer((json_int_t)s->mix_tx[k]));
+			json_object_set_new(e, "rx_packets", json_integer((json_int_t)s->mix_rx[k]));
+			json_object_set_new(e, "lost_packets", json_integer((json_int_t)s->mix_tx[k] -
+									(json_int_t)s->mix_rx[k]));
+			json_array_append_new(sizes, e);
+		}
+		json_object_set_new(d, "per_size", sizes);
+	}
 
 	if (*invalid == NULL && s->tx_stalled) {
 		snprintf(reason, reason_len, "port %u stopped taking frames: TX gave up after "
@@ -457,8 +578,9 @@ run_trial(struct tg_app *app, json_t *cmd, json_t *id)
 		reply_error(id, err);
 		return;
 	}
-	TG_LOG(INFO, "Trial: %u B, %.0f pps per direction, %.3f s, %u flow(s), %s\n",
-	       cfg.frame_size, cfg.rate_pps, cfg.duration_s, cfg.flows,
+	TG_LOG(INFO, "Trial: %u B%s, %.0f pps per direction, %.3f s, %u flow(s), %s\n",
+	       cfg.nb_mix ? cfg.mix_size[0] : cfg.frame_size, cfg.nb_mix ? " (first of a mix)" : "",
+	       cfg.rate_pps, cfg.duration_s, cfg.flows,
 	       cfg.bidirectional ? "bidirectional" : "unidirectional");
 	ret = tg_trial_run(app, &cfg, err, sizeof(err), streams, &nb_streams, &warmup_tx);
 	if (ret < 0) {
@@ -476,7 +598,17 @@ run_trial(struct tg_app *app, json_t *cmd, json_t *id)
 		json_array_append_new(foreign, json_integer((json_int_t)app->ports[i].rx_foreign));
 
 	res = json_object();
-	json_object_set_new(res, "frame_size_bytes", json_integer(cfg.frame_size));
+	if (cfg.nb_mix > 0) {
+		json_t *mix = json_array();
+
+		for (i = 0; i < cfg.nb_mix; i++)
+			json_array_append_new(mix, json_pack("[II]", (json_int_t)cfg.mix_size[i],
+							     (json_int_t)cfg.mix_weight[i]));
+		json_object_set_new(res, "frame_size_bytes", json_null());
+		json_object_set_new(res, "frame_mix", mix);
+	} else {
+		json_object_set_new(res, "frame_size_bytes", json_integer(cfg.frame_size));
+	}
 	json_object_set_new(res, "rate_pps", json_real(cfg.rate_pps));
 	json_object_set_new(res, "duration_s", json_real(cfg.duration_s));
 	json_object_set_new(res, "flows", json_integer(cfg.flows));

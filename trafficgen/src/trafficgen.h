@@ -26,7 +26,11 @@
 #define TG_MAGIC 0x4f565047u	/* "OVPG" */
 #define TG_HDR_LEN (RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
 #define TG_JUMBO_FRAME_LEN 9018
-#define TG_MAX_FLOWS 64000
+#define TG_MAX_FLOWS_SRC_PORT 64000	/* UDP source ports 1024..65023 */
+#define TG_MAX_FLOWS_SRC_IP 65536	/* the low 16 bits of the IPv4 source address */
+#define TG_MAX_FLOWS (1u << 20)		/* "tuple": 65536 source addresses x 16 UDP destination ports */
+#define TG_MAX_MIX 16			/* frame sizes in one mix */
+#define TG_MAX_MIX_PERIOD 4096		/* sum of a mix's weights: the interleaving pattern's length */
 #define TG_UDP_PORT_BASE 1024
 #define TG_WARMUP_GEN_BIT 0x80
 
@@ -44,11 +48,15 @@ struct tg_trailer {
 enum tg_flow_field {
 	TG_FLOW_SRC_PORT,
 	TG_FLOW_SRC_IP,
+	TG_FLOW_TUPLE,
 };
 
 /* One trial as requested on the protocol (docs/trafficgen.md). */
 struct tg_trial_cfg {
-	uint32_t frame_size;		/* [B] including FCS */
+	uint32_t frame_size;		/* [B] including FCS; 0 with a mix */
+	uint32_t nb_mix;		/* frame sizes in the mix; 0 = one size */
+	uint32_t mix_size[TG_MAX_MIX];	/* [B] including FCS */
+	uint32_t mix_weight[TG_MAX_MIX];	/* frames of this size per mix period */
 	double rate_pps;		/* per direction; 0 = unpaced */
 	double duration_s;
 	double warmup_s;
@@ -72,6 +80,7 @@ struct tg_stream {
 	uint16_t rx_port;
 	struct rte_mempool *pool;
 	uint8_t tmpl[TG_HDR_LEN];
+	uint32_t cksum_base;		/* template's IPv4 checksum sum without length and source */
 	uint16_t pkt_len;		/* frame size without FCS [B] */
 	uint16_t burst;
 	uint32_t flows;
@@ -91,6 +100,13 @@ struct tg_stream {
 	uint64_t measure_planned;	/* frames to offer in the counted phase */
 	uint64_t seq;			/* next sequence number in the current phase */
 	uint32_t flow;			/* seq % flows, kept incrementally */
+	uint32_t nb_mix;		/* 0 = every frame is pkt_len */
+	uint16_t mix_len[TG_MAX_MIX];	/* frame size without FCS [B] per mix entry */
+	uint8_t *pattern;		/* mix entry of the frame with seq % pattern_len */
+	uint32_t pattern_len;
+	uint32_t pattern_pos;		/* seq % pattern_len, kept incrementally */
+	uint64_t mix_tx[TG_MAX_MIX];	/* counted frames offered per mix entry (sent or refused) */
+	uint64_t mix_rx[TG_MAX_MIX];	/* distinct counted frames received per mix entry */
 	uint8_t flow_q;			/* flow % nb_queues, kept incrementally */
 	struct rte_mbuf *pending[TG_BURST];
 	uint8_t pending_q[TG_BURST];	/* TX queue of each pending frame */

@@ -72,6 +72,14 @@ stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size)
 	ip->src_addr = rte_cpu_to_be_32(RTE_IPV4(198, 18 + s->tx_port, 0, 1));
 	ip->dst_addr = rte_cpu_to_be_32(RTE_IPV4(198, 18 + s->rx_port, 128, 1));
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	{
+		/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'). Keep ~HC minus the words a frame may
+		 * change (total length, both halves of the source address); each frame adds its own. */
+		uint32_t src = ip->src_addr;
+
+		s->cksum_base = (uint16_t)~ip->hdr_checksum + (uint16_t)~ip->total_length +
+			(uint16_t)~src + (uint16_t)~(src >> 16);
+	}
 	udp->src_port = rte_cpu_to_be_16(TG_UDP_PORT_BASE);
 	udp->dst_port = rte_cpu_to_be_16(TG_UDP_PORT_BASE);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(s->pkt_len - RTE_ETHER_HDR_LEN -
@@ -79,20 +87,38 @@ stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size)
 	udp->dgram_cksum = 0;
 }
 
-/* Make frame d belong to flow s->flow: UDP source port or IPv4 source address + flow. */
-static inline void
-set_flow(const struct tg_stream *s, uint8_t *d)
+/* Make frame d (its IPv4 header at ip, UDP at udp) belong to flow s->flow: the UDP source port,
+ * the IPv4 source address, or (tuple) the source address's low 16 bits and the UDP destination
+ * port (flow >> 16). Return true when the IPv4 header changed (its checksum is then stale). */
+static inline bool
+set_flow(const struct tg_stream *s, struct rte_ipv4_hdr *ip, struct rte_udp_hdr *udp)
 {
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + RTE_ETHER_HDR_LEN);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-
-	if (s->flow_field == TG_FLOW_SRC_PORT) {
+	switch (s->flow_field) {
+	case TG_FLOW_SRC_PORT:
 		udp->src_port = rte_cpu_to_be_16((uint16_t)(TG_UDP_PORT_BASE + s->flow));
-		return;
+		return false;
+	case TG_FLOW_SRC_IP:
+		ip->src_addr = rte_cpu_to_be_32(rte_be_to_cpu_32(ip->src_addr) + s->flow);
+		return true;
+	case TG_FLOW_TUPLE:
+	default:
+		ip->src_addr = rte_cpu_to_be_32((rte_be_to_cpu_32(ip->src_addr) & 0xffff0000u) |
+						(s->flow & 0xffffu));
+		udp->dst_port = rte_cpu_to_be_16((uint16_t)(TG_UDP_PORT_BASE + (s->flow >> 16)));
+		return true;
 	}
-	ip->src_addr = rte_cpu_to_be_32(rte_be_to_cpu_32(ip->src_addr) + s->flow);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+/* The mix entry of a frame of len bytes (without FCS); nb_mix when none (not ours). */
+static inline uint32_t
+mix_entry(const struct tg_stream *s, uint32_t len)
+{
+	uint32_t k;
+
+	for (k = 0; k < s->nb_mix; k++)
+		if (s->mix_len[k] == len)
+			break;
+	return k;
 }
 
 static inline void
@@ -102,12 +128,30 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, ui
 
 	for (i = 0; i < n; i++) {
 		uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + RTE_ETHER_HDR_LEN);
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 		struct tg_trailer *t = (struct tg_trailer *)(d + TG_HDR_LEN);
+		uint16_t len = s->pkt_len;
+		bool ip_changed = false;
 
 		rte_memcpy(d, s->tmpl, TG_HDR_LEN);
 		q[i] = s->flow_q;
+		if (s->nb_mix > 0) {
+			/* The mix interleaved frame by frame: entry pattern[seq % pattern_len]. */
+			uint8_t k = s->pattern[s->pattern_pos];
+
+			if (++s->pattern_pos == s->pattern_len)
+				s->pattern_pos = 0;
+			len = s->mix_len[k];
+			ip->total_length = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN));
+			udp->dgram_len = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN -
+								     sizeof(struct rte_ipv4_hdr)));
+			ip_changed = true;
+			if (!s->warming)
+				s->mix_tx[k]++;
+		}
 		if (s->flows > 1) {
-			set_flow(s, d);
+			ip_changed |= set_flow(s, ip, udp);
 			if (++s->flow == s->flows) {
 				s->flow = 0;
 				s->flow_q = 0;
@@ -115,13 +159,23 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, ui
 				s->flow_q = 0;
 			}
 		}
+		if (ip_changed) {
+			/* Incremental update from the template (RFC 1624): three additions instead
+			 * of summing the whole header. */
+			uint32_t src = ip->src_addr;
+			uint32_t sum = s->cksum_base + ip->total_length + (src & 0xffff) + (src >> 16);
+
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			ip->hdr_checksum = (uint16_t)~sum;
+		}
 		t->magic = TG_MAGIC;
 		t->tx_port = (uint8_t)s->tx_port;
 		t->gen = s->gen_tx;
 		t->seq = (uint32_t)s->seq++;
 		t->tsc = tsc;
-		m[i]->data_len = s->pkt_len;
-		m[i]->pkt_len = s->pkt_len;
+		m[i]->data_len = len;
+		m[i]->pkt_len = len;
 	}
 }
 
@@ -143,6 +197,7 @@ stream_start_phase(struct tg_stream *s, bool warmup, uint8_t gen, uint64_t origi
 	s->seq = 0;
 	s->flow = 0;
 	s->flow_q = 0;
+	s->pattern_pos = 0;
 	if (!warmup)
 		s->tx_start_tsc = origin;
 }
@@ -194,6 +249,15 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 		/* Cut the phase short: too slow overall (tx_pps shows it), or stalled. */
 		if (!s->warming && now > s->progress_tsc + s->slack_cycles)
 			s->tx_stalled = true;
+		if (!s->warming && s->nb_mix > 0) {
+			/* Abandoned frames were counted as offered: neither sent nor refused. */
+			for (i = 0; i < s->n_pending; i++) {
+				uint32_t k = mix_entry(s, s->pending[i]->pkt_len);
+
+				if (k < s->nb_mix)
+					s->mix_tx[k]--;
+			}
+		}
 		if (s->n_pending)
 			rte_pktmbuf_free_bulk(s->pending, s->n_pending);
 		s->n_pending = 0;
@@ -337,6 +401,8 @@ port_rx(struct tg_job *job, unsigned int pi, uint16_t qid, struct tg_stream **by
 		}
 		s->bitmap[word] |= bit;
 		s->rx_distinct++;
+		if (s->nb_mix > 0)
+			s->mix_rx[s->pattern[seq % s->pattern_len]]++;
 		if (seq + 1 < s->rx_next_expected)
 			s->rx_reordered++;
 		else
@@ -497,9 +563,43 @@ tg_trial_free(struct tg_stream *streams, unsigned int nb_streams)
 	for (i = 0; i < nb_streams; i++) {
 		free(streams[i].bitmap);
 		free(streams[i].hist);
+		free(streams[i].pattern);
 		streams[i].bitmap = NULL;
 		streams[i].hist = NULL;
+		streams[i].pattern = NULL;
 	}
+}
+
+/* Interleave the mix frame by frame (smooth weighted round robin): every period of
+ * sum(weights) frames holds weight[k] frames of entry k, spread as evenly as the weights allow,
+ * so a mix is never sent in blocks of one size. */
+static int
+mix_pattern(const struct tg_trial_cfg *cfg, struct tg_stream *s)
+{
+	int64_t current[TG_MAX_MIX] = { 0 };
+	uint32_t total = 0, k, pos;
+
+	for (k = 0; k < cfg->nb_mix; k++) {
+		total += cfg->mix_weight[k];
+		s->mix_len[k] = (uint16_t)(cfg->mix_size[k] - RTE_ETHER_CRC_LEN);
+	}
+	s->nb_mix = cfg->nb_mix;
+	s->pattern_len = total;
+	s->pattern = malloc(total);
+	if (s->pattern == NULL)
+		return -ENOMEM;
+	for (pos = 0; pos < total; pos++) {
+		uint32_t best = 0;
+
+		for (k = 0; k < cfg->nb_mix; k++) {
+			current[k] += cfg->mix_weight[k];
+			if (current[k] > current[best])
+				best = k;
+		}
+		current[best] -= total;
+		s->pattern[pos] = (uint8_t)best;
+	}
+	return 0;
 }
 
 static int
@@ -525,7 +625,12 @@ streams_init(struct tg_app *app, const struct tg_trial_cfg *cfg, struct tg_strea
 		s->nb_queues = app->nb_queues;
 		s->lat_min = UINT64_MAX;
 		s->slack_cycles = app->tsc_hz;
-		stream_template(app, s, cfg->frame_size);
+		stream_template(app, s, cfg->nb_mix > 0 ? cfg->mix_size[0] : cfg->frame_size);
+		if (cfg->nb_mix > 0 && mix_pattern(cfg, s) != 0) {
+			*nb_streams = n + 1;
+			snprintf(err, errlen, "Cannot allocate the frame-size pattern.");
+			return -ENOMEM;
+		}
 		if (cfg->rate_pps > 0) {
 			s->pkts_per_cycle = cfg->rate_pps / (double)app->tsc_hz;
 			planned = llround(cfg->rate_pps * cfg->duration_s);

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Benchmark traffic profiles: the generator with IMIX and a million flows, the lab's NDR vs flows.
+
+1. Generator, one core, into a ``net_null`` sink (as ``bench_trafficgen.py``): the unpaced maximum
+   rate of 64 B / 1 flow, ``imix`` (64/594/1518 B, 7:4:1) / 1 flow and 64 B / 1,048,576 tuple
+   flows, against ``dpdk-testpmd --forward-mode=txonly`` measured alternately in the same run: 64 B,
+   at the mix's average size (testpmd cannot send a mix: ``--txpkts`` sets the segments of one
+   frame, so its rate at 362 B is the nearest peer), and 64 B with ``--txonly-multi-flow``. The best
+   of RUNS runs each is compared (a shared machine can take a run's CPU away).
+2. Pacing of the mix: 2 s trials at 10 % … 90 % of the generator's median ``imix`` rate; error of
+   the achieved rate (goal ≤ 0.5 %) and the per-size counts against 7:4:1.
+3. Lab: ``ovsperf-lab run --config OVS_DPDK1q --frame-sizes 64`` with ``--flows 1`` and
+   ``--flows 1048576`` (MLRsearch, CSIT defaults, no latency, no telemetry); prints both NDRs and
+   PDRs. The lab's OVS rules are port to port: OVS ≥ 2.17 classifies such packets by simple match
+   on the port, so the flow count is expected not to matter there (docs/trafficgen.md).
+
+Usage: ``sudo .venv/bin/python benchmarks/bench_traffic_profiles.py [--no-lab]``. Exit 0 when the
+measurements ran (goals are reported, not enforced), 2 on a setup failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_trafficgen as base  # noqa: E402
+
+from ovsperf_common.units import line_rate_pps, mix_rates  # noqa: E402
+from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator  # noqa: E402
+from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
+from tests.ovsperf_lab import tg_harness as h  # noqa: E402
+
+RUNS = 3
+MEASURE_S = 2.0
+IMIX = [[64, 7], [594, 4], [1518, 1]]
+IMIX_AVG = mix_rates([(s, w) for s, w in IMIX], 1.0, 10e9).average_frame_bytes
+MILLION = 1_048_576
+
+
+def ours_max(gen: DpdkTrafficGenerator, **fields: object) -> float:
+    """The generator's unpaced TX rate into the sink [pps]."""
+    result = gen.run_raw_trial(
+        {"rate_pps": 0, "duration_s": MEASURE_S, "bidirectional": False, "on_tx_full": "retry",
+         "drain_s": 0.0, **fields}
+    )  # fmt: skip
+    return float(result["directions"][0]["tx_pps"])
+
+
+def generator_part(cpu: str) -> dict[str, list[float]]:
+    runs: dict[str, list[float]] = {k: [] for k in ("64", "imix", "million", "tp64", "tpavg", "tpflows")}
+    for number in range(RUNS):
+        print(f"# generator round {number + 1}/{RUNS}", file=sys.stderr, flush=True)
+        runs["tp64"].append(base.testpmd_txonly_pps(cpu, 60))
+        with DpdkTrafficGenerator(base.generator_config(cpu)) as gen:
+            gen.wait_link(10)
+            runs["64"].append(ours_max(gen, frame_size_bytes=64))
+            runs["imix"].append(ours_max(gen, frame_mix=IMIX))
+            runs["million"].append(ours_max(gen, frame_size_bytes=64, flows=MILLION, flow_field="tuple"))
+        runs["tpavg"].append(base.testpmd_txonly_pps(cpu, round(IMIX_AVG) - 4))
+        runs["tpflows"].append(base.testpmd_txonly_pps(cpu, 60, ("--txonly-multi-flow",)))
+    return runs
+
+
+def pacing_part(cpu: str, imix_pps: float) -> None:
+    print(f"\n# Pacing of imix (avg {IMIX_AVG:.2f} B), 2 s trials, fractions of the median max rate")
+    print("{:>8} {:>14} {:>14} {:>8} {:>22}".format("fraction", "requested_pps", "achieved_pps", "error_%",
+                                                   "per-size tx 64/594/1518"))  # fmt: skip
+    worst = 0.0
+    with DpdkTrafficGenerator(base.generator_config(cpu)) as gen:
+        gen.wait_link(10)
+        for tenth in range(1, 10):
+            rate = round(imix_pps * tenth / 10 / 6) * 6  # × 2 s: whole periods of 12 frames
+            result = gen.run_raw_trial(
+                {"frame_mix": IMIX, "rate_pps": rate, "duration_s": 2.0, "bidirectional": False,
+                 "on_tx_full": "retry", "drain_s": 0.0}
+            )  # fmt: skip
+            d = result["directions"][0]
+            achieved = float(d["tx_pps"])
+            error = (achieved - rate) / rate * 100
+            worst = max(worst, abs(error))
+            sizes = [s["tx_packets"] for s in d["per_size"]]
+            exact = sizes == [d["tx_packets"] * w // 12 for _, w in IMIX]
+            print(f"{tenth * 10:>7}% {rate:>14.0f} {achieved:>14.0f} {error:>+8.3f} "
+                  f"{'/'.join(map(str, sizes)):>22}{'' if exact else ' NOT 7:4:1'}")  # fmt: skip
+    print(f"worst pacing error: {worst:.3f} % (goal <= 0.5 %) {'OK' if worst <= 0.5 else 'ABOVE GOAL'}")
+
+
+def lab_ndr(flows: int, out: Path) -> tuple[float, float]:
+    """Run the lab P2P at 64 B with ``flows``; return (NDR, PDR) [Mpps, both directions]."""
+    target = out / f"flows-{flows}"
+    target.mkdir()
+    cmd = [str(ROOT / ".venv" / "bin" / "ovsperf-lab"), "run", "--config", "OVS_DPDK1q",
+           "--frame-sizes", "64", "--flows", str(flows), "--latency-loads", "", "--no-telemetry",
+           "--no-progress", "--output", str(target)]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=3600, stdout=subprocess.DEVNULL)
+    (csv_path,) = target.glob("results_*/result_0_phy2phy_tput_p2p.csv")
+    with csv_path.open(encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    return float(row["throughput_rx_fps"]) / 1e6, float(row["pdr_throughput_rx_fps"]) / 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-lab", action="store_true", help="skip part 3 (the lab runs)")
+    args = parser.parse_args()
+    h.build_generator()
+    cpu = h.generator_cpu()
+    try:
+        runs = generator_part(cpu)
+    except (TrafficGeneratorError, RuntimeError) as err:
+        print(f"bench_traffic_profiles: {err}", file=sys.stderr)
+        return 2
+    best = {k: max(v) for k, v in runs.items()}
+    print(f"# Max offered rate on CPU {cpu} into '{base.SINK_VDEV}', best of {RUNS} [Mpps]")
+    for key, label in (("64", "trafficgen 64 B, 1 flow"), ("imix", "trafficgen imix, 1 flow"),
+                       ("million", "trafficgen 64 B, 1,048,576 tuple flows"), ("tp64", "testpmd txonly 64 B"),
+                       ("tpavg", f"testpmd txonly {round(IMIX_AVG)} B (imix average)"),
+                       ("tpflows", "testpmd txonly 64 B --txonly-multi-flow")):  # fmt: skip
+        print(f"{label:<44} {', '.join(f'{r / 1e6:.3f}' for r in runs[key])}  best {best[key] / 1e6:.3f}")
+    print(f"imix / own 64 B:                     {best['imix'] / best['64']:.3f}")
+    print(f"1 M flows / own 1 flow:              {best['million'] / best['64']:.3f}")
+    print(f"imix / testpmd at the imix average:  {best['imix'] / best['tpavg']:.3f}")
+    print(f"1 M flows / testpmd multi-flow:      {best['million'] / best['tpflows']:.3f}")
+    line = mix_rates([(s, w) for s, w in IMIX], 1.0, 10e9).line_rate_pps
+    print(f"(10 GbE line rate: imix {line / 1e6:.3f} Mpps, 64 B {line_rate_pps(64, 10e9) / 1e6:.3f} Mpps)")
+    pacing_part(cpu, statistics.median(runs["imix"]))
+    if not args.no_lab:
+        with tempfile.TemporaryDirectory(prefix="bench-profiles-") as out:
+            print("\n# Lab P2P 64 B, MLRsearch (CSIT defaults), port-to-port rules [Mpps, both directions]")
+            for flows in (1, MILLION):
+                ndr, pdr = lab_ndr(flows, Path(out))
+                print(f"flows {flows:>9}: NDR {ndr:.3f}  PDR {pdr:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
