@@ -60,3 +60,19 @@ def trickling_server() -> Iterator[str]:
         stop.set()
         thread.join(timeout=10)
         server.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_log_handler_left_on_a_closed_stream() -> Iterator[None]:
+    """Remove the handler a command's ``main()`` installs (``configure_logging``) after each test.
+
+    It writes to the ``sys.stderr`` of the test that ran ``main()``; pytest closes that capture
+    afterwards, and a later import that logs (Alembic logs its plugin set-up) would hit it.
+    """
+    import logging
+
+    yield
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_ovsperf", False):
+            root.removeHandler(handler)

@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "reporting": {"ovsperf_common", "templates"},
     "resultstore": {"ovsperf_common", "templates", "reporting"},
     "ciflow": {"ovsperf_common", "jobcreator", "reporting", "resultstore"},
+    "remote": {"ovsperf_common", "jobcreator", "vsperf_configs"},
 }
 """Package → the packages it may import (those to its left in docs/architecture.md)."""
 

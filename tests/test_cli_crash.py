@@ -23,6 +23,7 @@ COMMANDS = [
         "kojiwatch.cli",
         ["submit", "--repo", "http://r/", "--host", "g", "--host", "d", "--distro", "D", "--scenario", "S"],
     ),
+    ("ovsperf-remote", "remote.cli", ["check", "--tg", "tg01", "--dut", "dut01"]),
 ]
 
 

@@ -98,4 +98,5 @@ def test_all_is_every_role_and_console_scripts_exist() -> None:
         "vsperf-config",
         "ovsperf-lab",
         "ovsperf-koji",
+        "ovsperf-remote",
     }

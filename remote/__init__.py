@@ -1,0 +1,1 @@
+"""``ovsperf-remote``: the Beaker job's plan on pre-provisioned hosts over SSH (paramiko), without Beaker."""

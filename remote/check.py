@@ -1,0 +1,151 @@
+"""``ovsperf-remote check``: can these hosts run the Beaker job's plan? One row per host and check.
+
+Per host, in order (a host that cannot be reached or logged into gets only its ``ssh`` row):
+
+========== =================================================================================
+ssh        connected and authenticated with a key; the host key it showed
+sudo       root, or ``sudo -n true`` works: the tasks run as root and nobody types a password
+tools      the commands the host's tasks need are on root's PATH (:data:`TOOLS`; through sudo)
+hugepages  ``HugePages_Total`` in ``/proc/meminfo`` is above 0 (DPDK needs them)
+nics       every test NIC the inventory names for the host is in ``/sys/bus/pci/devices``
+========== =================================================================================
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from ovsperf_common.runner import one_line
+from remote.errors import RemoteError
+from remote.ssh import Session, Settings, Target, is_root, sudo_prefix
+
+log = logging.getLogger(__name__)
+
+COMMAND_TIMEOUT_S = 30.0
+"""Deadline of each check's command [s]."""
+
+TOOLS = {
+    "dut": ("ovs-vswitchd", "ovs-vsctl", "python3", "git", "rsync", "pkill"),
+    "tg": ("python3", "git", "make", "gcc", "rsync", "pkill"),
+}
+"""Commands each role's tasks run (setup_dpdk, vsperf_test on the DUT; build_moongen on the generator)."""
+
+
+class Outcome(enum.Enum):
+    """Result of one check."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the check table."""
+
+    host: str
+    role: str
+    check: str
+    outcome: Outcome
+    detail: str
+
+
+def _sudo(session: Session) -> tuple[Outcome, str]:
+    if is_root(session):
+        return Outcome.PASS, "logged in as root"
+    result = session.run(["sudo", "-n", "true"], COMMAND_TIMEOUT_S)
+    if result.exit_status == 0:
+        return Outcome.PASS, f"{session.user} may run commands as root without a password"
+    return Outcome.FAIL, (
+        f"sudo asks {session.user} for a password ({one_line(result.stderr.strip()) or 'no reason given'}); "
+        f"the tasks run as root unattended: add '{session.user} ALL=(ALL) NOPASSWD: ALL' to a file in "
+        "/etc/sudoers.d/ on the host, or connect as root"
+    )
+
+
+def _tools(session: Session, role: str, as_root: list[str]) -> tuple[Outcome, str]:
+    names = TOOLS[role]
+    script = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
+    result = session.run([*as_root, "sh", "-c", script, "sh", *names], COMMAND_TIMEOUT_S)
+    missing = result.stdout.split()
+    if result.exit_status != 0:
+        return Outcome.FAIL, f"cannot list the tools: {one_line(result.stderr.strip())}"
+    if missing:
+        return Outcome.FAIL, f"missing on PATH: {', '.join(one_line(m) for m in missing)}"
+    return Outcome.PASS, ", ".join(names)
+
+
+def _hugepages(session: Session) -> tuple[Outcome, str]:
+    result = session.run(["cat", "/proc/meminfo"], COMMAND_TIMEOUT_S)
+    fields = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+    total = fields.get("HugePages_Total", "").strip()
+    size = fields.get("Hugepagesize", "").strip()
+    if not total.isdigit():
+        return Outcome.FAIL, "no HugePages_Total in /proc/meminfo"
+    if int(total) == 0:
+        return Outcome.FAIL, "no hugepages reserved: set hugepages= on the kernel command line"
+    return Outcome.PASS, f"{total} × {one_line(size)}"
+
+
+def _nics(session: Session, nics: Sequence[str] | None) -> tuple[Outcome, str]:
+    if nics is None:
+        return Outcome.SKIP, "the host is not in the inventory (--inventory): its NICs are unknown"
+    if not nics:
+        return Outcome.SKIP, "the inventory names no test NICs for the host"
+    script = 'for p in "$@"; do [ -e "/sys/bus/pci/devices/$p" ] || echo "$p"; done'
+    result = session.run(["sh", "-c", script, "sh", *nics], COMMAND_TIMEOUT_S)
+    missing = result.stdout.split()
+    if missing:
+        return Outcome.FAIL, f"not on the host's PCI bus: {', '.join(one_line(m) for m in missing)}"
+    return Outcome.PASS, ", ".join(nics)
+
+
+def check_host(target: Target, role: str, settings: Settings, nics: Sequence[str] | None) -> list[Row]:
+    """Run every check on one host; a host that cannot be logged into gets one failed ``ssh`` row.
+
+    :param role: ``dut`` or ``tg`` (which tools it needs).
+    :param nics: the test NICs' PCI addresses from the inventory; None when the host is not in it.
+    """
+    name = str(target)
+    try:
+        session = Session(target, settings)
+    except RemoteError as err:
+        return [Row(name, role, "ssh", Outcome.FAIL, str(err))]
+    with session:
+        name = session.name  # user and port as ~/.ssh/config completed them
+        key = session.host_key_description()
+        rows = [Row(name, role, "ssh", Outcome.PASS, f"as {session.user}; host key {key}")]
+        try:
+            sudo = _sudo(session)
+        except RemoteError as err:
+            sudo = (Outcome.FAIL, str(err))
+        rows.append(Row(name, role, "sudo", *sudo))
+        # The tasks run as root: look for their tools on root's PATH when sudo works.
+        as_root = sudo_prefix(session) if sudo[0] is Outcome.PASS else []
+        checks: Iterable[tuple[str, Callable[[], tuple[Outcome, str]]]] = (
+            ("tools", lambda: _tools(session, role, as_root)),
+            ("hugepages", lambda: _hugepages(session)),
+            ("nics", lambda: _nics(session, nics)),
+        )
+        for check, run in checks:
+            try:
+                outcome, detail = run()
+            except RemoteError as err:
+                outcome, detail = Outcome.FAIL, str(err)
+            rows.append(Row(name, role, check, outcome, detail))
+    return rows
+
+
+def render_table(rows: Sequence[Row]) -> str:
+    """Return the rows as an aligned text table (host, role, check, result, detail), one per line."""
+    header = ("host", "role", "check", "result", "detail")
+    cells = [
+        header,
+        *((one_line(r.host), r.role, r.check, r.outcome.value, one_line(r.detail)) for r in rows),
+    ]
+    widths = [max(len(c[i]) for c in cells) for i in range(4)]
+    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(4)) + "  " + c[4] for c in cells]
+    return "\n".join(line.rstrip() for line in lines) + "\n"

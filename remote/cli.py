@@ -1,0 +1,96 @@
+"""Command line of ``ovsperf-remote``: check pre-provisioned lab hosts over SSH."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from ovsperf_common.errors import FieldError
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.runner import run_command
+from remote.check import Outcome, check_host, render_table
+from remote.errors import RemoteError
+from remote.ssh import DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
+from vsperf_configs.errors import InventoryError
+from vsperf_configs.inventory import load_inventory
+
+log = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ovsperf-remote",
+        description="Run the Beaker job's plan on pre-provisioned lab hosts over SSH (no Beaker).",
+        epilog=ExitCode.help_text(),
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser(
+        "check",
+        help="can these hosts run a scenario? SSH, sudo, tools, hugepages, NICs: one table",
+        description="Log into the traffic-generator host and the DUT and print one row per check.",
+    )
+    check.add_argument("--tg", required=True, metavar="[USER@]HOST[:PORT]", help="traffic-generator host")
+    check.add_argument("--dut", required=True, metavar="[USER@]HOST[:PORT]", help="device under test")
+    check.add_argument(
+        "--inventory", type=Path, help="host inventory YAML: the test NICs to look for (vsperf-config's)"
+    )
+    ssh = check.add_argument_group("SSH (keys and agent only; never a password)")
+    ssh.add_argument(
+        "--identity", type=Path, action="append", default=[], help="private key file (repeatable)"
+    )
+    ssh.add_argument(
+        "--known-hosts", type=Path, default=DEFAULT_KNOWN_HOSTS, help="known_hosts file (%(default)s)"
+    )
+    ssh.add_argument("--ssh-config", type=Path, default=DEFAULT_SSH_CONFIG, help="SSH config (%(default)s)")
+    ssh.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust a host not yet in known_hosts and record its key (a changed key is always refused)",
+    )
+    ssh.add_argument(
+        "--connect-timeout", type=float, default=20.0, metavar="S", help="connect and login deadline [s] (20)"
+    )
+    return parser
+
+
+def _nics(inventory: Path | None, host: str) -> tuple[str, ...] | None:
+    if inventory is None:
+        return None
+    try:
+        return tuple(load_inventory(inventory).get(host).nics)
+    except InventoryError as err:
+        log.warning("%s", err)
+        return None
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not 0 < args.connect_timeout <= 600:
+        raise FieldError("must be in (0, 600] seconds.", field="--connect-timeout")
+    targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}
+    settings = Settings(
+        known_hosts=args.known_hosts,
+        ssh_config=args.ssh_config,
+        identities=tuple(args.identity),
+        accept_new_host_key=args.accept_new_host_key,
+        connect_timeout_s=args.connect_timeout,
+    )
+    rows = []
+    for role, target in targets.items():
+        log.info("Checking %s (%s)...", target, role)
+        rows += check_host(target, role, settings, _nics(args.inventory, target.host))
+    sys.stdout.write(render_table(rows))
+    failed = [r for r in rows if r.outcome is Outcome.FAIL]
+    if failed:
+        raise RemoteError(f"{len(failed)} check(s) failed; the table says what to fix.")
+    return ExitCode.OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ovsperf-remote``; return the exit code (0 every check passed, 2 otherwise)."""
+    return run_command(_parser(), _run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

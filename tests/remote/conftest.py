@@ -1,0 +1,47 @@
+"""Fixtures of the ovsperf-remote tests: a client key, two sshd hosts, a known_hosts file for them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .sshd_hosts import SshHost, keygen, ssh_hosts
+
+
+@dataclass
+class Lab:
+    """The client's key and files, and the hosts (tg, dut)."""
+
+    key: Path
+    known_hosts: Path
+    authorized_keys: Path
+    tg: SshHost
+    dut: SshHost
+
+    def trust(self) -> None:
+        """Write both hosts' keys to the known_hosts file."""
+        self.known_hosts.write_text(self.tg.known_hosts_line() + self.dut.known_hosts_line())
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    client = tmp_path / "client"
+    client.mkdir()
+    key = client / "id_ed25519"
+    # sshd reads authorized_keys as the user logging in: a non-root user must be able to reach it
+    # (pytest's tmp_path is private to root).
+    public = Path(tempfile.mkdtemp(prefix="ovsperf-rt-keys-", dir="/tmp"))
+    try:
+        public.chmod(0o755)
+        authorized = public / "authorized_keys"
+        authorized.write_text(keygen(key) + "\n")
+        authorized.chmod(0o644)
+        with ssh_hosts(tmp_path / "hosts", 2, authorized) as (tg, dut):
+            yield Lab(key, client / "known_hosts", authorized, tg, dut)
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
