@@ -7,11 +7,14 @@ import logging
 import sys
 from pathlib import Path
 
+from jobcreator.catalog import load_catalog
+from jobcreator.errors import CatalogError
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
 from remote.check import Outcome, check_host, render_table
 from remote.errors import RemoteError
+from remote.plan import remote_plan, render_plan
 from remote.ssh import DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
 from vsperf_configs.errors import InventoryError
 from vsperf_configs.inventory import load_inventory
@@ -52,6 +55,23 @@ def _parser() -> argparse.ArgumentParser:
     ssh.add_argument(
         "--connect-timeout", type=float, default=20.0, metavar="S", help="connect and login deadline [s] (20)"
     )
+    plan = commands.add_parser(
+        "plan",
+        help="print what runs where: the Beaker job's tasks and parameters, host by host",
+        description="Print each host's tasks in order with their parameters, from jobcreator's job plan.",
+    )
+    plan.add_argument(
+        "--config", required=True, help="scenario name from the catalog (jobcreator --list-configs)"
+    )
+    plan.add_argument(
+        "--tg", required=True, metavar="HOST", help="traffic-generator host (as the DUT reaches it)"
+    )
+    plan.add_argument(
+        "--dut", required=True, metavar="HOST", help="device under test (as the generator reaches it)"
+    )
+    plan.add_argument("--catalog", type=Path, help="scenario catalog YAML (default: the packaged one)")
+    plan.add_argument("--inventory", help="INVENTORY of the tasks: a path on the hosts")
+    plan.add_argument("--collector", metavar="USER@HOST:/PATH", help="where vsperf_test sends the results")
     return parser
 
 
@@ -65,7 +85,22 @@ def _nics(inventory: Path | None, host: str) -> tuple[str, ...] | None:
         return None
 
 
+def _plan(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_catalog(args.catalog).get(args.config)
+    except CatalogError as err:
+        raise RemoteError(str(err)) from err
+    sys.stdout.write(
+        render_plan(
+            remote_plan(scenario, args.tg, args.dut, inventory=args.inventory, collector=args.collector)
+        )
+    )
+    return ExitCode.OK
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "plan":
+        return _plan(args)
     if not 0 < args.connect_timeout <= 600:
         raise FieldError("must be in (0, 600] seconds.", field="--connect-timeout")
     targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}

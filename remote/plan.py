@@ -1,0 +1,119 @@
+"""What ``ovsperf-remote`` runs where: the Beaker job's plan, taken from jobcreator, host by host.
+
+There is one source of truth for the order of the tasks and their parameters:
+``jobcreator.render.plan_job`` (what ``jobcreator`` renders into the Beaker job XML). This module
+calls it for the scenario and the two hosts and keeps, per host recipe, our ``/ovsperf/*`` tasks
+in order with their parameters unchanged. What only Beaker does is left out, each with a note:
+
+* ``/distribution/check-install`` (Beaker's install check): the hosts are already installed;
+* ``/distribution/virt/install`` and ``virt/start`` and the guest recipe (PVP): there is no Beaker
+  guest; ``vsperf_test run`` then finds no libvirt domain and VSperf boots the inventory's
+  ``guest_image`` as it is, so that image must have been prepared (docs/remote.md);
+* ``/ovsperf/sleeper`` (Beaker reservations): nothing to reserve.
+
+The distro, kick repositories and whiteboard the plan also carries are Beaker's and unused here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from jobcreator.jobmodel import JobOptions, TaskStep
+from jobcreator.model import Scenario
+from jobcreator.render import TASK_NAMESPACE, plan_job
+from ovsperf_common.runner import one_line
+
+UNUSED_DISTRO = "family:preprovisioned"
+"""The distro ``plan_job`` needs for the Beaker job header; pre-provisioned hosts have theirs."""
+
+BEAKER_ONLY = {"sleeper"}
+"""Our tasks that only make sense under Beaker (reservations)."""
+
+
+@dataclass(frozen=True)
+class RemoteStep:
+    """One task to run on a host: ``beaker_tasks/<task>/runtest.sh`` with ``params`` in its environment."""
+
+    task: str
+    """Directory under ``beaker_tasks/``, e.g. ``vsperf_test``."""
+    params: tuple[tuple[str, str], ...]
+    """``(name, value)`` environment of the task, exactly as the Beaker job passes them."""
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """The steps of one host, in order, and what was left out (and why)."""
+
+    role: str
+    """``TRAFFICGEN`` or ``DUT`` (the Beaker recipe's role)."""
+    host: str
+    """The host name as given (``SYNC_PEER`` of the other host's tasks uses it)."""
+    steps: tuple[RemoteStep, ...]
+    skipped: tuple[str, ...]
+    """One sentence per Beaker-only task that is not run."""
+
+
+def _host_plan(role: str, host: str, tasks: tuple[TaskStep, ...], guest: bool) -> HostPlan:
+    steps: list[RemoteStep] = []
+    skipped: list[str] = []
+    for task in tasks:
+        if task.name.startswith(TASK_NAMESPACE + "/"):
+            name = task.name[len(TASK_NAMESPACE) + 1 :]
+            if name in BEAKER_ONLY:
+                skipped.append(f"{task.name}: a Beaker reservation; nothing to reserve here.")
+            else:
+                steps.append(RemoteStep(name, task.params))
+        elif task.name.endswith("/check-install"):
+            skipped.append(f"{task.name}: Beaker's install check; the host is already installed.")
+        else:
+            skipped.append(
+                f"{task.name}: Beaker's guest install; VSperf boots the inventory's guest_image as it is."
+            )
+    if guest:
+        skipped.append("guest recipe (vsperf_test setup GUEST=1): run it inside the guest image beforehand.")
+    return HostPlan(role, host, tuple(steps), tuple(skipped))
+
+
+def remote_plan(
+    scenario: Scenario,
+    trafficgen_host: str,
+    dut_host: str,
+    *,
+    inventory: str | None = None,
+    collector: str | None = None,
+) -> tuple[HostPlan, HostPlan]:
+    """Return the traffic generator's and the DUT's steps for ``scenario`` (module docstring).
+
+    :param inventory: ``INVENTORY`` of the tasks: a path on the hosts, or relative to the
+        uploaded repository copy.
+    :param collector: ``COLLECTOR`` of ``vsperf_test run`` (``user@host:/path``), or None to keep
+        the results on the DUT.
+    :raises OvsperfError: (jobcreator's option errors) when a host name or value is invalid,
+        naming the option.
+    """
+    options = JobOptions(
+        trafficgen_host=trafficgen_host,
+        dut_host=dut_host,
+        distro=UNUSED_DISTRO,
+        inventory=inventory,
+        collector=collector,
+    )
+    plan = plan_job(scenario, options)
+    trafficgen, dut = plan.recipes
+    return (
+        _host_plan(trafficgen.role, trafficgen.hostname, trafficgen.tasks, guest=False),
+        _host_plan(dut.role, dut.hostname, dut.tasks, guest=dut.guest is not None),
+    )
+
+
+def render_plan(plans: tuple[HostPlan, HostPlan]) -> str:
+    """Return the plans as text: per host its numbered steps with parameters, then what is skipped."""
+    lines: list[str] = []
+    for plan in plans:
+        lines.append(f"{plan.role} {one_line(plan.host)}:")
+        for number, step in enumerate(plan.steps, start=1):
+            params = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.params)
+            lines.append(f"  {number}. {step.task}{' ' + one_line(params) if params else ''}")
+        lines += [f"  (not run: {one_line(note)})" for note in plan.skipped]
+    return "\n".join(lines) + "\n"
