@@ -348,6 +348,20 @@ class Session:
             finally:
                 channel.close()
 
+    def sftp(self) -> paramiko.SFTPClient:
+        """Open an SFTP session on the connection (the caller closes it).
+
+        :raises RemoteError: when the host offers no SFTP subsystem.
+        """
+        try:
+            client = self._client.open_sftp()
+        except (OSError, paramiko.SSHException) as err:
+            raise RemoteError(f"{self.name} offers no SFTP: {one_line(err)}.") from err
+        channel = client.get_channel()
+        if channel is not None:  # every SFTP read and write then has a deadline
+            channel.settimeout(self.settings.connect_timeout_s * 3)
+        return client
+
     def host_key_description(self) -> str:
         """Return the host key the server showed: ``<type> <SHA256 fingerprint>``."""
         transport = self._client.get_transport()

@@ -99,6 +99,7 @@ def _start_sshd(host: SshHost, authorized_keys: Path) -> None:
         "KbdInteractiveAuthentication no\n"
         "UsePAM no\n"
         "StrictModes no\n"
+        "Subsystem sftp internal-sftp\n"
         "LogLevel ERROR\n"
     )
     proc = subprocess.Popen(
