@@ -17,7 +17,7 @@ from remote.errors import RemoteError
 from remote.plan import remote_plan, render_plan
 from remote.ssh import DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
 from vsperf_configs.errors import InventoryError
-from vsperf_configs.inventory import load_inventory
+from vsperf_configs.inventory import Inventory, load_inventory
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +75,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _nics(inventory: Path | None, host: str) -> tuple[str, ...] | None:
+def _nics(inventory: Inventory | None, host: str) -> tuple[str, ...] | None:
+    """Return the host's test NICs from the inventory; None when there is none or no entry."""
     if inventory is None:
         return None
     try:
-        return tuple(load_inventory(inventory).get(host).nics)
-    except InventoryError as err:
-        log.warning("%s", err)
-        return None
+        return tuple(inventory.get(host).nics)
+    except InventoryError:
+        return None  # not in the inventory: the nics row says so
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -111,10 +111,11 @@ def _run(args: argparse.Namespace) -> int:
         accept_new_host_key=args.accept_new_host_key,
         connect_timeout_s=args.connect_timeout,
     )
+    inventory = load_inventory(args.inventory) if args.inventory is not None else None  # errors name the file
     rows = []
     for role, target in targets.items():
         log.info("Checking %s (%s)...", target, role)
-        rows += check_host(target, role, settings, _nics(args.inventory, target.host))
+        rows += check_host(target, role, settings, _nics(inventory, target.host))
     sys.stdout.write(render_table(rows))
     failed = [r for r in rows if r.outcome is Outcome.FAIL]
     if failed:

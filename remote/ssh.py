@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import re
 import select
 import shlex
 import time
@@ -33,8 +34,12 @@ from remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError
 
 log = logging.getLogger(__name__)
 
+USER_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
+"""A login name (POSIX portable characters, at most 32, as useradd accepts)."""
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
+STOP_TIMEOUT_S = 15.0
+"""Deadline of stopping a timed-out command's process group (TERM, 2 s, KILL) [s]."""
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 """Most output kept per stream of one command [B]; the rest is counted, not kept."""
 
@@ -62,7 +67,7 @@ def parse_target(text: str, option: str) -> Target:
     """
     user, sep, rest = text.rpartition("@")
     host, colon, port = rest.partition(":")
-    if sep and not (user and user.replace("-", "").replace("_", "").replace(".", "").isalnum()):
+    if sep and not USER_RE.match(user):
         raise FieldError(f"'{one_line(text)}': '{one_line(user)}' is not a user name.", field=option)
     hostname(host, option)
     if colon and not (port.isdigit() and 1 <= int(port) <= 65535):
@@ -195,9 +200,18 @@ class Session:
         self.target = target
         self.settings = settings
         config = self._config()
-        self.address = config.get("hostname", target.host)
-        self.port = target.port or int(config.get("port", 22))
+        # HostName, Port and User may come from ~/.ssh/config: checked before they reach a socket
+        # or a message.
+        try:
+            self.address = hostname(config.get("hostname", target.host), "HostName (SSH config)")
+            self.port = target.port or int(config.get("port", 22))
+        except (FieldError, ValueError) as err:
+            raise RemoteError(f"The SSH config entry of {target.host}: {one_line(err)}") from err
+        if not 1 <= self.port <= 65535:
+            raise RemoteError(f"The SSH config gives {target.host} port {self.port}, not 1…65535.")
         self.user = target.user or config.get("user") or getpass.getuser()
+        if not USER_RE.match(self.user):
+            raise RemoteError(f"The SSH user '{one_line(self.user)}' of {target.host} is not a user name.")
         identities = [*settings.identities, *(Path(p) for p in config.get("identityfile", []))]
         self.name = f"{self.user}@{target.host}" + (f":{self.port}" if self.port != 22 else "")
         known_hosts = settings.known_hosts.expanduser()
@@ -338,8 +352,17 @@ class Session:
                 return
             try:
                 channel = transport.open_session(timeout=self.settings.connect_timeout_s)
-                channel.settimeout(10.0)
+            except (OSError, EOFError, paramiko.SSHException) as err:
+                log.warning("Cannot stop process group %d on %s: %s", pgid, self.name, one_line(err))
+                return
+            try:
                 channel.exec_command(shlex.join([*prefix, "sh", "-c", script]))
+                # recv_exit_status() would wait for ever: wait for the status with a deadline.
+                if not channel.status_event.wait(STOP_TIMEOUT_S):
+                    log.warning(
+                        "Stopping process group %d on %s took over %g s.", pgid, self.name, STOP_TIMEOUT_S
+                    )
+                    return
                 if channel.recv_exit_status() == 0:
                     return
             except (OSError, EOFError, paramiko.SSHException) as err:

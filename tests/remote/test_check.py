@@ -231,3 +231,20 @@ def test_bad_targets_are_named(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert option in err and message in err
+
+
+def test_a_hostile_ssh_config_or_a_broken_inventory_is_named_before_connecting(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text("Host dut01\n  HostName evil\\nhost\n  User root\n")
+    with pytest.raises(RemoteError, match=r"The SSH config entry of dut01: .*HostName \(SSH config\)"):
+        Session(Target("dut01"), settings(lab, ssh_config=config))
+    config.write_text("Host dut01\n  HostName 192.0.2.1\n  User ro;ot\n")
+    with pytest.raises(RemoteError, match="The SSH user 'ro;ot' of dut01 is not a user name"):
+        Session(Target("dut01"), settings(lab, ssh_config=config))
+    broken = tmp_path / "inventory.yaml"
+    broken.write_text("hosts: [unclosed\n")
+    assert main(check(lab, "--inventory", str(broken))) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and str(broken) in captured.err
