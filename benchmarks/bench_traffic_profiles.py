@@ -9,10 +9,12 @@
    of RUNS runs each is compared (a shared machine can take a run's CPU away).
 2. Pacing of the mix: 2 s trials at 10 % … 90 % of the generator's median ``imix`` rate; error of
    the achieved rate (goal ≤ 0.5 %) and the per-size counts against 7:4:1.
-3. Lab: ``ovsperf-lab run --config OVS_DPDK1q --frame-sizes 64`` with ``--flows 1`` and
-   ``--flows 1048576`` (MLRsearch, CSIT defaults, no latency, no telemetry); prints both NDRs and
-   PDRs. The lab's OVS rules are port to port: OVS ≥ 2.17 classifies such packets by simple match
-   on the port, so the flow count is expected not to matter there (docs/trafficgen.md).
+3. Lab: ``ovsperf-lab run --config OVS_DPDK1q --frame-sizes 64,imix --flows 1,1048576`` (a sweep:
+   four MLRsearches, CSIT defaults, no latency trials), once with ``--flow-rules ports`` and once
+   with ``--flow-rules udp``; prints NDR and PDR of each and the NDR ratio 1 M flows / 1 flow.
+   Port-to-port rules are classified by OVS ≥ 2.17's simple match, so there the flow count is
+   expected not to matter; ``udp`` rules put every flow through the EMC/SMC/megaflow caches
+   (docs/lab.md, flow scale).
 
 Usage: ``sudo .venv/bin/python benchmarks/bench_traffic_profiles.py [--no-lab]``. Exit 0 when the
 measurements ran (goals are reported, not enforced), 2 on a setup failure.
@@ -94,18 +96,26 @@ def pacing_part(cpu: str, imix_pps: float) -> None:
     print(f"worst pacing error: {worst:.3f} % (goal <= 0.5 %) {'OK' if worst <= 0.5 else 'ABOVE GOAL'}")
 
 
-def lab_ndr(flows: int, out: Path) -> tuple[float, float]:
-    """Run the lab P2P at 64 B with ``flows``; return (NDR, PDR) [Mpps, both directions]."""
-    target = out / f"flows-{flows}"
+def lab_sweep(rules: str, out: Path) -> dict[str, tuple[float, float]]:
+    """Run the lab P2P at 64 B and imix, sweeping 1 and 1,048,576 flows, with ``rules``.
+
+    :returns: ``'<packet_size> x <flows>'`` → (NDR, PDR) [Mpps, both directions], from the CSV.
+    """
+    target = out / f"rules-{rules}"
     target.mkdir()
     cmd = [str(ROOT / ".venv" / "bin" / "ovsperf-lab"), "run", "--config", "OVS_DPDK1q",
-           "--frame-sizes", "64", "--flows", str(flows), "--latency-loads", "", "--no-telemetry",
-           "--no-progress", "--output", str(target)]  # fmt: skip
+           "--frame-sizes", "64,imix", "--flows", f"1,{MILLION}", "--flow-rules", rules,
+           "--latency-loads", "", "--no-progress", "--output", str(target)]  # fmt: skip
     subprocess.run(cmd, check=True, timeout=3600, stdout=subprocess.DEVNULL)
     (csv_path,) = target.glob("results_*/result_0_phy2phy_tput_p2p.csv")
     with csv_path.open(encoding="utf-8") as handle:
-        (row,) = list(csv.DictReader(handle))
-    return float(row["throughput_rx_fps"]) / 1e6, float(row["pdr_throughput_rx_fps"]) / 1e6
+        return {
+            f"{row['packet_size']} x {row['stream_count']}": (
+                float(row["throughput_rx_fps"]) / 1e6,
+                float(row["pdr_throughput_rx_fps"]) / 1e6,
+            )
+            for row in csv.DictReader(handle)
+        }
 
 
 def main() -> int:
@@ -135,10 +145,14 @@ def main() -> int:
     pacing_part(cpu, statistics.median(runs["imix"]))
     if not args.no_lab:
         with tempfile.TemporaryDirectory(prefix="bench-profiles-") as out:
-            print("\n# Lab P2P 64 B, MLRsearch (CSIT defaults), port-to-port rules [Mpps, both directions]")
-            for flows in (1, MILLION):
-                ndr, pdr = lab_ndr(flows, Path(out))
-                print(f"flows {flows:>9}: NDR {ndr:.3f}  PDR {pdr:.3f}")
+            for rules in ("ports", "udp"):
+                print(f"\n# Lab P2P, MLRsearch (CSIT defaults), --flow-rules {rules} [Mpps, both dirs]")
+                found = lab_sweep(rules, Path(out))
+                for key, (ndr, pdr) in found.items():
+                    print(f"{key:>16}: NDR {ndr:.3f}  PDR {pdr:.3f}")
+                for size in ("64", "imix"):
+                    one, many = found[f"{size} x 1"][0], found[f"{size} x {MILLION}"][0]
+                    print(f"{size:>5}: NDR at 1,048,576 flows / at 1 flow: {many / one:.3f}")
     return 0
 
 

@@ -22,7 +22,9 @@ Standard library only, Python ≥ 3.9.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Union
 
@@ -144,3 +146,183 @@ def parse_frame_sizes(
     if repeated:
         raise FieldError(f"{', '.join(repeated)} given more than once.", field=option)
     return items
+
+
+def item_name(item: FrameSizeItem) -> str:
+    """Return what results carry for ``item`` where a frame size would be: ``'64'`` or the mix's name.
+
+    This is the lab's VSperf ``packet_size`` value; :func:`read_packet_size` reads it back.
+    """
+    return str(item) if isinstance(item, int) else item.name
+
+
+def item_text(item: FrameSizeItem) -> str:
+    """Return ``item`` for a log line or a message: ``'64 B'`` or the mix's name."""
+    return f"{item} B" if isinstance(item, int) else item.name
+
+
+def item_entries(item: FrameSizeItem) -> tuple[tuple[int, int], ...]:
+    """Return ``item`` as (frame size incl. FCS [B], weight) pairs; a size is the mix of one."""
+    return ((item, 1),) if isinstance(item, int) else item.entries
+
+
+def item_line_rate_pps(item: FrameSizeItem, link_bps: float) -> float:
+    """Return the line rate of ``item`` on a ``link_bps`` link [pps] (:func:`mix_rates`)."""
+    return mix_rates(item_entries(item), 1.0, link_bps).line_rate_pps
+
+
+def reduced_weights(mix: FrameMix) -> tuple[tuple[int, int], ...]:
+    """Return ``mix``'s pairs with the weights divided by their greatest common divisor.
+
+    This is what a generator sends per period (``64:14/594:8`` → ``64:7/594:4``): the period is the
+    sum of these weights.
+    """
+    divisor = math.gcd(*(weight for _, weight in mix.entries))
+    return tuple((size, weight // divisor) for size, weight in mix.entries)
+
+
+VSPERF_IMIX_NAME = "vsperf-imix"
+"""Name given to a VSperf result whose ``packet_size`` is ``0`` (IMIX, ``TRAFFICGEN_PKT_SIZES = (0,)``)
+and that does not say its genome (only VSperf's Spirent driver writes ``imix_genome``)."""
+
+
+def read_packet_size(text: str, imix_genome: str | None = None) -> tuple[int, str]:
+    """Read a results file's ``packet_size`` into (frame size incl. FCS [B], mix name).
+
+    A plain size gives ``(size, '')``; a mix gives ``(0, name)`` — 0 is what VSperf itself writes
+    for IMIX (``TRAFFICGEN_PKT_SIZES = (0,)``, its ``packet_size`` column is ``str(0)``), and the
+    lab writes the mix's name. VSperf's ``0`` becomes ``genome:<imix_genome>`` when that column is
+    there, else :data:`VSPERF_IMIX_NAME`.
+
+    :raises ValueError: when ``text`` is neither a positive whole number, ``0`` nor a mix name
+        :func:`parse_item` accepts (message without the file: the caller names it).
+    """
+    value = text.strip()
+    if value.isdigit():
+        size = int(value)
+        if size > 0:
+            return size, ""
+        genome = (imix_genome or "").strip().lower()
+        if genome and _GENOME_RE.match(f"genome:{genome}"):
+            return 0, f"genome:{genome}"
+        return 0, VSPERF_IMIX_NAME
+    try:
+        item = parse_item(value, jumbo=True, option="packet_size")
+    except FieldError as err:
+        raise ValueError(f"packet_size '{value[:80]}' is not a frame size or a mix name") from err
+    return (item, "") if isinstance(item, int) else (0, item.name)
+
+
+def mix_average_bytes(name: str) -> float | None:
+    """Return the weighted average frame size of the mix named ``name`` [B], ``None`` if unknown.
+
+    Names are self-describing (``imix``, ``genome:…``, ``SIZE:WEIGHT/…``); :data:`VSPERF_IMIX_NAME`
+    is not (VSperf's genome was not recorded).
+    """
+    try:
+        item = parse_item(name, jumbo=True, option="mix")
+    except FieldError:
+        return None
+    return float(item) if isinstance(item, int) else item.average_frame_bytes
+
+
+@dataclass(frozen=True)
+class TrafficKey:
+    """What a result row measured besides its test: frame size or mix, and flows per direction.
+
+    Rows are compared only with rows of an equal key. Ordering (:meth:`sort_key`): plain sizes
+    ascending, then mixes by name, then flows ascending.
+    """
+
+    frame_size_bytes: int
+    """Frame size including FCS [B]; 0 for a mix (VSperf's IMIX convention)."""
+    mix: str = ""
+    """The mix's name when ``frame_size_bytes`` is 0, else empty."""
+    flows: int | None = None
+    """Flows per direction (VSperf ``stream_count``) [1]; ``None`` when the result does not say."""
+
+    def sort_key(self) -> tuple[bool, int, str, int]:
+        """Return the ordering key: sizes before mixes, then by size, name and flows."""
+        return (self.frame_size_bytes == 0, self.frame_size_bytes, self.mix, self.flows or 0)
+
+    @property
+    def frame_label(self) -> str:
+        """``'64'`` or the mix's name: the report's frame-size column."""
+        return self.mix if self.frame_size_bytes == 0 else str(self.frame_size_bytes)
+
+    @property
+    def frame_text(self) -> str:
+        """``'64 B'`` or the mix's name, for messages."""
+        return self.mix if self.frame_size_bytes == 0 else f"{self.frame_size_bytes} B"
+
+    @property
+    def store_label(self) -> str:
+        """Return what the results store files beside the frame size.
+
+        ``''`` for a plain size at one flow (or flows not recorded), else the mix's name and/or
+        ``flows=N``, e.g. ``'imix flows=1000'``.
+        """
+        parts = [self.mix] if self.mix else []
+        if self.flows is not None and self.flows != 1:
+            parts.append(f"flows={self.flows}")
+        return " ".join(parts)
+
+    @classmethod
+    def from_store(cls, frame_size_bytes: int, label: str) -> TrafficKey:
+        """Return the key the store filed as (``frame_size_bytes``, :attr:`store_label`).
+
+        A label that does not parse (written by a newer release) is kept whole as the mix's name.
+        """
+        mix, flows = "", None
+        for part in label.split():
+            if part.startswith("flows=") and part[6:].isdigit():
+                flows = int(part[6:])
+            else:
+                mix = part
+        return cls(frame_size_bytes, mix, flows)
+
+    def text(self, *, with_flows: bool = True) -> str:
+        """Return ``'64 B'``, ``'imix'``, or with more than one flow ``'64 B, 1000 flows'``.
+
+        :param with_flows: ``False`` leaves the flows out; ``True`` names them when above 1 (a
+            single flow is the default traffic and needs no words).
+        """
+        if not with_flows or self.flows is None or self.flows == 1:
+            return self.frame_text
+        return f"{self.frame_text}, {self.flows} flows"
+
+
+def item_json(item: FrameSizeItem) -> dict[str, int | str]:
+    """Return the keys results files carry for ``item``.
+
+    ``frame_size_bytes`` (0 for a mix, as VSperf writes for IMIX) and ``packet_size``
+    (:func:`item_name`; read back with :func:`read_packet_size`).
+    """
+    return {"frame_size_bytes": item if isinstance(item, int) else 0, "packet_size": item_name(item)}
+
+
+def traffic_from_json(entry: Mapping[str, object], where: str) -> TrafficKey:
+    """Read the traffic keys of a results JSON entry (``item_json`` and ``flows``) into a key.
+
+    ``packet_size`` (when present) decides, else ``frame_size_bytes`` must be a size in 64…9216 B;
+    ``flows`` is absent/null or a whole number ≥ 1.
+
+    :raises ValueError: naming ``where`` and the field, for a value of the wrong kind.
+    """
+    packet_size = entry.get("packet_size")
+    if packet_size is not None:
+        if not isinstance(packet_size, str) or len(packet_size) > 200:
+            raise ValueError(f"{where}.packet_size is not a short text")
+        try:
+            size, mix = read_packet_size(packet_size)
+        except ValueError as err:
+            raise ValueError(f"{where}.packet_size: {err}") from err
+    else:
+        raw = entry.get("frame_size_bytes")
+        if type(raw) is not int or not 64 <= raw <= 9216:
+            raise ValueError(f"{where}.frame_size_bytes is {str(raw)[:40]}")
+        size, mix = raw, ""
+    flows = entry.get("flows")
+    if flows is not None and (type(flows) is not int or flows < 1):
+        raise ValueError(f"{where}.flows is {str(flows)[:40]}, not a flow count")
+    return TrafficKey(size, mix, flows)

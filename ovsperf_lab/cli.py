@@ -13,7 +13,9 @@ from typing import Any
 
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
+from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
 from ovsperf_common.goals import goal_label
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 from ovsperf_common.verdict import Overall
@@ -27,7 +29,8 @@ from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.mlr import MlrTrial
-from ovsperf_lab.plan import RING_SIZES, LabOptions, SearchMethod, plan_run
+from ovsperf_lab.model import MAX_FLOWS
+from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
 from ovsperf_lab.results import FrameSizeResult
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.run import _dpdk_generator as dpdk_generator
@@ -46,16 +49,31 @@ EPILOG = (
 )
 
 
-def _frame_sizes(text: str) -> tuple[int, ...]:
+def _frame_sizes(text: str | None) -> tuple[FrameSizeItem, ...] | None:
+    """Parse ``--frame-sizes``: sizes and mixes (``ovsperf_common.framemix``); ``None`` stays ``None``.
+
+    :raises LabError: naming the option, for any bad item.
+    """
+    if text is None:
+        return None
     try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not a comma-separated list of frame sizes in bytes"
-        ) from err
-    if not sizes:
-        raise argparse.ArgumentTypeError("no frame size given")
-    return sizes
+        return parse_frame_sizes(text)
+    except FieldError as err:
+        raise LabError(f"Option '--frame-sizes': {err.reason}") from err
+
+
+def _flow_counts(text: str) -> tuple[int, ...]:
+    """Parse ``--flows``: one flow count, or a comma-separated sweep ``1,1000,1000000``.
+
+    :raises LabError: naming the option, when an item is not a whole number.
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
+        raise LabError(
+            f"Option '--flows': '{text[:80]}' is not a whole number of flows or a comma-separated "
+            "list of them."
+        )
+    return tuple(int(part) for part in parts)
 
 
 def _percent_list(text: str) -> tuple[float, ...]:
@@ -79,9 +97,7 @@ def _compare_parser(sub: Any) -> None:
         epilog=COMPARE_EPILOG,
     )
     ab.add_argument("--config", required=True, help="catalog scenario with phy2phy_tput (e.g. OVS_DPDK1q)")
-    ab.add_argument(
-        "--frame-sizes", type=_frame_sizes, default=(64,), help="one frame size incl. FCS [B] (64)"
-    )
+    ab.add_argument("--frame-sizes", default="64", help="one frame size incl. FCS [B] (64)")
     defaults = CompareConfig()
     for label in ("a", "b"):
         ab.add_argument(
@@ -163,7 +179,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--config", required=True, help="scenario name from the catalog (see 'ovsperf-lab list')"
     )
-    run.add_argument("--frame-sizes", type=_frame_sizes, help="comma-separated frame sizes incl. FCS [B]")
+    run.add_argument(
+        "--frame-sizes",
+        help="comma-separated frame sizes incl. FCS [B] and mixes, e.g. "
+        "64,imix,genome:aaaaaaaddddg,64:7/594:4/1518:1 (docs/lab.md)",
+    )
     run.add_argument(
         "--output", type=Path, default=Path("/tmp"), help="where results_<timestamp>/ goes (/tmp)"
     )
@@ -260,7 +280,18 @@ def _parser() -> argparse.ArgumentParser:
         help="search granularity [%% of start rate] (%(default)s)",
     )
     run.add_argument(
-        "--flows", type=int, default=DEFAULTS.flows, help="UDP flows per direction (%(default)s)"
+        "--flows",
+        default=str(DEFAULTS.flows),
+        help=f"UDP flows per direction, up to {MAX_FLOWS}; a list (1,1000,1000000) sweeps: every frame "
+        "size is searched at each count (%(default)s)",
+    )
+    run.add_argument(
+        "--flow-rules",
+        choices=[r.value for r in FlowRules],
+        default=DEFAULTS.flow_rules.value,
+        help="what the bridge's OpenFlow rules match: ports (VSperf's in_port rules; OVS >= 2.17 "
+        "classifies them by simple match, bypassing the caches) or udp (every flow takes an "
+        "EMC/SMC/megaflow entry) (%(default)s)",
     )
     binary.add_argument(
         "--max-trials",
@@ -338,8 +369,8 @@ class _RichProgress(RunObserver):
             self.task, description=f"{self.head} | {current} | best {self.best} | last {self.last}"
         )
 
-    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
-        self.head = f"{test.value} {frame_size_bytes} B ({number}/{total})"
+    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
+        self.head = f"{test.value} {what} ({number}/{total})"
         self.best = "none yet"
         self.last = "-"
         self._show("calibrating")
@@ -388,15 +419,18 @@ def _run_scenario(args: argparse.Namespace) -> int:
     """Plan and run one scenario; print the results directory; 0 when complete, else 2."""
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)
+    flows = _flow_counts(args.flows)
     options = LabOptions(
-        frame_sizes_bytes=args.frame_sizes,
+        frame_sizes_bytes=_frame_sizes(args.frame_sizes),
         search_trial_s=args.search_time,
         validation_trial_s=args.validation_time,
         loss_percent=args.loss,
         pmd_cores=args.pmd_cores,
         guest_image=args.guest_image,
         granularity_percent=args.granularity,
-        flows=args.flows,
+        flows=flows[0],
+        flow_sweep=flows if len(flows) > 1 else (),
+        flow_rules=FlowRules.from_spec(args.flow_rules, field="--flow-rules"),
         drain_s=args.drain_time,
         max_trials=args.max_trials,
         ring_size=args.ring_size,
@@ -458,10 +492,11 @@ class _CompareProgress(CompareObserver):
 
 def _compare(args: argparse.Namespace) -> int:
     """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
-    if len(args.frame_sizes) != 1:
-        raise LabError("Option '--frame-sizes' takes one frame size per comparison.")
+    sizes = _frame_sizes(args.frame_sizes) or ()
+    if len(sizes) != 1 or not isinstance(sizes[0], int):
+        raise LabError("Option '--frame-sizes' takes one frame size (not a mix) per comparison.")
     config = CompareConfig(
-        frame_size_bytes=args.frame_sizes[0],
+        frame_size_bytes=sizes[0],
         trial_s=args.trial_duration,
         min_rounds=args.min_rounds,
         max_rounds=args.rounds,
@@ -492,7 +527,7 @@ def _compare(args: argparse.Namespace) -> int:
     plan = plan_run(
         catalog.get(args.config),
         facts,
-        LabOptions(frame_sizes_bytes=args.frame_sizes, tests=(VsperfTest.PHY2PHY_TPUT,)),
+        LabOptions(frame_sizes_bytes=sizes, tests=(VsperfTest.PHY2PHY_TPUT,)),
     )
     if not generator_binary().is_file():
         raise LabError("Traffic generator is not built; run 'make -C trafficgen' (see 'ovsperf-lab doctor').")

@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ovsperf_common.framemix import item_text
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.ovs import OvsSandbox, PortCounters
@@ -200,7 +201,9 @@ class CrossCheckedGenerator(TrafficGenerator):
         raw = getattr(self.inner, "raw_result", None)
         self.last = compare(before, after, result, self.ofports, raw if isinstance(raw, dict) else None)
         for line in self.last.mismatches:
-            log.warning("Cross-check, %d B at %.0f pps: %s", spec.frame_size_bytes, spec.rate_pps, line)
+            log.warning(
+                "Cross-check, %s at %.0f pps: %s", item_text(spec.frame_size_bytes), spec.rate_pps, line
+            )
         dropped = generator_caused_failure(result, self.last, self.loss_ratio_limit) if result.valid else 0
         if dropped:
             return dataclasses.replace(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.deadline import Deadline
+from ovsperf_common.framemix import reduced_weights
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
@@ -267,7 +268,34 @@ def parse_direction(obj: Mapping[str, Any], index: int) -> DirectionResult:
         latency_p99_ns=_optional_float(obj, "latency_p99_ns", where),
         latency_p999_ns=_optional_float(obj, "latency_p999_ns", where),
         latency_histogram=_histogram(obj, where),
+        per_size=_per_size(obj, where),
     )
+
+
+def _per_size(obj: Mapping[str, Any], where: str) -> tuple[tuple[int, int, int], ...] | None:
+    """Return ``obj['per_size']`` as (frame size [B], sent, received) triples, ``None`` when absent.
+
+    :raises TrafficGeneratorError: when it is not a list of objects with whole
+        ``frame_size_bytes``, ``tx_packets`` and ``rx_packets``.
+    """
+    raw = obj.get("per_size")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise TrafficGeneratorError(f"Generator reply: {where}.per_size is not a list.")
+    triples = []
+    for i, entry in enumerate(raw):
+        place = f"{where}.per_size[{i}]"
+        if not isinstance(entry, dict):
+            raise TrafficGeneratorError(f"Generator reply: {place} is not an object.")
+        triples.append(
+            (
+                int(_require(entry, "frame_size_bytes", int, place)),
+                int(_require(entry, "tx_packets", int, place)),
+                int(_require(entry, "rx_packets", int, place)),
+            )
+        )
+    return tuple(triples)
 
 
 def _histogram(obj: Mapping[str, Any], where: str) -> tuple[tuple[float, int], ...] | None:
@@ -552,9 +580,14 @@ class DpdkTrafficGenerator(TrafficGenerator):
 
     def trial_command(self, spec: TrialSpec) -> dict[str, Any]:
         """Return the ``trial`` command object for ``spec`` under this configuration."""
+        frame = spec.frame_size_bytes
         return {
             "cmd": "trial",
-            "frame_size_bytes": spec.frame_size_bytes,
+            **(
+                {"frame_size_bytes": frame}
+                if isinstance(frame, int)
+                else {"frame_mix": [list(pair) for pair in reduced_weights(frame)]}
+            ),
             "rate_pps": spec.rate_pps,
             "duration_s": spec.duration_s,
             "bidirectional": spec.bidirectional,
@@ -607,8 +640,8 @@ class DpdkTrafficGenerator(TrafficGenerator):
         trial = parse_trial_result(spec, result)
         refused = [d.get("tx_refused_packets", 0) for d in result["directions"] if isinstance(d, dict)]
         log.info(
-            "Trial %d B at %.0f pps x %.2f s: loss %.6f, valid %s%s.",
-            spec.frame_size_bytes,
+            "Trial %s at %.0f pps x %.2f s: loss %.6f, valid %s%s.",
+            trial.frame_text,
             spec.rate_pps,
             spec.duration_s,
             trial.loss_ratio,

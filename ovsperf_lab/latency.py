@@ -18,6 +18,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.mlr import CSIT_MIN_LOAD_PPS
@@ -169,7 +170,7 @@ def level_load_pps(percent_of_pdr: float, pdr_pps: float, min_load_pps: float = 
 def measure_levels(
     generator: TrafficGenerator,
     *,
-    frame_size_bytes: int,
+    frame_size_bytes: FrameSizeItem,
     pdr_pps: float,
     levels_percent: Sequence[float],
     duration_s: float,
@@ -217,8 +218,8 @@ def measure_levels(
         )
         summary = level.all
         log.info(
-            "%d B latency at %g %% of PDR (%.0f pps/dir, %g s): %s%s.",
-            frame_size_bytes,
+            "%s latency at %g %% of PDR (%.0f pps/dir, %g s): %s%s.",
+            item_text(frame_size_bytes),
             percent,
             load,
             duration_s,

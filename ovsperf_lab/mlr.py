@@ -36,6 +36,7 @@ from MLRsearch import (
     SearchGoal,
 )
 
+from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import LabError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.model import TrialSpec
@@ -63,7 +64,7 @@ CSIT_SEARCH_DURATION_MAX_S = 1200.0
 class MlrConfig:
     """Parameters of one MLRsearch; ``LabError`` names the command-line option of a bad one."""
 
-    frame_size_bytes: int
+    frame_size_bytes: FrameSizeItem
     """Ethernet frame size including FCS [B]."""
     max_rate_pps: float
     """Highest load tried, per direction, usually line rate [pps] (``Config.max_load``)."""
@@ -144,6 +145,8 @@ class MlrTrial:
     """Wall-clock start, seconds since the epoch [s]."""
     wall_s: float = 0.0
     """Time the trial took, overheads included [s]."""
+    per_size: tuple[tuple[tuple[int, int, int], ...] | None, ...] = ()
+    """Per direction, for a mix: (frame size [B], sent, received) per size; ``None`` for one size."""
 
 
 @dataclass(frozen=True)
@@ -239,11 +242,12 @@ class _Measurer(AbstractMeasurer):  # type: ignore[misc]
             invalid_reason=result.invalid_reason,
             started_at=started_at,
             wall_s=wall,
+            per_size=tuple(d.per_size for d in result.directions),
         )
         self.trials.append(trial)
         self.log.info(
-            "%d B MLR trial %d at %.0f pps/dir for %g s: loss %s%s.",
-            self.config.frame_size_bytes,
+            "%s MLR trial %d at %.0f pps/dir for %g s: loss %s%s.",
+            item_text(self.config.frame_size_bytes),
             len(self.trials),
             spec.rate_pps,
             spec.duration_s,
@@ -310,7 +314,7 @@ def search_mlr(
     except RuntimeError as err:
         partial = _partial(search, config, goals, measurer.trials, time.monotonic() - start)
         raise MlrIncompleteError(
-            f"{config.frame_size_bytes} B: MLRsearch stopped after {len(measurer.trials)} trials "
+            f"{item_text(config.frame_size_bytes)}: MLRsearch stopped after {len(measurer.trials)} trials "
             f"({str(err).split(': ', 1)[0]}); bounds found: {_bounds_text(partial)}",
             partial,
         ) from err

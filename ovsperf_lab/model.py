@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ovsperf_common.framemix import FrameMix, FrameSizeItem, item_text, reduced_weights
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab.errors import LabError
 
@@ -20,13 +21,38 @@ MAX_FLOWS_SRC_PORT = 64_000
 """Most flows the UDP source port alone tells apart (``TG_MAX_FLOWS_SRC_PORT``); above it the
 driver varies (IPv4 source address, UDP destination port) tuples instead [1]."""
 
+MAX_MIX_SIZES = 16
+"""Most distinct frame sizes in one mix the generator sends (``TG_MAX_MIX``) [1]."""
+
+MAX_MIX_PERIOD = 4096
+"""Largest sum of a mix's weights, after dividing them by their gcd, the generator sends [frames]."""
+
+
+def check_generator_mix(mix: FrameMix) -> None:
+    """Check that the generator can send ``mix`` (docs/trafficgen.md, ``frame_mix``).
+
+    :raises ValueError: with the limit, when ``mix`` has more than :data:`MAX_MIX_SIZES` sizes or
+        its reduced weights sum to more than :data:`MAX_MIX_PERIOD`.
+    """
+    if len(mix.entries) > MAX_MIX_SIZES:
+        raise ValueError(
+            f"mix '{mix.name}' has {len(mix.entries)} sizes; the generator sends at most {MAX_MIX_SIZES}."
+        )
+    period = sum(weight for _, weight in reduced_weights(mix))
+    if period > MAX_MIX_PERIOD:
+        raise ValueError(
+            f"mix '{mix.name}': its weights sum to {period} frames after dividing by their greatest "
+            f"common divisor; the generator sends at most {MAX_MIX_PERIOD} (use smaller weights)."
+        )
+
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """What one trial offers: frame size, rate, duration, directions and flows."""
+    """What one trial offers: frame size or mix, rate, duration, directions and flows."""
 
-    frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
+    frame_size_bytes: FrameSizeItem
+    """Ethernet frame size including FCS [B], or a frame-size mix (``ovsperf_common.framemix``)
+    sent interleaved, paced in frames per second of the whole mix."""
     rate_pps: float
     """Offered rate per direction [pps]."""
     duration_s: float
@@ -48,7 +74,12 @@ class TrialSpec:
 
     def __post_init__(self) -> None:
         try:
-            check_frame_size(self.frame_size_bytes, jumbo=self.jumbo)
+            if isinstance(self.frame_size_bytes, FrameMix):
+                for size, _ in self.frame_size_bytes.entries:
+                    check_frame_size(size, jumbo=self.jumbo)
+                check_generator_mix(self.frame_size_bytes)
+            else:
+                check_frame_size(self.frame_size_bytes, jumbo=self.jumbo)
         except ValueError as err:
             raise LabError(f"Field 'frame_size_bytes': {err}") from err
         if not self.rate_pps > 0:
@@ -101,6 +132,10 @@ class DirectionResult:
     buckets only (each middle within 0.4 % of every value in its bucket; ``docs/trafficgen.md``);
     ``None`` when the trial did not ask for it (:attr:`TrialSpec.latency_histogram`)."""
 
+    per_size: tuple[tuple[int, int, int], ...] | None = None
+    """For a mix: (frame size [B], frames sent, frames received) per size, adding up to the totals;
+    ``None`` for a single frame size."""
+
     @property
     def lost_packets(self) -> int:
         """Return ``tx_packets - rx_packets`` [1]; negative means more arrived than were sent."""
@@ -124,6 +159,11 @@ class TrialResult:
     """Whether the trial measured the DUT (not the generator's own limit)."""
     invalid_reason: str | None = None
     """Why the trial cannot be trusted, e.g. ``'achieved TX 0.71 Mpps < requested 1.00 Mpps'``."""
+
+    @property
+    def frame_text(self) -> str:
+        """Return the frame size or mix for a message: ``'64 B'`` or ``'imix'``."""
+        return item_text(self.spec.frame_size_bytes)
 
     @property
     def tx_packets(self) -> int:

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobcreator.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswitch
+from ovsperf_common.framemix import FrameMix, FrameSizeItem
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab import mlr
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
-from ovsperf_lab.model import MAX_FLOWS
+from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
 from ovsperf_lab.requirements import Demand, Need, unmet
 
 DEFAULT_RING_SIZE = 8192
@@ -56,6 +57,17 @@ class SearchMethod(SpecEnum):
     """lua-trafficgen's bisection with a validation trial, one loss limit (Beaker-lab numbers)."""
 
 
+class FlowRules(SpecEnum):
+    """What the bridge's OpenFlow rules match (``--flow-rules``; docs/lab.md, flow scale)."""
+
+    PORTS = "ports"
+    """``in_port=A,actions=output:B`` (VSperf's port-to-port flows). OVS >= 2.17 classifies such
+    traffic by its *simple match* on the port, whatever the number of flows."""
+    UDP = "udp"
+    """``in_port=A,udp,actions=output:B``: the megaflow also matches the L3/L4 headers, so each
+    generated flow takes an EMC/SMC/megaflow entry and the flow count exercises the caches."""
+
+
 class VnfKind(enum.Enum):
     """What forwards frames in the middle of a PVP topology."""
 
@@ -69,8 +81,9 @@ class VnfKind(enum.Enum):
 class LabOptions:
     """What the user asked for on the command line; ``None`` means "the scenario's value"."""
 
-    frame_sizes_bytes: tuple[int, ...] | None = None
-    """Frame sizes including FCS [B]."""
+    frame_sizes_bytes: tuple[FrameSizeItem, ...] | None = None
+    """Frame sizes including FCS [B] and frame-size mixes (``--frame-sizes``,
+    ``ovsperf_common.framemix``); each is searched on its own."""
     search_trial_s: float | None = None
     """Search trial duration [s]."""
     validation_trial_s: float | None = None
@@ -84,7 +97,12 @@ class LabOptions:
     granularity_percent: float = 1.0
     """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
     flows: int = 1
-    """UDP flows per direction (VSperf ``stream_count``) [1]."""
+    """UDP flows per direction (VSperf ``stream_count``) [1]; the first of :attr:`flow_sweep`."""
+    flow_sweep: tuple[int, ...] = ()
+    """``--flows 1,1000,1000000``: search every frame size at each of these flow counts, in this
+    order [1]; empty: only :attr:`flows`."""
+    flow_rules: FlowRules = FlowRules.PORTS
+    """What the bridge's OpenFlow rules match (``--flow-rules``)."""
     max_trials: int = 60
     """Bound on counted trials per frame size [1] (lua-trafficgen has none)."""
     nice: int = -10
@@ -129,8 +147,13 @@ class LabOptions:
     """Collect DUT telemetry around each final / validation trial (``--no-telemetry`` turns it off;
     :mod:`ovsperf_lab.telemetry`)."""
 
-    def mlr_config(self, frame_size_bytes: int, max_rate_pps: float) -> mlr.MlrConfig:
-        """Return the MLRsearch parameters for one frame size [B] up to ``max_rate_pps`` per direction.
+    @property
+    def flow_counts(self) -> tuple[int, ...]:
+        """Return the flow counts to search each frame size at [1]: the sweep, else ``(flows,)``."""
+        return self.flow_sweep or (self.flows,)
+
+    def mlr_config(self, frame_size_bytes: FrameSizeItem, max_rate_pps: float) -> mlr.MlrConfig:
+        """Return the MLRsearch parameters for one frame size [B] or mix up to ``max_rate_pps`` per direction.
 
         :raises LabError: naming the option whose value MLRsearch cannot take.
         """
@@ -157,9 +180,16 @@ class LabOptions:
         :raises LabError: naming the command-line option and the accepted range.
         """
         if self.frame_sizes_bytes is not None:
+            if not self.frame_sizes_bytes:
+                raise LabError("Option '--frame-sizes' names no frame size.")
             for size in self.frame_sizes_bytes:
                 try:
-                    check_frame_size(size)
+                    if isinstance(size, FrameMix):
+                        for entry, _ in size.entries:
+                            check_frame_size(entry)
+                        check_generator_mix(size)
+                    else:
+                        check_frame_size(size)
                 except ValueError as err:
                     raise LabError(f"Option '--frame-sizes': {err}") from err
         for name in ("search_trial_s", "validation_trial_s"):
@@ -185,11 +215,16 @@ class LabOptions:
             )
         if not 1 <= self.repeats <= MAX_REPEATS:
             raise LabError(f"Option '--repeats' must be in [1, {MAX_REPEATS}], got {self.repeats!r}.")
-        if not 1 <= self.flows <= MAX_FLOWS:
-            raise LabError(
-                f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
-                f"generator can hold), got {self.flows!r}."
-            )
+        for flows in (self.flows, *self.flow_sweep):
+            if type(flows) is not int or not 1 <= flows <= MAX_FLOWS:
+                raise LabError(
+                    f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
+                    f"generator can hold), got {flows!r}."
+                )
+        if len(set(self.flow_sweep)) != len(self.flow_sweep):
+            raise LabError(f"Option '--flows' names a flow count twice: {list(self.flow_sweep)}.")
+        if self.flow_sweep and self.flow_sweep[0] != self.flows:
+            raise LabError("Option '--flows': the first flow count of a sweep is the run's 'flows'.")
         self._check_mlr_options()
 
     def _check_mlr_options(self) -> None:
@@ -250,7 +285,7 @@ class LabPlan:
     """The catalog entry."""
     tests: tuple[VsperfTest, ...]
     """Tests to run, in catalog order; their index is VSperf's result index."""
-    frame_sizes_bytes: tuple[int, ...]
+    frame_sizes_bytes: tuple[FrameSizeItem, ...]
     """Frame sizes including FCS, ascending [B]."""
     loss_ratio_limit: float
     """Acceptable loss per direction [1]."""
@@ -350,7 +385,12 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
                 f"The PVP forwarder shares CPU {vnf_cpu} with an OVS PMD thread (only {len(cpus)} "
                 "CPUs): PVP numbers are limited by that, compare them only with runs on the same machine."
             )
-    frame_sizes = tuple(sorted(set(options.frame_sizes_bytes or scenario.frame_sizes_bytes)))
+    frame_sizes = tuple(
+        sorted(
+            set(options.frame_sizes_bytes or scenario.frame_sizes_bytes),
+            key=lambda item: (0, item, "") if isinstance(item, int) else (1, 0, item.name),
+        )
+    )
     loss_ratio = (
         options.loss_percent / 100.0 if options.loss_percent is not None else scenario.loss_ratio_limit
     )

@@ -34,11 +34,12 @@ from typing import Any
 
 from jobcreator.model import GuestLoopback, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.framemix import FrameSizeItem, item_entries, item_json, item_name
 from ovsperf_common.metadata import METADATA_FILE, RunMetadata
 from ovsperf_common.metadata import write as write_metadata
 from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.telemetryfile import TELEMETRY_FILE
-from ovsperf_common.units import l1_bps, line_rate_pps
+from ovsperf_common.units import mix_rates
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.latency import LatencyLevel
 from ovsperf_lab.mlr import MlrResult, MlrTrial
@@ -159,8 +160,8 @@ class GoalRow:
 class FrameSizeResult:
     """One CSV row: what the search of one frame size found, and its latency."""
 
-    frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
+    frame_size_bytes: FrameSizeItem
+    """Ethernet frame size including FCS [B], or the mix searched."""
     link_speed_mbps: int | None
     """Generator port speed [Mbit/s]; ``None`` when the port reports none (no % of line rate)."""
     directions: int
@@ -240,7 +241,8 @@ class FrameSizeResult:
     def to_json(self) -> dict[str, Any]:
         """Return the entry of ``ovsperf-metadata.json``'s ``throughput`` lists."""
         return {
-            "frame_size_bytes": self.frame_size_bytes,
+            **item_json(self.frame_size_bytes),
+            "flows": self.flows,
             "search_method": self.search_method,
             "generator_limited": self.generator_limited,
             "goals": [
@@ -297,14 +299,18 @@ def csv_row(
     ``fps * (size + 20) * 8 / 1e6``; ``*_percent`` is relative to ``directions × line rate``
     (VSperf-341), empty without a link speed.
     """
-    size = row.frame_size_bytes
-    line = line_rate_pps(size, row.link_speed_mbps * 1e6) * row.directions if row.link_speed_mbps else None
+    entries = item_entries(row.frame_size_bytes)
+    line = (
+        mix_rates(entries, 1.0, row.link_speed_mbps * 1e6).line_rate_pps * row.directions
+        if row.link_speed_mbps
+        else None
+    )
 
     def percent(fps: float | None) -> float | None:
         return None if fps is None or line is None else 100.0 * fps / line
 
     def mbps(fps: float | None) -> float | None:
-        return None if fps is None else l1_bps(fps, size) / 1e6
+        return None if fps is None else mix_rates(entries, fps, 1.0).l1_bps / 1e6
 
     first = row.goals[0]
     second = row.goals[1] if len(row.goals) > 1 else None
@@ -321,7 +327,7 @@ def csv_row(
         "avg_latency_ns": _fmt(lat_avg, 3),
         "frame_loss_percent": _fmt(first.frame_loss_percent, 6),
         "type": "rfc2544_throughput",
-        "packet_size": str(size),
+        "packet_size": item_name(row.frame_size_bytes),
         "id": test.value,
         "deployment": test.topology.value,
         "vswitch": vswitch,
@@ -418,7 +424,7 @@ def trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None = None)
         "index": record.index,
         "kind": record.kind.value,
         "outcome": record.outcome.value,
-        "frame_size_bytes": result.spec.frame_size_bytes,
+        **item_json(result.spec.frame_size_bytes),
         "rate_pps": record.rate_pps,
         "duration_s": result.spec.duration_s,
         "bidirectional": result.spec.bidirectional,
@@ -449,6 +455,7 @@ def trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None = None)
                 "latency_p50_ns": d.latency_p50_ns,
                 "latency_p99_ns": d.latency_p99_ns,
                 "latency_p999_ns": d.latency_p999_ns,
+                **({} if d.per_size is None else {"per_size": _per_size_json(d.per_size)}),
             }
             for d in result.directions
         ],
@@ -456,12 +463,26 @@ def trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None = None)
     }
 
 
-def mlr_trial_to_json(trial: MlrTrial, frame_size_bytes: int) -> dict[str, Any]:
+def _per_size_json(per_size: tuple[tuple[int, int, int], ...]) -> list[dict[str, Any]]:
+    """Return a mix's per-size counters of one direction as ``per_size`` entries (loss ratio added)."""
+    return [
+        {
+            "frame_size_bytes": size,
+            "tx_packets": tx,
+            "rx_packets": rx,
+            "loss_ratio": (tx - rx) / tx if tx else 0.0,
+        }
+        for size, tx, rx in per_size
+    ]
+
+
+def mlr_trial_to_json(trial: MlrTrial, frame_size_bytes: FrameSizeItem, flows: int) -> dict[str, Any]:
     """Return one MLRsearch trial as a JSON-ready dict (``relevant_to`` is added after the search)."""
     return {
         "search": "mlr",
         "kind": "search",
-        "frame_size_bytes": frame_size_bytes,
+        **item_json(frame_size_bytes),
+        "flows": flows,
         "load_pps_per_direction": trial.load_pps,
         "duration_s": trial.duration_s,
         "started_at": datetime.fromtimestamp(trial.started_at).astimezone().isoformat(),
@@ -471,17 +492,23 @@ def mlr_trial_to_json(trial: MlrTrial, frame_size_bytes: int) -> dict[str, Any]:
         "intended_packets_per_direction": trial.intended_packets,
         "rx_packets": list(trial.rx_packets),
         "loss_ratios": list(trial.loss_ratios),
+        **(
+            {"per_size": [None if p is None else _per_size_json(p) for p in trial.per_size]}
+            if any(p is not None for p in trial.per_size)
+            else {}
+        ),
         "relevant_to": [],
     }
 
 
-def latency_trial_to_json(level: LatencyLevel, frame_size_bytes: int) -> dict[str, Any]:
+def latency_trial_to_json(level: LatencyLevel, frame_size_bytes: FrameSizeItem, flows: int) -> dict[str, Any]:
     """Return one latency trial as a JSON-ready dict (its histograms are in ``ovsperf-latency.json``)."""
     summary = level.all
     return {
         "search": "mlr",
         "kind": "latency",
-        "frame_size_bytes": frame_size_bytes,
+        **item_json(frame_size_bytes),
+        "flows": flows,
         "percent_of_pdr": level.percent_of_pdr,
         "load_pps_per_direction": level.load_pps,
         "duration_s": level.duration_s,
@@ -586,16 +613,16 @@ class ResultsWriter:
         :raises LabError: when the file cannot be written.
         """
         csv_name = result_csv_name(test.value, test.topology.value, index)
-        self.latency = [
-            e for e in self.latency if (e["csv"], e["frame_size_bytes"]) != (csv_name, row.frame_size_bytes)
-        ]
+        key = (csv_name, item_name(row.frame_size_bytes), row.flows)
+        self.latency = [e for e in self.latency if (e["csv"], e["packet_size"], e["flows"]) != key]
         self.latency.append(
             {
                 "result_index": index,
                 "test": test.value,
                 "deployment": test.topology.value,
                 "csv": csv_name,
-                "frame_size_bytes": row.frame_size_bytes,
+                **item_json(row.frame_size_bytes),
+                "flows": row.flows,
                 "pdr_loss_goal_percent": pdr_loss_goal_percent,
                 "pdr_fps_per_direction": pdr_pps,
                 "levels": [level.to_json() for level in row.latency_levels],
@@ -637,7 +664,7 @@ class ResultsWriter:
             "index": index,
             "test": test.value,
             "deployment": test.topology.value,
-            "frame_sizes_bytes": [r.frame_size_bytes for r in rows],
+            "packet_sizes": list(dict.fromkeys(item_name(r.frame_size_bytes) for r in rows)),
             "complete": complete,
             "start_time": start.strftime(_TIME_FMT),
             "stop_time": stop.strftime(_TIME_FMT),

@@ -15,12 +15,12 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from jobcreator.model import GuestLoopback, Topology, VsperfTest
-from ovsperf_common.units import line_rate_pps
+from ovsperf_common.framemix import FrameSizeItem, item_line_rate_pps, item_name, item_text
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
@@ -30,7 +30,7 @@ from ovsperf_lab.latency import LatencyLevel, measure_levels
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.plan import DEFAULT_RING_SIZE, LabPlan, SearchMethod, VnfKind
+from ovsperf_lab.plan import DEFAULT_RING_SIZE, FlowRules, LabPlan, SearchMethod, VnfKind
 from ovsperf_lab.results import (
     Environment,
     FrameSizeResult,
@@ -105,8 +105,11 @@ def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
 class RunObserver(SearchObserver):
     """Receive run progress (the CLI shows it with ``rich``); the default does nothing."""
 
-    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
-        """Be told that the search of ``frame_size_bytes`` (``number`` of ``total``) starts."""
+    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
+        """Be told that search ``number`` of ``total`` starts.
+
+        :param what: ``'64 B'``, ``'imix'``; with a flow sweep ``'64 B, 1000 flows'``.
+        """
 
     def frame_size_finished(self, test: VsperfTest, result: FrameSizeResult | None) -> None:
         """Be told a frame size ended (``None``: its search failed)."""
@@ -230,8 +233,10 @@ def _start_vnf(plan: LabPlan, state: RunState, facts: MachineFacts, lay: topolog
     return vnf
 
 
-def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> SearchConfig:
-    max_rate = line_rate_pps(frame_size, link_speed_mbps * 1e6)
+def _search_config(
+    plan: LabPlan, frame_size: FrameSizeItem, flows: int, link_speed_mbps: int
+) -> SearchConfig:
+    max_rate = item_line_rate_pps(frame_size, link_speed_mbps * 1e6)
     return SearchConfig(
         frame_size_bytes=frame_size,
         max_rate_pps=max_rate,
@@ -239,12 +244,23 @@ def _search_config(plan: LabPlan, frame_size: int, link_speed_mbps: int) -> Sear
         loss_ratio_limit=plan.loss_ratio_limit,
         search_trial_s=plan.search_trial_s,
         validation_trial_s=plan.validation_trial_s,
-        flows=max(
-            plan.options.flows, plan.queues
-        ),  # one flow per queue at least, so every queue carries traffic
+        flows=_flows(plan, flows),
         drain_s=plan.options.drain_s,
         max_trials=plan.options.max_trials,
     )
+
+
+def _search_text(plan: LabPlan, size: FrameSizeItem, flows: int) -> str:
+    """Return what one search measures, for progress lines: ``'64 B'`` or ``'imix, 1000 flows'``."""
+    return item_text(size) + (f", {flows} flows" if plan.options.flow_sweep else "")
+
+
+def _flows(plan: LabPlan, flows: int) -> int:
+    """Return the flows per direction a search at ``flows`` sends [1].
+
+    At least one per queue, so that every queue carries traffic.
+    """
+    return max(flows, plan.queues)
 
 
 def _check_rings(generator: TrafficGenerator, ring_size: int) -> None:
@@ -373,12 +389,14 @@ def run_lab(
             hosts={"dut": socket.gethostname(), "trafficgen": "ovsperf-trafficgen (same machine)"},
             extra={
                 "test_names": [t.value for t in plan.tests],
-                "frame_sizes_bytes": list(plan.frame_sizes_bytes),
+                "frame_sizes_bytes": [item_name(item) for item in plan.frame_sizes_bytes],
                 "loss_ratio_limit": plan.loss_ratio_limit,
                 "search_trial_s": plan.search_trial_s,
                 "validation_trial_s": plan.validation_trial_s,
                 "granularity_percent": plan.options.granularity_percent,
                 "flows": plan.options.flows,
+                "flow_sweep": list(plan.options.flow_sweep),
+                "flow_rules": plan.options.flow_rules.value,
                 "drain_s": plan.options.drain_s,
                 "queues": plan.queues,
                 "ring_size": plan.options.ring_size,
@@ -442,7 +460,7 @@ class _TestRunner:
         plan, facts, state, ovs, writer = self.plan, self.facts, self.state, self.ovs, self.writer
         env, generator_factory, obs, outcome = self.env, self.generator_factory, self.obs, self.outcome
         lay = topology.layout(test.topology, state.run_dir / "sock")
-        topology.build(ovs, lay, plan.queues)
+        topology.build(ovs, lay, plan.queues, match_udp=plan.options.flow_rules is FlowRules.UDP)
         for daemon_pid in ovs.pids.values():  # PMD threads exist only once ports are added
             renice(daemon_pid, plan.options.nice)
         guest: GuestLoopback | None = None
@@ -508,13 +526,14 @@ class _TestRunner:
                 max(plan.options.goals_percent) / 100.0 if mlr else plan.loss_ratio_limit,
             )
             rows_so_far: list[FrameSizeResult] = outcome.results.setdefault(index, (test, []))[1]
-            for number, size in enumerate(plan.frame_sizes_bytes, start=1):
-                obs.frame_size_started(test, size, number, len(plan.frame_sizes_bytes))
+            searches = [(s, f) for f in plan.options.flow_counts for s in plan.frame_sizes_bytes]
+            for number, (size, flows) in enumerate(searches, start=1):
+                obs.frame_size_started(test, _search_text(plan, size, flows), number, len(searches))
                 try:
                     row = (
-                        self._mlr(index, test, checked, size, speed)
+                        self._mlr(index, test, checked, size, flows, speed)
                         if mlr
-                        else self._binary(index, test, checked, size, speed)
+                        else self._binary(index, test, checked, size, flows, speed)
                     )
                 except SearchError as err:
                     log.error("%s: %s", test.value, err)
@@ -576,24 +595,36 @@ class _TestRunner:
         )
 
     def _binary(
-        self, index: int, test: VsperfTest, generator: CrossCheckedGenerator, size: int, speed: int
+        self,
+        index: int,
+        test: VsperfTest,
+        generator: CrossCheckedGenerator,
+        size: FrameSizeItem,
+        flows: int,
+        speed: int,
     ) -> FrameSizeResult:
-        """Search ``size`` [B] with the lua-compatible binary search; return its row.
+        """Search ``size`` [B] (or a mix) at ``flows`` with the lua-compatible binary search; return its row.
 
         :raises SearchError: when the search ends without a validated rate.
         """
         found = search_throughput(
             generator,
-            _search_config(self.plan, size, speed),
+            _search_config(self.plan, size, flows, speed),
             log=logging.getLogger("ovsperf_lab.search"),
             observer=_TrialLogger(self.writer, index, test, generator, self.obs),
         )
         return FrameSizeResult.from_binary(found, speed)
 
     def _mlr(
-        self, index: int, test: VsperfTest, generator: CrossCheckedGenerator, size: int, speed: int
+        self,
+        index: int,
+        test: VsperfTest,
+        generator: CrossCheckedGenerator,
+        size: FrameSizeItem,
+        flows: int,
+        speed: int,
     ) -> FrameSizeResult:
-        """Search ``size`` [B] with MLRsearch, then measure latency at shares of the PDR load.
+        """Search ``size`` [B] (or a mix) at ``flows`` with MLRsearch, then latency at PDR shares.
 
         Every trial is written to ``ovsperf-trials.json`` as it ends; after the search each is
         marked with the goals whose relevant bound it is.
@@ -602,11 +633,13 @@ class _TestRunner:
             stopped before its goals reached their width; the message has the bounds found.
         """
         options = self.plan.options
-        config = options.mlr_config(size, line_rate_pps(size, speed * 1e6))
+        config = replace(
+            options.mlr_config(size, item_line_rate_pps(size, speed * 1e6)), flows=_flows(self.plan, flows)
+        )
         positions: list[tuple[int, MlrTrial]] = []
 
         def record(trial: MlrTrial) -> None:
-            position = self.writer.add_trial_json(index, test, mlr_trial_to_json(trial, size))
+            position = self.writer.add_trial_json(index, test, mlr_trial_to_json(trial, size, config.flows))
             positions.append((position, trial))
             self.obs.mlr_trial_finished(len(positions), trial)
 
@@ -632,9 +665,9 @@ class _TestRunner:
                 on_start=self.obs.latency_started,
             )
             for level in levels:
-                self.writer.add_trial_json(index, test, latency_trial_to_json(level, size))
+                self.writer.add_trial_json(index, test, latency_trial_to_json(level, size, config.flows))
         elif options.latency_levels_percent:
-            log.warning("%s %d B: no PDR load found, so no latency trials.", test.value, size)
+            log.warning("%s %s: no PDR load found, so no latency trials.", test.value, item_text(size))
         row = FrameSizeResult.from_mlr(found, levels, speed)
         if levels and pdr.lower_bound_pps:
             self.writer.write_latency(

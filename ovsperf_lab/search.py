@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
@@ -82,7 +83,7 @@ class TrialOutcome(enum.Enum):
 class SearchConfig:
     """Parameters of one throughput search (lua-trafficgen ``testParams`` equivalents)."""
 
-    frame_size_bytes: int
+    frame_size_bytes: FrameSizeItem
     """Ethernet frame size including FCS [B] (``frameSize``)."""
     max_rate_pps: float
     """Start rate per direction, usually line rate [pps] (``startRate``)."""
@@ -245,8 +246,8 @@ class _Runner:
         if outcome is TrialOutcome.PASS:
             self.best_pass_pps = max(self.best_pass_pps or 0.0, rate_pps)
         self.log.info(
-            "%d B trial %d (%s) at %.0f pps/dir for %g s: %s, loss %.6f %%%s.",
-            cfg.frame_size_bytes,
+            "%s trial %d (%s) at %.0f pps/dir for %g s: %s, loss %.6f %%%s.",
+            item_text(cfg.frame_size_bytes),
             index,
             kind.value,
             rate_pps,
@@ -275,7 +276,7 @@ class _Runner:
             if 0 < short < rate_pps * TX_SHORTFALL_RATIO:
                 achieved.append(short)
         message = (
-            f"{self.config.frame_size_bytes} B: {len(reasons)} invalid trials in a row at "
+            f"{item_text(self.config.frame_size_bytes)}: {len(reasons)} invalid trials in a row at "
             f"{rate_pps:.0f} pps per direction ({'; '.join(dict.fromkeys(reasons))}); the generator, "
             "not the DUT, is the limit."
         )
@@ -308,16 +309,16 @@ def _first_trial(runner: _Runner) -> TrialRecord:
         if cfg.calibrate and 0 < achieved < rate:
             reduced = max(achieved * CALIBRATION_MARGIN, cfg.rate_granularity_pps * 2)
             runner.log.warning(
-                "%d B: start rate has been reduced from %.0f to %.0f pps per direction: the "
+                "%s: start rate has been reduced from %.0f to %.0f pps per direction: the "
                 "generator achieved only %.0f pps.",
-                cfg.frame_size_bytes,
+                item_text(cfg.frame_size_bytes),
                 rate,
                 reduced,
                 achieved,
             )
             rate = reduced
     raise SearchError(
-        f"{cfg.frame_size_bytes} B: the first trials stayed invalid "
+        f"{item_text(cfg.frame_size_bytes)}: the first trials stayed invalid "
         f"({runner.trials[-1].result.invalid_reason}); cannot choose a start rate."
     )
 
@@ -332,7 +333,7 @@ class Bisection:
     All rates are per direction [pps].
     """
 
-    frame_size_bytes: int
+    frame_size_bytes: FrameSizeItem
     """Frame size of the search, for messages [B]."""
     granularity_pps: float
     """Stop width of the bisection [pps]."""
@@ -400,23 +401,23 @@ class Bisection:
         rate = self.rate_pps
         if rate <= self.floor_pps:
             raise SearchError(
-                f"{self.frame_size_bytes} B: could not pass the minimum rate "
+                f"{item_text(self.frame_size_bytes)}: could not pass the minimum rate "
                 f"{self.floor_pps:.0f} pps per direction (loss {loss_ratio * 100:.6f} %)."
             )
         if self.final:
             self.final = False
             next_rate = rate - self.granularity_pps
             self.log.info(
-                "%d B: final validation failed at %.0f pps; lowering by one granularity.",
-                self.frame_size_bytes,
+                "%s: final validation failed at %.0f pps; lowering by one granularity.",
+                item_text(self.frame_size_bytes),
                 rate,
             )
         else:
             if self.prev_pass_pps >= rate:
                 self.passes = [p for p in self.passes if p < rate]
                 self.log.info(
-                    "%d B: fail at %.0f pps below the pass at %.0f pps; the search continues below it.",
-                    self.frame_size_bytes,
+                    "%s: fail at %.0f pps below the pass at %.0f pps; the search continues below it.",
+                    item_text(self.frame_size_bytes),
                     rate,
                     self.prev_pass_pps,
                 )
@@ -457,8 +458,8 @@ def search_throughput(
     gran = config.rate_granularity_pps
     floor = max(config.min_rate_pps, gran)
     log.info(
-        "%d B: searching from %.0f pps per direction, granularity %.0f pps, acceptable loss %g %%.",
-        config.frame_size_bytes,
+        "%s: searching from %.0f pps per direction, granularity %.0f pps, acceptable loss %g %%.",
+        item_text(config.frame_size_bytes),
         config.max_rate_pps,
         gran,
         config.loss_ratio_limit * 100.0,
@@ -478,9 +479,9 @@ def search_throughput(
                 if caps > config.max_rate_caps or ceiling <= floor:
                     raise
                 log.warning(
-                    "%d B: the generator could not sustain %.0f pps per direction (best %.0f); "
+                    "%s: the generator could not sustain %.0f pps per direction (best %.0f); "
                     "the search continues below %.0f pps.",
-                    config.frame_size_bytes,
+                    item_text(config.frame_size_bytes),
                     bisection.rate_pps,
                     limited.achieved_pps,
                     ceiling,
@@ -493,8 +494,8 @@ def search_throughput(
         if bisection.passed():
             rate = bisection.rate_pps
             log.info(
-                "%d B: final validation passed at %.0f pps per direction after %d trials%s.",
-                config.frame_size_bytes,
+                "%s: final validation passed at %.0f pps per direction after %d trials%s.",
+                item_text(config.frame_size_bytes),
                 rate,
                 len(runner.trials),
                 " (the generator's ceiling: the DUT's throughput is at least this)"
@@ -510,5 +511,5 @@ def search_throughput(
                 generator_limited=bisection.at_ceiling,
             )
     raise SearchError(
-        f"{config.frame_size_bytes} B: no validated rate after {config.max_trials} counted trials."
+        f"{item_text(config.frame_size_bytes)}: no validated rate after {config.max_trials} counted trials."
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.framemix import FrameSizeItem, item_json
 from ovsperf_common.ovsstats import (
     RxqPlacement,
     counter_delta,
@@ -47,7 +48,8 @@ APPCTL_TIMEOUT_S = 5
 class TrialTelemetry:
     """What the DUT did during one trial (see the module docstring for every figure)."""
 
-    frame_size_bytes: int
+    frame_size_bytes: FrameSizeItem
+    """Frame size including FCS [B] or the mix of the trial."""
     load_pps: float
     """Offered load per direction [pps]."""
     duration_s: float
@@ -55,6 +57,8 @@ class TrialTelemetry:
     valid: bool
     wall_s: float
     """Window from the stats clear to the snapshot after the trial [s]."""
+    flows: int = 1
+    """Flows per direction of the trial [1]."""
     pmds: dict[str, dict[str, float]] = field(default_factory=dict)
     """PMD thread → counters of ``pmd-stats-show`` (``main`` is the non-PMD threads)."""
     rxq: list[RxqPlacement] = field(default_factory=list)
@@ -74,7 +78,8 @@ class TrialTelemetry:
     def to_json(self) -> dict[str, Any]:
         """Return the trial's telemetry as written to ``ovsperf-telemetry.json``."""
         return {
-            "frame_size_bytes": self.frame_size_bytes,
+            **item_json(self.frame_size_bytes),
+            "flows": self.flows,
             "load_pps": self.load_pps,
             "duration_s": self.duration_s,
             "loss_ratio": self.loss_ratio,
@@ -144,12 +149,19 @@ class TelemetryCollector:
         self._started = time.monotonic()
 
     def finish(
-        self, frame_size: int, load_pps: float, duration_s: float, loss_ratio: float | None, valid: bool
+        self,
+        frame_size: FrameSizeItem,
+        load_pps: float,
+        duration_s: float,
+        loss_ratio: float | None,
+        valid: bool,
+        *,
+        flows: int = 1,
     ) -> TrialTelemetry:
-        """Take the second snapshots and return the trial's telemetry."""
+        """Take the second snapshots and return the trial's telemetry (``flows`` per direction [1])."""
         wall = time.monotonic() - self._started
         telemetry = TrialTelemetry(
-            frame_size, load_pps, duration_s, loss_ratio, valid, wall, notes=self._notes
+            frame_size, load_pps, duration_s, loss_ratio, valid, wall, flows=flows, notes=self._notes
         )
         stats = self._try("pmd-stats-show", lambda: self.appctl("dpif-netdev/pmd-stats-show"))
         if stats is not None:
@@ -218,7 +230,12 @@ class TelemetryGenerator(TrafficGenerator):
         self.collector.start()
         result = self.inner.run_trial(spec)
         telemetry = self.collector.finish(
-            spec.frame_size_bytes, spec.rate_pps, spec.duration_s, result.loss_ratio, result.valid
+            spec.frame_size_bytes,
+            spec.rate_pps,
+            spec.duration_s,
+            result.loss_ratio,
+            result.valid,
+            flows=spec.flows,
         )
         self.sink(telemetry)
         return result

@@ -72,8 +72,13 @@ def layout(topology: Topology, socket_dir: Path) -> Layout:
     raise LabError(f"Topology '{topology.value}' is not supported by the local lab.")
 
 
-def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
+def build(ovs: OvsSandbox, lay: Layout, n_rxq: int, *, match_udp: bool = False) -> None:
     """Create the bridge, the vhost-user client ports (``n_rxq`` queues) and the rules.
+
+    With ``match_udp`` each rule also matches ``udp`` (``in_port=A,udp,actions=output:B``): the
+    datapath's megaflows then match the IPv4/UDP headers and every generated flow takes its own
+    EMC/SMC/megaflow entry; port-only rules are classified by OVS >= 2.17's *simple match*
+    whatever the flows (docs/lab.md, flow scale).
 
     Replaces a bridge of the same name left by an earlier test of the same run.
 
@@ -100,7 +105,8 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int) -> None:
     target = ovs.bridge_target(ovs.bridge)
     ovs.ofctl("del-flows", target)
     for in_port, out_port in lay.rules:
-        ovs.ofctl("add-flow", target, f"in_port={in_port},actions=output:{out_port}")
+        match = f"in_port={in_port},udp" if match_udp else f"in_port={in_port}"
+        ovs.ofctl("add-flow", target, f"{match},actions=output:{out_port}")
     log.info(
         "Built %s topology on bridge '%s': ports %s, rules %s.",
         lay.topology.value,

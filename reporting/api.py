@@ -40,8 +40,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TrendKey = tuple[str, str, int, float]
-"""(test, deployment, frame size [B], loss goal [%]) of a cell, the key of ``generate_report(trend=)``."""
+TrendKey = tuple[str, str, int, str, float]
+"""(test, deployment, frame size [B], traffic, loss goal [%]) of a cell, the key of
+``generate_report(trend=)``; traffic is :attr:`ovsperf_common.framemix.TrafficKey.store_label`."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,16 @@ def _with_trend(test: TestComparison, trend: Mapping[TrendKey, TrendCell]) -> Te
     """Return ``test`` with each cell's trend verdict attached (cells without one unchanged)."""
     cells = tuple(
         replace(
-            cell, trend=trend.get((test.test, test.deployment, cell.frame_size_bytes, cell.loss_goal_percent))
+            cell,
+            trend=trend.get(
+                (
+                    test.test,
+                    test.deployment,
+                    cell.frame_size_bytes,
+                    cell.traffic.store_label,
+                    cell.loss_goal_percent,
+                )
+            ),
         )
         for cell in test.cells
     )

@@ -39,8 +39,9 @@ from dataclasses import dataclass, replace
 
 from scipy import stats as scipy_stats
 
+from ovsperf_common.framemix import TrafficKey, mix_average_bytes
 from ovsperf_common.goals import goal_label
-from ovsperf_common.units import l1_bps, line_rate_pps
+from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES
 from reporting.latency import compare_latency
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
 from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
@@ -69,11 +70,13 @@ def link_speed(result_sets: Sequence[ResultSet]) -> LinkSpeed:
     1 Gbit/s. Falls back to :data:`DEFAULT_LINK_BPS` without usable rows.
     """
     estimates = [
-        l1_bps(t.rx_pps * 100.0 / t.rx_line_rate_percent, t.frame_size_bytes)
+        t.rx_pps * 100.0 / t.rx_line_rate_percent * (average + ETHERNET_L1_OVERHEAD_BYTES) * 8
         for rs in result_sets
         for run in rs.runs
         for t in run.rows
         if t.valid and t.rx_pps is not None and t.rx_line_rate_percent and t.rx_line_rate_percent > 1.0
+        for average in [_average_bytes(t.traffic)]
+        if average is not None
     ]
     if not estimates:
         return LinkSpeed(DEFAULT_LINK_BPS, "assumed 2 × 10 GbE (no rate percentage in the results)")
@@ -120,11 +123,12 @@ def compare(
                     f"Test '{test}' ({deployment}) has no result on the {side} side{why}; {outcome}."
                 )
         keys_here = sorted(
-            {(t.frame_size_bytes, t.loss_goal_percent) for r in [*b_runs, *c_runs] for t in r.rows}
+            {(t.traffic, t.loss_goal_percent) for r in [*b_runs, *c_runs] for t in r.rows},
+            key=lambda key: (key[0].sort_key(), key[1]),
         )
         cells = tuple(
-            _cell(size, goal, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
-            for size, goal in keys_here
+            _cell(traffic, goal, b_runs, c_runs, current, test, deployment, link, thresholds, baseline_failed)
+            for traffic, goal in keys_here
         )
         for cell in cells:
             if (
@@ -134,7 +138,7 @@ def compare(
                 and (cell.baseline is None or cell.current is None)
             ):
                 warnings.append(
-                    f"Test '{test}' ({deployment}) {cell.frame_size_bytes} B "
+                    f"Test '{test}' ({deployment}) {cell.traffic.text()} "
                     f"{goal_label(cell.loss_goal_percent)}: {cell.reason}"
                 )
         tests.append(
@@ -161,8 +165,13 @@ def _runs(sets: Sequence[ResultSet], test: str, deployment: str) -> tuple[TestRu
     return tuple(r for rs in sets for r in rs.runs if r.test == test and r.deployment == deployment)
 
 
-def _rows(runs: Sequence[TestRun], size: int, goal: float) -> list[ThroughputRow]:
-    return [t for r in runs for t in r.rows if t.frame_size_bytes == size and t.loss_goal_percent == goal]
+def _rows(runs: Sequence[TestRun], traffic: TrafficKey, goal: float) -> list[ThroughputRow]:
+    return [t for r in runs for t in r.rows if t.traffic == traffic and t.loss_goal_percent == goal]
+
+
+def _average_bytes(traffic: TrafficKey) -> float | None:
+    """Return the (average) frame size of ``traffic`` [B]; None for a mix of unknown sizes."""
+    return mix_average_bytes(traffic.mix) if traffic.mix else float(traffic.frame_size_bytes)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -176,7 +185,7 @@ def _side(trials: list[ThroughputRow]) -> SideStats | None:
 
 
 def _invalid_reason(
-    side: str, trials: list[ThroughputRow], runs: Sequence[TestRun], size: int, goal: float
+    side: str, trials: list[ThroughputRow], runs: Sequence[TestRun], traffic: TrafficKey, goal: float
 ) -> str:
     if not runs:
         return f"Test not present on the {side} side."
@@ -184,10 +193,16 @@ def _invalid_reason(
         damaged = sorted({r.csv_path.name for r in runs if r.rows_skipped})
         if damaged:
             shown = ", ".join(f"'{name}'" for name in damaged)
-            return f"No {size} B row on the {side} side: {shown} lost rows (see Warnings)."
-        if goal != 0 or any(t.frame_size_bytes == size for r in runs for t in r.rows):
-            return f"No {goal_label(goal)} at {size} B on the {side} side (it measured other goals)."
-        return f"No {size} B row on the {side} side (frame sizes differ)."
+            return f"No {traffic.text()} row on the {side} side: {shown} lost rows (see Warnings)."
+        if goal != 0 or any(t.traffic == traffic for r in runs for t in r.rows):
+            return f"No {goal_label(goal)} at {traffic.text()} on the {side} side (it measured other goals)."
+        same_frame = any(
+            (t.frame_size_bytes, t.mix) == (traffic.frame_size_bytes, traffic.mix)
+            for r in runs
+            for t in r.rows
+        )
+        differ = "flow counts differ" if same_frame else "frame sizes differ"
+        return f"No {traffic.text()} row on the {side} side ({differ})."
     bad = trials[0]
     if bad.implausible is not None:
         what = f"implausible ({bad.implausible})"
@@ -199,7 +214,7 @@ def _invalid_reason(
 
 
 def _cell(
-    size: int,
+    traffic: TrafficKey,
     goal: float,
     b_runs: tuple[TestRun, ...],
     c_runs: tuple[TestRun, ...],
@@ -210,11 +225,11 @@ def _cell(
     thresholds: Thresholds,
     baseline_failed: bool,
 ) -> Cell:
-    b_trials = _rows(b_runs, size, goal)
-    c_trials = _rows(c_runs, size, goal)
+    b_trials = _rows(b_runs, traffic, goal)
+    c_trials = _rows(c_runs, traffic, goal)
     base = _side(b_trials)
     cur = _side(c_trials)
-    per_result = tuple(_run_value(rs, test, deployment, size, goal, base) for rs in current_sets)
+    per_result = tuple(_run_value(rs, test, deployment, traffic, goal, base) for rs in current_sets)
     new_test = not b_runs and not baseline_failed
     # A frame size the baseline never measured (its CSVs are whole, it just has other sizes).
     new_size = (
@@ -227,9 +242,9 @@ def _cell(
             "(add it to the baseline to compare it).",
         )
     elif new_size and cur is not None:
-        other_goal = any(t.frame_size_bytes == size for r in b_runs for t in r.rows)
-        what = f"{goal_label(goal)} at {size} B" if other_goal else f"{size} B row"
-        kind = "goal (e.g. an older NDR-only baseline)" if other_goal else "frame size"
+        other_goal = any(t.traffic == traffic for r in b_runs for t in r.rows)
+        what = f"{goal_label(goal)} at {traffic.text()}" if other_goal else f"{traffic.text()} row"
+        kind = "goal (e.g. an older NDR-only baseline)" if other_goal else "frame size or flow count"
         decision = _not_compared(
             Verdict.NO_BASELINE,
             f"No {what} on the baseline side: a new {kind}, no baseline yet; shown, not "
@@ -237,9 +252,9 @@ def _cell(
         )
     elif base is None or cur is None:
         if base is None and not new_test:
-            reason = _invalid_reason("baseline", b_trials, b_runs, size, goal)
+            reason = _invalid_reason("baseline", b_trials, b_runs, traffic, goal)
         else:
-            reason = _invalid_reason("current", c_trials, c_runs, size, goal)
+            reason = _invalid_reason("current", c_trials, c_runs, traffic, goal)
         decision = _not_compared(Verdict.INVALID, reason)
     else:
         decision = decide(base, cur, thresholds)
@@ -247,12 +262,15 @@ def _cell(
     if dropped and decision.verdict is not Verdict.INVALID:
         decision = replace(decision, reason=f"{decision.reason} {dropped} invalid sample(s) left out.")
     rel = decision.rel_change_percent
+    average = _average_bytes(traffic)
     return Cell(
-        frame_size_bytes=size,
+        frame_size_bytes=traffic.frame_size_bytes,
+        mix=traffic.mix,
+        flows=traffic.flows,
         loss_goal_percent=goal,
         baseline=base,
         current=cur,
-        line_rate_pps=line_rate_pps(size, link.bps),
+        line_rate_pps=None if average is None else link.bps / ((average + ETHERNET_L1_OVERHEAD_BYTES) * 8),
         rel_change_percent=rel,
         ci_low_percent=decision.ci_low_percent,
         ci_high_percent=decision.ci_high_percent,
@@ -272,9 +290,9 @@ def _cell(
 
 
 def _run_value(
-    rs: ResultSet, test: str, deployment: str, size: int, goal: float, base: SideStats | None
+    rs: ResultSet, test: str, deployment: str, traffic: TrafficKey, goal: float, base: SideStats | None
 ) -> RunValue:
-    trials = _rows([r for r in rs.runs if r.test == test and r.deployment == deployment], size, goal)
+    trials = _rows([r for r in rs.runs if r.test == test and r.deployment == deployment], traffic, goal)
     valid = [t.rx_pps for t in trials if t.valid and t.rx_pps is not None]
     value = sum(valid) / len(valid) if valid else None
     rel = (value / base.mean_pps - 1.0) * 100.0 if value is not None and base is not None else None

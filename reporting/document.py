@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.framemix import TrafficKey, mix_average_bytes
 from ovsperf_common.goals import goal_label
-from ovsperf_common.units import l1_bps
+from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES
 from reporting.model import (
     TREND_MIN_HISTORY,
     Cell,
@@ -85,8 +86,10 @@ def _mpps(pps: float | None) -> float | None:
     return None if pps is None else pps / 1e6
 
 
-def _mbps(pps: float | None, size: int) -> float | None:
-    return None if pps is None else l1_bps(pps, size) / 1e6
+def _mbps(pps: float | None, traffic: TrafficKey) -> float | None:
+    """Return the L1 rate of ``pps`` frames of ``traffic`` [Mbit/s]; None for a mix of unknown sizes."""
+    average = mix_average_bytes(traffic.mix) if traffic.mix else traffic.frame_size_bytes
+    return None if pps is None or average is None else pps * (average + ETHERNET_L1_OVERHEAD_BYTES) * 8 / 1e6
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -123,15 +126,16 @@ def _side_json(rs: ResultSet, links: Sequence[SourceLink], display: PathDisplay)
     }
 
 
-def _cell_json(cell: Cell) -> dict[str, Any]:
-    size = cell.frame_size_bytes
+def _cell_json(cell: Cell, with_flows: bool) -> dict[str, Any]:
+    size = cell.traffic
     base = cell.baseline
     cur = cell.current
     b_fps = base.mean_pps if base else None
     c_fps = cur.mean_pps if cur else None
     line = cell.line_rate_pps
     return {
-        "frame_size_bytes": size,
+        **_traffic_json(cell.traffic),
+        "label": cell.traffic.text(with_flows=with_flows),
         "loss_goal_percent": cell.loss_goal_percent,
         "metric": goal_label(cell.loss_goal_percent),
         "baseline_fps": b_fps,
@@ -176,6 +180,20 @@ def _cell_json(cell: Cell) -> dict[str, Any]:
             }
             for r in cell.per_result
         ],
+    }
+
+
+def _traffic_json(traffic: TrafficKey) -> dict[str, Any]:
+    """Return a row's traffic keys for ``report.json``.
+
+    ``frame_size_bytes`` (0 for a mix), ``packet_size`` (size or the mix's name: the frame column),
+    ``mix`` and ``flows``.
+    """
+    return {
+        "frame_size_bytes": traffic.frame_size_bytes,
+        "packet_size": traffic.frame_label,
+        "mix": traffic.mix or None,
+        "flows": traffic.flows,
     }
 
 
@@ -233,6 +251,9 @@ def _telemetry_point_json(point: TelemetryPoint) -> dict[str, Any]:
 def _telemetry_json(cell: TelemetryCell) -> dict[str, Any]:
     return {
         "frame_size_bytes": cell.frame_size_bytes,
+        "packet_size": cell.label,
+        "mix": cell.mix or None,
+        "flows": cell.flows,
         "baseline_cycles_per_packet": _round(cell.baseline_cycles_per_packet, 2),
         "current_cycles_per_packet": _round(cell.current_cycles_per_packet, 2),
         "cycles_change_percent": _round(cell.cycles_change_percent, 3),
@@ -246,7 +267,7 @@ def _telemetry_json(cell: TelemetryCell) -> dict[str, Any]:
 
 def _latency_json(cell: LatencyCell) -> dict[str, Any]:
     return {
-        "frame_size_bytes": cell.frame_size_bytes,
+        **_traffic_json(cell.traffic),
         "percent_of_pdr": cell.percent_of_pdr,
         "baseline": _latency_side(cell.baseline),
         "current": _latency_side(cell.current),
@@ -300,7 +321,9 @@ def report_data(
                 "test": t.test,
                 "deployment": t.deployment,
                 "graph": f"graphs/{graph_name(t)}",
-                "rows": [_cell_json(c) for c in t.cells],
+                "has_flows": t.has_flow_counts,
+                "flows_graph": f"graphs/{flows_graph_name(t)}" if t.has_flow_counts else None,
+                "rows": [_cell_json(c, t.has_flow_counts) for c in t.cells],
                 "latency": [_latency_json(c) for c in t.latency],
                 "telemetry": [_telemetry_json(c) for c in t.telemetry],
                 "latency_graph": f"graphs/{latency_graph_name(t)}" if t.latency else None,
@@ -365,6 +388,11 @@ def _processes_json(runs: Sequence[TestRun]) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def flows_graph_name(test: TestComparison) -> str:
+    """Return the PNG file name of ``test``'s throughput-against-flows graph (as :func:`graph_name`)."""
+    return f"{safe_name(test.test)}_{safe_name(test.deployment)}_flows.png"
 
 
 def latency_graph_name(test: TestComparison) -> str:

@@ -30,6 +30,14 @@ def _xml_text(text: str) -> str:
     return _NOT_XML.sub("\N{REPLACEMENT CHARACTER}", text)
 
 
+def _case_name(cell: Cell, with_flows: bool) -> str:
+    """Return a case's name: ``64B NDR``, ``imix PDR``; with a flow sweep ``64B 1000fl NDR``."""
+    traffic = cell.traffic
+    frame = traffic.mix or f"{traffic.frame_size_bytes}B"
+    flows = f" {traffic.flows}fl" if with_flows and traffic.flows is not None else ""
+    return _xml_text(f"{frame}{flows} {goal_label(cell.loss_goal_percent)}")
+
+
 def _case_text(cell: Cell) -> str:
     lines = [f"baseline verdict: {cell.verdict.value} ({cell.reason})"]
     if cell.rel_change_percent is not None:
@@ -70,7 +78,7 @@ def junit_document(comparison: Comparison, *, suite: str, report: Path | None = 
             element,
             "testcase",
             classname=_xml_text(f"{test.test}.{test.deployment}"),
-            name=f"{cell.frame_size_bytes}B {goal_label(cell.loss_goal_percent)}",
+            name=_case_name(cell, test.has_flow_counts),
             time="0",
         )
         text = _case_text(cell)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLengthException
 from hdrh.histogram import HdrHistogram
 
+from ovsperf_common.framemix import TrafficKey
 from reporting.model import LatencyCell
 from reporting.resultmodel import LatencyPoint, TestRun
 
@@ -82,18 +83,28 @@ def merge(points: Sequence[LatencyPoint]) -> LatencyPoint | None:
 
 
 def compare_latency(baseline: Sequence[TestRun], current: Sequence[TestRun]) -> tuple[LatencyCell, ...]:
-    """Return one cell per (frame size, share of PDR) either side measured, ascending.
+    """Return one cell per (frame size or mix, flows, share of PDR) either side measured, ascending.
 
     Empty when neither side has latency at shares of the PDR load.
     """
-    keys = sorted({(p.frame_size_bytes, p.percent_of_pdr) for r in [*baseline, *current] for p in r.latency})
+    keys = sorted(
+        {(p.traffic, p.percent_of_pdr) for r in [*baseline, *current] for p in r.latency},
+        key=lambda key: (key[0].sort_key(), key[1]),
+    )
 
-    def side(runs: Sequence[TestRun], size: int, percent: float) -> LatencyPoint | None:
+    def side(runs: Sequence[TestRun], traffic: TrafficKey, percent: float) -> LatencyPoint | None:
         return merge(
-            [p for r in runs for p in r.latency if (p.frame_size_bytes, p.percent_of_pdr) == (size, percent)]
+            [p for r in runs for p in r.latency if (p.traffic, p.percent_of_pdr) == (traffic, percent)]
         )
 
     return tuple(
-        LatencyCell(size, percent, side(baseline, size, percent), side(current, size, percent))
-        for size, percent in keys
+        LatencyCell(
+            traffic.frame_size_bytes,
+            percent,
+            side(baseline, traffic, percent),
+            side(current, traffic, percent),
+            mix=traffic.mix,
+            flows=traffic.flows,
+        )
+        for traffic, percent in keys
     )

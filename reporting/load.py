@@ -24,8 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ovsperf_common import resultdir
+from ovsperf_common.framemix import TrafficKey, mix_average_bytes, read_packet_size
 from ovsperf_common.secrets import mask_pair
-from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES, line_rate_pps
+from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES, MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES
 from reporting import load_text
 from reporting.errors import load_error
 from reporting.load_latency import load_latency
@@ -53,6 +54,8 @@ COL_MIN_LAT = "min_latency_ns"
 COL_MAX_LAT = "max_latency_ns"
 COL_AVG_LAT = "avg_latency_ns"
 COL_FRAME_LOSS = "frame_loss_percent"
+COL_STREAM_COUNT = "stream_count"
+COL_IMIX_GENOME = "imix_genome"
 # The lab's goal columns (docs/results-format.md).
 COL_LOSS_GOAL = "loss_goal_percent"
 COL_SEARCH = "search_method"
@@ -154,6 +157,31 @@ def load_results_dir(path: Path) -> ResultSet:
     )
 
 
+def _is_number(text: str) -> bool:
+    """Return whether ``text`` reads as a finite number (VSperf writes ``64`` or ``64.0``)."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _flows(value: str | None, file: Path, line: int, warnings: list[LoadWarning]) -> int | None:
+    """Parse ``stream_count``: flows per direction [1].
+
+    Absent, empty or ``0`` → None (VSperf writes the column only with ``TRAFFIC['multistream']``
+    set); anything else not a whole number ≥ 1 → None + warning.
+    """
+    if value is None or value.strip().lower() in MISSING_VALUES or value.strip() in ("0", "0.0"):
+        return None
+    text = value.strip()
+    if not text.isdigit():
+        warnings.append(
+            LoadWarning(file, line, f"Column '{COL_STREAM_COUNT}' holds {text[:40]!r}, not a flow count.")
+        )
+        return None
+    return int(text)
+
+
 def _num(value: str | None, column: str, file: Path, line: int, warnings: list[LoadWarning]) -> float | None:
     """Parse a VSperf number; ``''``/``'Unknown'``/absent → None; garbage → None + warning."""
     if value is None or value.strip().lower() in MISSING_VALUES:
@@ -189,7 +217,10 @@ def _implausible(row: ThroughputRow) -> str | None:
     if row.rx_line_rate_percent is not None and row.rx_line_rate_percent > limit_percent:
         return f"{row.rx_line_rate_percent:g} % of line rate"
     if row.rx_pps is not None:
-        ceiling = 2 * line_rate_pps(row.frame_size_bytes, PLAUSIBLE_LINK_BPS) * (1 + LINE_RATE_TOLERANCE)
+        # A mix of unknown sizes (VSperf's IMIX without its genome) is checked as 64 B frames.
+        average = mix_average_bytes(row.mix) if row.mix else row.frame_size_bytes
+        wire_bits = ((average or MIN_FRAME_SIZE_BYTES) + ETHERNET_L1_OVERHEAD_BYTES) * 8
+        ceiling = 2 * PLAUSIBLE_LINK_BPS / wire_bits * (1 + LINE_RATE_TOLERANCE)
         if row.rx_pps > ceiling:
             return f"{row.rx_pps:g} fps is above line rate even for 2 x 400 GbE"
     if row.frame_loss_percent is not None and not 0 <= row.frame_loss_percent <= 100:
@@ -305,7 +336,7 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
     parsed: list[ThroughputRow] = []
     meta: dict[str, str] = {}
     unknown_lines: dict[str, list[int]] = {}
-    seen_sizes: set[int] = set()
+    seen_sizes: set[TrafficKey] = set()
     for position, (line, cells) in enumerate(rows[1:], start=1):
         if cells is None:
             warnings.append(
@@ -331,18 +362,22 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
         row = dict(zip(header, cells, strict=True))
         size_text = row.get(COL_PACKET_SIZE, "").strip()
         try:
-            size = int(float(size_text))
+            if _is_number(size_text) and int(float(size_text)) != 0:
+                size, mix = int(float(size_text)), ""  # out-of-range sizes are refused below
+            else:
+                size, mix = read_packet_size(size_text, row.get(COL_IMIX_GENOME))
         except ValueError:
             warnings.append(
                 LoadWarning(
                     file,
                     line,
-                    f"Column 'packet_size' holds {size_text!r}, not a size; row skipped.",
+                    f"Column 'packet_size' holds {size_text[:80]!r}, not a size or a frame-size mix; "
+                    "row skipped.",
                     row_skipped=True,
                 )
             )
             continue
-        if not MIN_FRAME_SIZE_BYTES <= size <= MAX_JUMBO_FRAME_SIZE_BYTES:
+        if not mix and not MIN_FRAME_SIZE_BYTES <= size <= MAX_JUMBO_FRAME_SIZE_BYTES:
             warnings.append(
                 LoadWarning(
                     file,
@@ -353,16 +388,18 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
                 )
             )
             continue
-        if size in seen_sizes:
+        flows = _flows(row.get(COL_STREAM_COUNT), file, line, warnings)
+        traffic = TrafficKey(size, mix, flows)
+        if traffic in seen_sizes:
             warnings.append(
                 LoadWarning(
                     file,
                     line,
-                    f"Frame size {size} B appears again (VSperf appends to an existing CSV); "
+                    f"{traffic.text()} appears again (VSperf appends to an existing CSV); "
                     "both rows are used as repeats.",
                 )
             )
-        seen_sizes.add(size)
+        seen_sizes.add(traffic)
         for column in (COL_RX_FPS, COL_TX_FPS):
             value = row.get(column)
             if value is not None and value.strip().lower() in MISSING_VALUES:
@@ -385,26 +422,32 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
             line=line,
             loss_goal_percent=goal,
             search_method=method,
+            mix=mix,
+            flows=flows,
         )
         second = _second_goal(row, result, file, line, warnings)
         implausible = _implausible(result)
         if implausible is not None:
             result = dataclasses.replace(result, implausible=implausible)
             warnings.append(
-                LoadWarning(file, line, f"Physically impossible at {size} B: {implausible}; marked INVALID.")
+                LoadWarning(
+                    file, line, f"Physically impossible at {traffic.text()}: {implausible}; marked INVALID."
+                )
             )
         if rx is not None and rx == 0:
             warnings.append(
                 LoadWarning(
                     file,
                     line,
-                    f"Throughput is 0 at {size} B: VSperf writes zeros when it cannot parse the "
+                    f"Throughput is 0 at {traffic.text()}: VSperf writes zeros when it cannot parse the "
                     "traffic generator's output; marked INVALID.",
                 )
             )
         elif rx is not None and rx < 0:
             warnings.append(
-                LoadWarning(file, line, f"Throughput is negative ({rx:g}) at {size} B; marked INVALID.")
+                LoadWarning(
+                    file, line, f"Throughput is negative ({rx:g}) at {traffic.text()}; marked INVALID."
+                )
             )
         parsed.append(result)
         if second is not None:

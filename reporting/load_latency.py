@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.framemix import TrafficKey, traffic_from_json
 from reporting.resultmodel import LatencyPoint, LoadWarning
 
 LATENCY_FILE = "ovsperf-latency.json"
@@ -39,7 +40,7 @@ def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
     return float(value)
 
 
-def _point(size: int, level: Mapping[str, Any], where: str) -> LatencyPoint | None:
+def _point(traffic: TrafficKey, level: Mapping[str, Any], where: str) -> LatencyPoint | None:
     """Return one level's merged latency; ``None`` when no frame came back (``all`` is null)."""
     merged = level.get("all")
     if merged is None:
@@ -60,7 +61,9 @@ def _point(size: int, level: Mapping[str, Any], where: str) -> LatencyPoint | No
         raise _FieldError(f"{where}.all.hdrh is not a base64 string")
     valid = level.get("valid", True)
     return LatencyPoint(
-        frame_size_bytes=size,
+        frame_size_bytes=traffic.frame_size_bytes,
+        mix=traffic.mix,
+        flows=traffic.flows,
         percent_of_pdr=_number(level, "percent_of_pdr", where),
         load_pps=_number(level, "load_fps_per_direction", where),
         rx_packets=rx,
@@ -108,18 +111,20 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         try:
             if not isinstance(entry, dict):
                 raise _FieldError(f"{where} is not an object")
-            csv_name, size, levels = entry.get("csv"), entry.get("frame_size_bytes"), entry.get("levels")
+            csv_name, levels = entry.get("csv"), entry.get("levels")
             if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
                 raise _FieldError(f"{where}.csv is {csv_name!r}, not a result CSV name")
-            if isinstance(size, bool) or not isinstance(size, int) or not 64 <= size <= 9216:
-                raise _FieldError(f"{where}.frame_size_bytes is {size!r}")
+            try:
+                traffic = traffic_from_json(entry, where)
+            except ValueError as err:
+                raise _FieldError(str(err)) from err
             if not isinstance(levels, list):
                 raise _FieldError(f"{where}.levels is not a list")
             points = []
             for index, level in enumerate(levels):
                 if not isinstance(level, dict):
                     raise _FieldError(f"{where}.levels[{index}] is not an object")
-                point = _point(size, level, f"{where}.levels[{index}]")
+                point = _point(traffic, level, f"{where}.levels[{index}]")
                 if point is not None:
                     points.append(point)
         except _FieldError as err:
@@ -127,6 +132,6 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
             continue
         found.setdefault(csv_name, []).extend(points)
     return {
-        name: tuple(sorted(points, key=lambda p: (p.frame_size_bytes, p.percent_of_pdr)))
+        name: tuple(sorted(points, key=lambda p: (p.traffic.sort_key(), p.percent_of_pdr)))
         for name, points in found.items()
     }

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ovsperf_common.framemix import TrafficKey, traffic_from_json
 from ovsperf_common.telemetryfile import HIT_COUNTERS, TELEMETRY_FILE
 from reporting.resultmodel import LoadWarning, TelemetryPoint
 
@@ -55,12 +56,16 @@ def _text(value: object, where: str, limit: int = 200) -> str:
 def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
     whole_test = trial.get("window") == "test"
     size = trial.get("frame_size_bytes")
+    traffic = None
     if whole_test and size is None:
         sizes = trial.get("frame_sizes_bytes")
         if not isinstance(sizes, list) or not all(type(s) is int and 64 <= s <= 9216 for s in sizes):
             raise _FieldError(f"{where}.frame_sizes_bytes is {str(sizes)[:80]}, not frame sizes")
-    elif type(size) is not int or not 64 <= size <= 9216:
-        raise _FieldError(f"{where}.frame_size_bytes is {size!r}")
+    else:
+        try:
+            traffic = traffic_from_json(trial, where)
+        except ValueError as err:
+            raise _FieldError(str(err)) from err
     load = _optional(trial, "load_pps", where)
     if load is None and not whole_test:
         raise _FieldError(f"{where}.load_pps is missing")
@@ -106,7 +111,9 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
     if not isinstance(notes, list):
         raise _FieldError(f"{where}.notes is not a list")
     return TelemetryPoint(
-        frame_size_bytes=size,
+        frame_size_bytes=None if traffic is None else traffic.frame_size_bytes,
+        mix="" if traffic is None else traffic.mix,
+        flows=None if traffic is None else traffic.flows,
         load_pps=load,
         loss_ratio=_optional(trial, "loss_ratio", where, maximum=1.0),
         cycles_per_packet=_optional(totals, "cycles_per_packet", f"{where}.totals"),
@@ -120,6 +127,12 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         notes=tuple(_text(n, f"{where}.notes", 400) for n in notes),
         frame_sizes_bytes=tuple(trial["frame_sizes_bytes"]) if whole_test and size is None else (),
     )
+
+
+def _order(key: tuple[int | None, str, int | None]) -> tuple[bool, int, str, int]:
+    """Return the ordering of a point key: the whole-test window first, then as :class:`TrafficKey`."""
+    size, mix, flows = key
+    return (False, -1, "", 0) if size is None else TrafficKey(size, mix, flows).sort_key()
 
 
 def _representative(points: list[tuple[bool, TelemetryPoint]]) -> TelemetryPoint:
@@ -165,7 +178,7 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
             )
         )
         return {}
-    found: dict[tuple[str, int | None], list[tuple[bool, TelemetryPoint]]] = {}
+    found: dict[tuple[str, tuple[int | None, str, int | None]], list[tuple[bool, TelemetryPoint]]] = {}
     bad = 0
     for number, trial in enumerate(document["trials"]):
         where = f"trials[{number}]"
@@ -181,10 +194,10 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
             if bad <= 5:
                 warnings.append(LoadWarning(file, None, f"Field {err}; that trial is not used."))
             continue
-        found.setdefault((csv_name, point.frame_size_bytes), []).append((trial.get("valid") is True, point))
+        found.setdefault((csv_name, point.key), []).append((trial.get("valid") is True, point))
     if bad > 5:
         warnings.append(LoadWarning(file, None, f"{bad - 5} more unusable trials not used."))
     out: dict[str, list[TelemetryPoint]] = {}
-    for (csv_name, _), points in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+    for (csv_name, _), points in sorted(found.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]))):
         out.setdefault(csv_name, []).append(_representative(points))
     return {name: tuple(points) for name, points in out.items()}

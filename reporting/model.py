@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ovsperf_common.errors import FieldError
+from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.verdict import Overall
-from reporting.resultmodel import LatencyPoint, TelemetryPoint, TestRun
+from reporting.resultmodel import HasTraffic, LatencyPoint, TelemetryPoint, TestRun
 
 
 class Verdict(SpecEnum):
@@ -178,10 +179,11 @@ class TrendCell:
 
 
 @dataclass(frozen=True)
-class Cell:
-    """The comparison of one (test, deployment, frame size)."""
+class Cell(HasTraffic):
+    """The comparison of one (test, deployment, frame size or mix, flows, loss goal)."""
 
     frame_size_bytes: int
+    """Ethernet frame size including FCS [B]; 0 for a mix (:attr:`mix`)."""
     baseline: SideStats | None
     current: SideStats | None
     line_rate_pps: float | None
@@ -209,6 +211,10 @@ class Cell:
     """The loss-ratio goal of the compared throughputs [%]: 0 is the NDR."""
     trend: TrendCell | None = None
     """What the build history says, when the report was given it (``--db``, process-ci-results)."""
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0."""
+    flows: int | None = None
+    """Flows per direction (VSperf ``stream_count``) [1]; ``None`` when the results do not say."""
 
     @property
     def decision(self) -> Verdict:
@@ -227,7 +233,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class LatencyCell:
+class LatencyCell(HasTraffic):
     """Latency percentiles of one frame size at one share of the PDR load, baseline against current.
 
     Informational: no verdict (latency on a shared machine is the tail of its scheduler).
@@ -240,6 +246,10 @@ class LatencyCell:
     baseline: LatencyPoint | None
     """The baseline's latency (several runs merged); ``None`` when not measured."""
     current: LatencyPoint | None
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0."""
+    flows: int | None = None
+    """Flows per direction [1]; ``None`` when the results do not say."""
     """The current side's latency (several runs merged); ``None`` when not measured."""
 
     def rel_change_percent(self, key: str) -> float | None:
@@ -275,6 +285,17 @@ class TelemetryCell:
     """PMD busy [%], baseline mean."""
     current_busy_percent: float | None
     """PMD busy [%], current mean."""
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0."""
+    flows: int | None = None
+    """Flows per direction [1]; ``None`` when the results do not say."""
+
+    @property
+    def label(self) -> str:
+        """Return the frame column's text: ``'64'``, the mix's name, or ``''`` for a whole-test window."""
+        if self.frame_size_bytes is None:
+            return ""
+        return TrafficKey(self.frame_size_bytes, self.mix, self.flows).frame_label
 
 
 @dataclass(frozen=True)
@@ -286,13 +307,18 @@ class TestComparison:
     test: str
     deployment: str
     cells: tuple[Cell, ...]
-    """Ascending by frame size."""
+    """Ascending by frame size (sizes, then mixes), flows, then loss goal."""
     baseline_runs: tuple[TestRun, ...]
     current_runs: tuple[TestRun, ...]
     latency: tuple[LatencyCell, ...] = ()
     """Latency at shares of the PDR load, by frame size then load; empty when neither side has it."""
     telemetry: tuple[TelemetryCell, ...] = ()
     """DUT telemetry by frame size; empty when neither side has it."""
+
+    @property
+    def has_flow_counts(self) -> bool:
+        """Return whether the test measured more than one flow count (a ``--flows`` sweep)."""
+        return len({c.flows for c in self.cells}) > 1
 
     @property
     def has_latency(self) -> bool:

@@ -25,12 +25,14 @@ from matplotlib.figure import Figure
 # mypy cannot follow setuptools' package-dir mapping of templates/ in an editable install.
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
+from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.goals import goal_label
 from ovsperf_common.secrets import redact_bytes
 from reporting.document import (
     PathDisplay,
     SourceLink,
     findings,
+    flows_graph_name,
     graph_name,
     latency_graph_name,
     report_data,
@@ -127,9 +129,10 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
 
     :raises OSError: when the PNG cannot be written.
     """
-    sizes = sorted({c.frame_size_bytes for c in test.cells})
-    # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis).
-    pos = {size: float(i) for i, size in enumerate(sizes)}
+    sizes = sorted({c.traffic for c in test.cells}, key=TrafficKey.sort_key)
+    # Frame sizes sit at evenly spaced positions (1024/1280/1518 would overlap on a size axis);
+    # mixes after the sizes, and with a flow sweep one position per (size, flows).
+    pos = {traffic: float(i) for i, traffic in enumerate(sizes)}
     dpi = 96
     fig = Figure(figsize=(GRAPH_SIZE_PX[0] / dpi, GRAPH_SIZE_PX[1] / dpi), dpi=dpi)
     FigureCanvasAgg(fig)
@@ -138,15 +141,20 @@ def plot_test(test: TestComparison, comparison: Comparison, path: Path) -> None:
     _plot_change(rel_ax, test, comparison, pos)
     title = f"{test.test} ({test.deployment})".replace("$", r"\$")
     ax.set_title(f"{title}: throughput, both directions summed")
-    rel_ax.set_xlabel("frame size [B] (incl. FCS)")
-    rel_ax.set_xticks(list(pos.values()), [str(s) for s in sizes])
+    flows = test.has_flow_counts
+    rel_ax.set_xlabel("frame size [B] (incl. FCS) or mix" + (", flows" if flows else ""))
+    rel_ax.set_xticks(
+        list(pos.values()), [s.frame_label + (f"\n{s.flows} fl" if flows else "") for s in sizes]
+    )
     rel_ax.tick_params(axis="x", labelrotation=45 if len(sizes) > 8 else 0)
     fig.tight_layout()
     fig.savefig(path, format="png")
 
 
-def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
-    line_by_size = {c.frame_size_bytes: c.line_rate_pps for c in test.cells}
+def _plot_throughput(
+    ax: Any, test: TestComparison, comparison: Comparison, pos: dict[TrafficKey, float]
+) -> None:
+    line_by_size = {c.traffic: c.line_rate_pps for c in test.cells}
     line = [(line_by_size[s] or math.nan) / 1e6 for s in pos]
     line_label = f"theoretical line rate ({comparison.link_bps / 1e9:g} Gbit/s)"
     ax.plot(list(pos.values()), line, linestyle="--", color="#777777", label=line_label)
@@ -163,7 +171,7 @@ def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos:
                 stats = cell.baseline if side == "baseline" else cell.current
                 if stats is None:
                     continue
-                xs.append(pos[cell.frame_size_bytes])
+                xs.append(pos[cell.traffic])
                 ys.append(stats.mean_pps / 1e6)
                 errs.append((stats.stdev_pps or 0.0) / 1e6)
             if xs:
@@ -178,10 +186,10 @@ def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos:
                     label=side + suffix,
                 )
     if any(len(c.per_result) > 1 for c in test.cells):
-        px = [pos[c.frame_size_bytes] for c in test.cells for r in c.per_result if r.rx_pps is not None]
+        px = [pos[c.traffic] for c in test.cells for r in c.per_result if r.rx_pps is not None]
         py = [r.rx_pps / 1e6 for c in test.cells for r in c.per_result if r.rx_pps is not None]
         ax.scatter(px, py, s=8, color="#d2691e", alpha=0.35, label="each current result")
-    invalid = [pos[c.frame_size_bytes] for c in test.cells if c.verdict is Verdict.INVALID]
+    invalid = [pos[c.traffic] for c in test.cells if c.verdict is Verdict.INVALID]
     if invalid:
         ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="#b00020", label="INVALID")
     ax.set_ylabel("throughput [Mpps]")
@@ -190,16 +198,14 @@ def _plot_throughput(ax: Any, test: TestComparison, comparison: Comparison, pos:
     ax.legend(fontsize="small")
 
 
-def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[int, float]) -> None:
+def _plot_change(ax: Any, test: TestComparison, comparison: Comparison, pos: dict[TrafficKey, float]) -> None:
     th = comparison.thresholds
     goals = _goals(test)
     width = 0.6 / len(goals)
 
     def x(cell: Any) -> float:
         """Bars of one frame size side by side, NDR left."""
-        return (
-            pos[cell.frame_size_bytes] + (goals.index(cell.loss_goal_percent) - (len(goals) - 1) / 2) * width
-        )
+        return pos[cell.traffic] + (goals.index(cell.loss_goal_percent) - (len(goals) - 1) / 2) * width
 
     compared = [c for c in test.cells if c.rel_change_percent is not None]
     xs = [x(c) for c in compared]
@@ -258,6 +264,60 @@ LATENCY_CURVE_PERCENTILES = (
 _LEVEL_COLOURS = ("#1b9e77", "#7570b3", "#d95f02", "#e7298a", "#66a61e", "#a6761d")
 
 
+def plot_flows(test: TestComparison, path: Path) -> None:
+    """Draw one test's throughput [Mpps] against flows per direction (log scale), for a flow sweep.
+
+    One line per frame size or mix and loss goal (the colour), current solid, baseline dashed;
+    the datapath's caches (EMC, SMC, megaflow) show as steps where the flows outgrow them.
+
+    :raises OSError: when the PNG cannot be written.
+    """
+    dpi = 96
+    fig = Figure(figsize=(GRAPH_SIZE_PX[0] / dpi, GRAPH_SIZE_PX[1] / dpi), dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots(1, 1)
+    series = sorted(
+        {(c.frame_size_bytes, c.mix, c.loss_goal_percent) for c in test.cells if c.flows is not None},
+        key=lambda k: (TrafficKey(k[0], k[1]).sort_key(), k[2]),
+    )
+    for number, (size, mix, goal) in enumerate(series):
+        colour = _LEVEL_COLOURS[number % len(_LEVEL_COLOURS)]
+        cells = sorted(
+            (
+                c
+                for c in test.cells
+                if (c.frame_size_bytes, c.mix, c.loss_goal_percent) == (size, mix, goal) and c.flows
+            ),
+            key=lambda c: c.flows or 0,
+        )
+        label = f"{TrafficKey(size, mix).frame_text} {goal_label(goal)}"
+        for side, style in (("current", "-"), ("baseline", "--")):
+            points = [
+                (float(c.flows or 0), stats.mean_pps / 1e6)
+                for c in cells
+                for stats in [c.current if side == "current" else c.baseline]
+                if stats is not None
+            ]
+            if points:
+                ax.plot(
+                    *zip(*points, strict=True),
+                    linestyle=style,
+                    marker="o",
+                    color=colour,
+                    label=f"{label}, {side}",
+                )
+    ax.set_xscale("log")
+    ax.set_xlabel("flows per direction (log scale)")
+    ax.set_ylabel("throughput [Mpps], both directions")
+    ax.set_ylim(bottom=0)
+    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
+    ax.set_title(f"{title}: throughput against flows (baseline dashed)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
 def plot_latency(test: TestComparison, path: Path) -> None:
     """Draw one test's latency percentile distribution at every share of the PDR load.
 
@@ -274,7 +334,7 @@ def plot_latency(test: TestComparison, path: Path) -> None:
     ax = fig.subplots(1, 1)
     for number, cell in enumerate(test.latency):
         colour = _LEVEL_COLOURS[number % len(_LEVEL_COLOURS)]
-        label = f"{cell.frame_size_bytes} B at {cell.percent_of_pdr:g} % PDR"
+        label = f"{cell.traffic.text()} at {cell.percent_of_pdr:g} % PDR"
         for side, point, style in (("current", cell.current, "-"), ("baseline", cell.baseline, "--")):
             if point is None:
                 continue
@@ -353,6 +413,8 @@ def write_report(
     graphs.mkdir()
     for test in comparison.tests:
         plot_test(test, comparison, graphs / graph_name(test))
+        if test.has_flow_counts:
+            plot_flows(test, graphs / flows_graph_name(test))
         if test.latency:
             plot_latency(test, graphs / latency_graph_name(test))
     data = report_data(

@@ -11,6 +11,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ovsperf_common.framemix import TrafficKey
+
+
+class HasTraffic:
+    """Mixin for records of one frame size or mix at one flow count (:attr:`traffic`)."""
+
+    frame_size_bytes: int
+    mix: str
+    flows: int | None
+
+    @property
+    def traffic(self) -> TrafficKey:
+        """Return the record's frame size or mix and flows: records compare only with equal keys."""
+        return TrafficKey(self.frame_size_bytes, self.mix, self.flows)
+
 
 @dataclass(frozen=True)
 class LoadWarning:
@@ -32,7 +47,7 @@ class LoadWarning:
 
 
 @dataclass(frozen=True)
-class ThroughputRow:
+class ThroughputRow(HasTraffic):
     """The RFC 2544 throughput result of one test at one frame size, as VSperf wrote it in one CSV row.
 
     Not a trial: a trial is one transmission at one offered load; this row is the outcome of a
@@ -40,7 +55,7 @@ class ThroughputRow:
     """
 
     frame_size_bytes: int
-    """Ethernet frame size including FCS [B]."""
+    """Ethernet frame size including FCS [B]; 0 for a frame-size mix (:attr:`mix`)."""
     rx_pps: float | None
     """Forwarded rate, aggregate over both directions [pps]; None when missing/unparsable."""
     tx_pps: float | None
@@ -67,6 +82,10 @@ class ThroughputRow:
     results), 0.5 CSIT's PDR (docs/results-format.md). Rows compare only with equal goals."""
     search_method: str | None = None
     """``'mlr'`` or ``'binary'`` for lab results; ``None`` when the CSV does not say (VSperf)."""
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0 (``ovsperf_common.framemix``)."""
+    flows: int | None = None
+    """Flows per direction (VSperf ``stream_count``) [1]; ``None`` when the result does not say."""
 
     @property
     def valid(self) -> bool:
@@ -132,7 +151,7 @@ class MoongenCheck:
 
 
 @dataclass(frozen=True)
-class LatencyPoint:
+class LatencyPoint(HasTraffic):
     """Latency of one frame size at one share of the PDR load, all directions merged.
 
     From ``ovsperf-latency.json`` (docs/results-format.md): percentiles from an HdrHistogram,
@@ -163,6 +182,10 @@ class LatencyPoint:
     """The merged HdrHistogram (V2 compressed, base64), ``None`` when absent."""
     valid: bool = True
     """Whether the generator sent what was asked in that trial."""
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0 (``ovsperf_common.framemix``)."""
+    flows: int | None = None
+    """Flows per direction (VSperf ``stream_count``) [1]; ``None`` when the result does not say."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +219,15 @@ class TelemetryPoint:
     """What was not collected, and why."""
     frame_sizes_bytes: tuple[int, ...] = ()
     """The frame sizes a whole-test window covers [B] (empty for a lab trial)."""
+    mix: str = ""
+    """The frame-size mix's name when :attr:`frame_size_bytes` is 0 (``ovsperf_common.framemix``)."""
+    flows: int | None = None
+    """Flows per direction (VSperf ``stream_count``) [1]; ``None`` when the result does not say."""
+
+    @property
+    def key(self) -> tuple[int | None, str, int | None]:
+        """Return (frame size or None for a whole-test window, mix, flows): points compare only when equal."""
+        return (self.frame_size_bytes, self.mix, self.flows)
 
 
 @dataclass(frozen=True)

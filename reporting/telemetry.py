@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from ovsperf_common.framemix import TrafficKey
 from reporting.model import TelemetryCell, Thresholds
 from reporting.resultmodel import TelemetryPoint, TestRun
 
@@ -21,31 +22,33 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(known) if known else None
 
 
-def _side(runs: Sequence[TestRun], size: int | None) -> tuple[TelemetryPoint, ...]:
-    return tuple(p for r in runs for p in r.telemetry if p.frame_size_bytes == size)
+def _side(runs: Sequence[TestRun], key: tuple[int | None, str, int | None]) -> tuple[TelemetryPoint, ...]:
+    return tuple(p for r in runs for p in r.telemetry if p.key == key)
 
 
 def compare_telemetry(
     baseline: Sequence[TestRun], current: Sequence[TestRun], thresholds: Thresholds
 ) -> tuple[TelemetryCell, ...]:
-    """Return one cell per frame size with telemetry on either side, ascending; empty when none has.
+    """Return one cell per (frame size or mix, flows) with telemetry on either side; empty when none has.
 
     VSperf's whole-test windows (frame size None) form one cell, first, compared only with each
     other: a test window mixes every frame size's trials and is never set against one lab trial.
     """
-    sizes = sorted(
-        {p.frame_size_bytes for r in [*baseline, *current] for p in r.telemetry},
-        key=lambda size: -1 if size is None else size,
+    keys = sorted(
+        {p.key for r in [*baseline, *current] for p in r.telemetry},
+        key=lambda key: (-1, "", 0) if key[0] is None else TrafficKey(key[0], key[1], key[2]).sort_key(),
     )
     cells = []
-    for size in sizes:
-        base, cur = _side(baseline, size), _side(current, size)
+    for key in keys:
+        base, cur = _side(baseline, key), _side(current, key)
         b_cpp = _mean([p.cycles_per_packet for p in base])
         c_cpp = _mean([p.cycles_per_packet for p in cur])
         change = (c_cpp / b_cpp - 1.0) * 100.0 if b_cpp and c_cpp is not None else None
         cells.append(
             TelemetryCell(
-                frame_size_bytes=size,
+                frame_size_bytes=key[0],
+                mix=key[1],
+                flows=key[2],
                 baseline=base,
                 current=cur,
                 baseline_cycles_per_packet=b_cpp,

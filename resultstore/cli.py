@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.framemix import TrafficKey, read_packet_size
 from ovsperf_common.runner import one_line, run_command
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.errors import ResultStoreError
@@ -114,7 +115,15 @@ def _parser() -> argparse.ArgumentParser:
     expect.add_argument("result", help="result name (where the change starts: 'since' on the pages)")
     expect.add_argument("--test", required=True, help="VSperf test, e.g. phy2phy_tput")
     expect.add_argument("--deployment", help="VSperf deployment (default: the test's only one)")
-    expect.add_argument("--frame-size", required=True, type=int, metavar="B", help="frame size incl. FCS [B]")
+    expect.add_argument(
+        "--frame-size", required=True, metavar="B", help="frame size incl. FCS [B], or a mix's name (imix)"
+    )
+    expect.add_argument(
+        "--flows",
+        type=int,
+        metavar="N",
+        help="flows per direction of the series, when not one (a flow sweep)",
+    )
     expect.add_argument("--metric", choices=sorted(_METRICS), default="ndr", help="metric (default ndr)")
     expect.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
     expect.add_argument("--comment", metavar="TEXT", help="why it is expected")
@@ -278,8 +287,23 @@ def _trend(store: ResultStore, args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
+def _traffic(frame_size: str, flows: int | None) -> TrafficKey:
+    """Return the series' traffic from ``--frame-size`` (a size or a mix's name) and ``--flows``.
+
+    :raises ResultStoreError: naming the option, for a value that is neither.
+    """
+    try:
+        size, mix = read_packet_size(frame_size)
+    except ValueError as err:
+        raise ResultStoreError(f"Option '--frame-size': {err}.") from err
+    if flows is not None and flows < 1:
+        raise ResultStoreError(f"Option '--flows' must be >= 1, got {flows}.")
+    return TrafficKey(size, mix, flows)
+
+
 def _expect(store: ResultStore, args: argparse.Namespace) -> int:
     metric = _METRICS[args.metric]
+    traffic = _traffic(args.frame_size, args.flows)
     result = store.result(args.result)
     if result is None:
         raise ResultStoreError(f"No result '{args.result}' in the results store.")
@@ -287,7 +311,7 @@ def _expect(store: ResultStore, args: argparse.Namespace) -> int:
         s.key.deployment
         for s in store.series(scenario=result.scenario, metrics=[metric])
         if s.key.test == args.test
-        and s.key.frame_size == args.frame_size
+        and (s.key.frame_size, s.key.traffic) == (traffic.frame_size_bytes, traffic.store_label)
         and any(p.result_name == args.result for p in s.points)
     }
     if args.deployment:
@@ -295,12 +319,19 @@ def _expect(store: ResultStore, args: argparse.Namespace) -> int:
     if len(deployments) != 1:
         raise ResultStoreError(
             f"Result '{args.result}' has no {args.metric.upper()} sample of test {args.test!r} at "
-            f"{args.frame_size} B"
+            f"{traffic.text()}"
             + (f" (deployment {args.deployment})" if args.deployment else "")
             + ("" if not deployments else f"; give --deployment, one of {', '.join(sorted(deployments))}")
             + "."
         )
-    key = SeriesKey(result.scenario or "-", args.test, deployments.pop(), args.frame_size, metric)
+    key = SeriesKey(
+        result.scenario or "-",
+        args.test,
+        deployments.pop(),
+        traffic.frame_size_bytes,
+        metric,
+        traffic.store_label,
+    )
     mark = store.add_trend_mark(args.result, key, bug_id=args.bug, comment=args.comment, tester=args.tester)
     print(one_line(f"marked expected: {mark.key.label} at {mark.result_name}"))
     return int(ExitCode.OK)

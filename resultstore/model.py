@@ -14,6 +14,7 @@ from typing import Any
 
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
+from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.spec import SpecEnum
 from resultstore.errors import InvalidRecordError
 
@@ -142,14 +143,22 @@ class SeriesKey:
     deployment: str
     """VSperf deployment, e.g. ``p2p``."""
     frame_size: int
-    """Ethernet frame size including FCS [B]."""
+    """Ethernet frame size including FCS [B]; 0 for a frame-size mix."""
     metric: str
     """Metric name (:mod:`resultstore.samples`)."""
+    traffic: str = ""
+    """The mix and/or flows (:attr:`ovsperf_common.framemix.TrafficKey.store_label`); ``''`` for a
+    plain frame size at one flow."""
+
+    @property
+    def traffic_key(self) -> TrafficKey:
+        """Return the frame size or mix and flows of the series."""
+        return TrafficKey.from_store(self.frame_size, self.traffic)
 
     @property
     def label(self) -> str:
-        """Return ``scenario / test / 64 B / ndr_fps``."""
-        return f"{self.scenario} / {self.test} / {self.frame_size} B / {self.metric}"
+        """Return ``scenario / test / 64 B / ndr_fps`` (``imix, 1000 flows`` in place of ``64 B``)."""
+        return f"{self.scenario} / {self.test} / {self.traffic_key.text()} / {self.metric}"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ovsperf_common.framemix import TrafficKey
 from reporting.resultmodel import ResultSet, TestRun
 
 THROUGHPUT_METRICS = ("ndr_fps", "pdr_fps", "mrr_fps")
@@ -71,13 +72,15 @@ class Sample:
     deployment: str
     """VSperf deployment, e.g. ``p2p``, ``pvp``."""
     frame_size: int
-    """Ethernet frame size including FCS [B]."""
+    """Ethernet frame size including FCS [B]; 0 for a frame-size mix."""
     metric: str
     """Metric name (module docstring table)."""
     repeat: int
     """0 for the first run of this test in the result, 1 for the next, … ."""
     value: float
     """The number, in the metric's unit."""
+    traffic: str = ""
+    """The mix and/or flows (:attr:`ovsperf_common.framemix.TrafficKey.store_label`)."""
 
 
 @dataclass(frozen=True)
@@ -95,31 +98,42 @@ class BuildInfo:
 def _run_samples(run: TestRun, repeat: int) -> list[Sample]:
     out: list[Sample] = []
 
-    def add(size: int, metric: str, value: float | None) -> None:
+    def add(traffic: TrafficKey, metric: str, value: float | None) -> None:
         if value is not None and math.isfinite(value) and value >= 0:
-            out.append(Sample(run.test, run.deployment, size, metric, repeat, float(value)))
+            out.append(
+                Sample(
+                    run.test,
+                    run.deployment,
+                    traffic.frame_size_bytes,
+                    metric,
+                    repeat,
+                    float(value),
+                    traffic.store_label,
+                )
+            )
 
     continuous = run.test.endswith("_cont")
     for row in run.rows:
         if not row.valid:
             continue
         if row.loss_goal_percent == 0:
-            add(row.frame_size_bytes, "mrr_fps" if continuous else "ndr_fps", row.rx_pps)
-            add(row.frame_size_bytes, "frame_loss_percent", row.frame_loss_percent)
-            add(row.frame_size_bytes, "latency_avg_ns", row.latency_avg_ns or None)
+            add(row.traffic, "mrr_fps" if continuous else "ndr_fps", row.rx_pps)
+            add(row.traffic, "frame_loss_percent", row.frame_loss_percent)
+            add(row.traffic, "latency_avg_ns", row.latency_avg_ns or None)
         else:
-            add(row.frame_size_bytes, "pdr_fps", row.rx_pps)
+            add(row.traffic, "pdr_fps", row.rx_pps)
     for telemetry in run.telemetry:
         if telemetry.frame_size_bytes is None:
             continue  # a VSperf whole-test window: no frame size to file it under (module docstring)
-        add(telemetry.frame_size_bytes, "cycles_per_packet", telemetry.cycles_per_packet)
-        add(telemetry.frame_size_bytes, "pmd_busy_percent", telemetry.pmd_busy_percent)
+        traffic = TrafficKey(telemetry.frame_size_bytes, telemetry.mix, telemetry.flows)
+        add(traffic, "cycles_per_packet", telemetry.cycles_per_packet)
+        add(traffic, "pmd_busy_percent", telemetry.pmd_busy_percent)
     for point in run.latency:
         if not point.valid:
             continue
         level = f"{point.percent_of_pdr:g}pct"
-        add(point.frame_size_bytes, f"latency_p50_ns_{level}", point.p50_ns)
-        add(point.frame_size_bytes, f"latency_p99_ns_{level}", point.p99_ns)
+        add(point.traffic, f"latency_p50_ns_{level}", point.p50_ns)
+        add(point.traffic, f"latency_p99_ns_{level}", point.p99_ns)
     return out
 
 
@@ -131,7 +145,7 @@ def samples_from_sets(sets: Sequence[ResultSet]) -> list[Sample]:
     cell measured twice in one run keeps its first value.
     """
     counters: dict[tuple[str, str], int] = defaultdict(int)
-    seen: set[tuple[str, str, int, str, int]] = set()
+    seen: set[tuple[str, str, int, str, str, int]] = set()
     out: list[Sample] = []
     for result_set in sets:
         for run in result_set.runs:
@@ -139,7 +153,14 @@ def samples_from_sets(sets: Sequence[ResultSet]) -> list[Sample]:
             repeat = counters[key]
             counters[key] += 1
             for sample in _run_samples(run, repeat):
-                cell = (sample.test, sample.deployment, sample.frame_size, sample.metric, sample.repeat)
+                cell = (
+                    sample.test,
+                    sample.deployment,
+                    sample.frame_size,
+                    sample.traffic,
+                    sample.metric,
+                    sample.repeat,
+                )
                 if cell not in seen:
                     seen.add(cell)
                     out.append(sample)

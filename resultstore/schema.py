@@ -28,10 +28,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the table layout below; stored in ``ovsperf_schema`` so that an ovsperf older than
 the store refuses it (the Alembic revision says the same to this one). 1: results, comparisons,
-verdicts; 2: build versions on results, per-cell samples, tester marks on trend changes."""
+verdicts; 2: build versions on results, per-cell samples, tester marks on trend changes; 3: the
+traffic (mix, flows) of a series cell beside its frame size."""
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -134,11 +135,14 @@ class VerdictRow(Base):
 
 
 class CellColumns:
-    """The columns naming a cell of a series: test, deployment, frame size [B], metric (schema 2)."""
+    """The columns naming a cell of a series: test, deployment, frame size [B], traffic, metric."""
 
     test: Mapped[str] = mapped_column(String(128))
     deployment: Mapped[str] = mapped_column(String(64))
     frame_size: Mapped[int] = mapped_column(Integer)
+    traffic: Mapped[str] = mapped_column(String(255), default="", server_default="")
+    """Besides the frame size (schema 3): ``''`` for one size at one flow, else the mix's name and/or
+    ``flows=N`` (:attr:`ovsperf_common.framemix.TrafficKey.store_label`); a mix has frame size 0."""
     metric: Mapped[str] = mapped_column(String(64))
 
 
@@ -157,9 +161,16 @@ class SampleRow(CellColumns, Base):
 
     __table_args__ = (
         UniqueConstraint(
-            "result_id", "test", "deployment", "frame_size", "metric", "repeat", name="uq_samples_cell"
+            "result_id",
+            "test",
+            "deployment",
+            "frame_size",
+            "traffic",
+            "metric",
+            "repeat",
+            name="uq_samples_cell",
         ),
-        Index("ix_samples_series", "test", "deployment", "frame_size", "metric"),
+        Index("ix_samples_series", "test", "deployment", "frame_size", "traffic", "metric"),
     )
 
 
@@ -194,6 +205,6 @@ class TrendCacheRow(CellColumns, Base):
 
     __table_args__ = (
         UniqueConstraint(
-            "scenario", "test", "deployment", "frame_size", "metric", name="uq_trend_cache_series"
+            "scenario", "test", "deployment", "frame_size", "traffic", "metric", name="uq_trend_cache_series"
         ),
     )

@@ -505,6 +505,7 @@ class ResultStore:
                     test=s.test,
                     deployment=s.deployment,
                     frame_size=s.frame_size,
+                    traffic=s.traffic,
                     metric=s.metric,
                     repeat=s.repeat,
                     value=s.value,
@@ -560,6 +561,7 @@ class ResultStore:
                 SampleRow.test,
                 SampleRow.deployment,
                 SampleRow.frame_size,
+                SampleRow.traffic,
                 SampleRow.metric,
                 SampleRow.repeat,
                 SampleRow.value,
@@ -579,7 +581,9 @@ class ResultStore:
             reports = self._newest_reports(session, {row.id for row in rows})
         points: dict[SeriesKey, dict[str, tuple[Any, list[float]]]] = {}
         for row in rows:
-            key = SeriesKey(row.scenario or "-", row.test, row.deployment, row.frame_size, row.metric)
+            key = SeriesKey(
+                row.scenario or "-", row.test, row.deployment, row.frame_size, row.metric, row.traffic
+            )
             builds = points.setdefault(key, {})
             if row.name not in builds:
                 builds[row.name] = (row, [])
@@ -664,6 +668,7 @@ class ResultStore:
                 test=key.test,
                 deployment=key.deployment,
                 frame_size=key.frame_size,
+                traffic=key.traffic,
                 metric=key.metric,
                 bug_id=bug,
                 comment=text,
@@ -681,7 +686,7 @@ class ResultStore:
         """
         with self._session() as session:
             return {
-                SeriesKey(r.scenario, r.test, r.deployment, r.frame_size, r.metric): (
+                SeriesKey(r.scenario, r.test, r.deployment, r.frame_size, r.metric, r.traffic): (
                     r.digest,
                     dict(r.analysis),
                 )
@@ -698,11 +703,11 @@ class ResultStore:
         now = _utcnow()
         with self._session() as session:
             existing = {
-                (r.scenario, r.test, r.deployment, r.frame_size, r.metric): r
+                (r.scenario, r.test, r.deployment, r.frame_size, r.traffic, r.metric): r
                 for r in session.scalars(select(TrendCacheRow))
             }
             for key, (digest, document) in analyses.items():
-                ident = (key.scenario, key.test, key.deployment, key.frame_size, key.metric)
+                ident = (key.scenario, key.test, key.deployment, key.frame_size, key.traffic, key.metric)
                 row = existing.get(ident)
                 if row is None:
                     session.add(
@@ -711,6 +716,7 @@ class ResultStore:
                             test=key.test,
                             deployment=key.deployment,
                             frame_size=key.frame_size,
+                            traffic=key.traffic,
                             metric=key.metric,
                             digest=digest,
                             analysis=dict(document),
@@ -720,8 +726,8 @@ class ResultStore:
                 else:
                     row.digest, row.analysis, row.analysed_at = digest, dict(document), now
 
-    def trend_marks(self) -> dict[tuple[str, str, str, int, str], TrendMark]:
-        """Return the newest mark per (result name, test, deployment, frame size, metric).
+    def trend_marks(self) -> dict[tuple[str, str, str, int, str, str], TrendMark]:
+        """Return the newest mark per (result name, test, deployment, frame size, traffic, metric).
 
         :raises StoreDatabaseError: when the database fails.
         """
@@ -733,8 +739,10 @@ class ResultStore:
             ).all()
         out = {}
         for mark, name, scenario in rows:
-            key = SeriesKey(scenario or "-", mark.test, mark.deployment, mark.frame_size, mark.metric)
-            out[(name, mark.test, mark.deployment, mark.frame_size, mark.metric)] = TrendMark(
+            key = SeriesKey(
+                scenario or "-", mark.test, mark.deployment, mark.frame_size, mark.metric, mark.traffic
+            )
+            out[(name, mark.test, mark.deployment, mark.frame_size, mark.traffic, mark.metric)] = TrendMark(
                 mark.id, name, key, mark.bug_id, mark.comment, mark.tester, mark.recorded_at
             )
         return out

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 PARALLEL_FROM = 16
 """Series count from which the analysis runs in worker processes (one per CPU)."""
 
-MarkIndex = Mapping[tuple[str, str, str, int, str], TrendMark]
+MarkIndex = Mapping[tuple[str, str, str, int, str, str], TrendMark]
 """(result name, test, deployment, frame size, metric) → the tester's mark (ResultStore.trend_marks)."""
 
 
@@ -83,7 +83,7 @@ def _values(points: Sequence[SeriesPoint]) -> list[tuple[float, ...]]:
 
 
 def _mark(marks: MarkIndex, point: SeriesPoint, key: SeriesKey) -> TrendMark | None:
-    return marks.get((point.result_name, key.test, key.deployment, key.frame_size, key.metric))
+    return marks.get((point.result_name, key.test, key.deployment, key.frame_size, key.traffic, key.metric))
 
 
 def _mark_text(mark: TrendMark) -> str:
@@ -270,23 +270,24 @@ def _reported(
         yield item
 
 
-def _pdr_goals(sets: Sequence[ResultSet]) -> dict[tuple[str, str, int], float]:
-    """Return (test, deployment, frame size) → the non-zero loss goal its PDR rows have [%]."""
+def _pdr_goals(sets: Sequence[ResultSet]) -> dict[tuple[str, str, int, str], float]:
+    """Return (test, deployment, frame size, traffic) → the non-zero loss goal its PDR rows have [%]."""
     goals = {}
     for result_set in sets:
         for run in result_set.runs:
             for row in run.rows:
                 if row.loss_goal_percent:
-                    goals[(run.test, run.deployment, row.frame_size_bytes)] = row.loss_goal_percent
+                    key = (run.test, run.deployment, row.frame_size_bytes, row.traffic.store_label)
+                    goals[key] = row.loss_goal_percent
     return goals
 
 
-def _trend_key(key: SeriesKey, goals: Mapping[tuple[str, str, int], float]) -> TrendKey | None:
+def _trend_key(key: SeriesKey, goals: Mapping[tuple[str, str, int, str], float]) -> TrendKey | None:
     if key.metric in ("ndr_fps", "mrr_fps"):
-        return (key.test, key.deployment, key.frame_size, 0.0)
+        return (key.test, key.deployment, key.frame_size, key.traffic, 0.0)
     if key.metric == "pdr_fps":
-        goal = goals.get((key.test, key.deployment, key.frame_size))
-        return None if goal is None else (key.test, key.deployment, key.frame_size, goal)
+        goal = goals.get((key.test, key.deployment, key.frame_size, key.traffic))
+        return None if goal is None else (key.test, key.deployment, key.frame_size, key.traffic, goal)
     return None
 
 
@@ -331,7 +332,9 @@ def trend_for_sets(
     goals = _pdr_goals(sets)
     grouped: dict[SeriesKey, list[float]] = {}
     for sample in samples:
-        key = SeriesKey(key_scenario, sample.test, sample.deployment, sample.frame_size, sample.metric)
+        key = SeriesKey(
+            key_scenario, sample.test, sample.deployment, sample.frame_size, sample.metric, sample.traffic
+        )
         grouped.setdefault(key, []).append(sample.value)
     out: dict[TrendKey, TrendCell] = {}
     for key, values in grouped.items():

@@ -31,6 +31,7 @@ from ovsperf_templates import environment  # type: ignore[import-not-found, unus
 
 from ovsperf_common.atomicio import atomic_directory
 from ovsperf_common.fields import is_safe_name
+from ovsperf_common.framemix import TrafficKey
 from reporting.changepoints import TrendVerdict as PointVerdict
 from reporting.model import TrendVerdict
 from resultstore.trend import SeriesTrend
@@ -73,9 +74,11 @@ class PagesOutcome:
     """Series on the index."""
 
 
-def _page_name(scenario: str, test: str, deployment: str, frame_size: int) -> str:
+def _page_name(scenario: str, test: str, deployment: str, frame_size: int, traffic: str) -> str:
     """Return a file name safe on every file system; names from outside are hashed when unsafe."""
     base = f"{scenario}__{test}__{deployment}__{frame_size}"
+    if traffic:
+        base += "__" + traffic.replace(" ", "_").replace("=", "").replace(":", "-").replace("/", "_")
     if is_safe_name(base) and len(base) <= 150:
         return f"{base}.html"
     digest = hashlib.sha256(base.encode("utf-8", "replace")).hexdigest()[:16]
@@ -199,6 +202,8 @@ def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
         "test": key.test,
         "deployment": key.deployment,
         "frame_size": key.frame_size,
+        "traffic": key.traffic,
+        "frame": key.traffic_key.text(),
         "metric": _METRIC_LABEL.get(key.metric, key.metric),
         "builds": len(trend.series.points),
         "last_build": last.result_name,
@@ -221,7 +226,7 @@ def write_trend_pages(
     generated: datetime,
     filters: str = "",
 ) -> PagesOutcome:
-    """Write the index and one graph page per (scenario, test, deployment, frame size) into ``output_dir``.
+    """Write the index and one graph page per (scenario, test, deployment, frame size, traffic).
 
     :param trends: analysed throughput series (:func:`resultstore.trend.analyse_series`).
     :param generated: when the pages are made (shown).
@@ -236,10 +241,10 @@ def write_trend_pages(
             f"'{output_dir}' is a non-empty directory not written by 'ovsperf-results trend'; "
             "it is not replaced, choose another --output-dir"
         )
-    cells: dict[tuple[str, str, str, int], list[SeriesTrend]] = defaultdict(list)
+    cells: dict[tuple[str, str, str, int, str], list[SeriesTrend]] = defaultdict(list)
     for trend in trends:
         key = trend.series.key
-        cells[(key.scenario, key.test, key.deployment, key.frame_size)].append(trend)
+        cells[(key.scenario, key.test, key.deployment, key.frame_size, key.traffic)].append(trend)
     env = environment("trend", autoescape=True)
     rows: list[dict[str, Any]] = []
     with atomic_directory(output_dir) as tmp:
@@ -255,7 +260,12 @@ def write_trend_pages(
             figure = _figure(cell_trends, page_dir)
             html = env.get_template("series.html.j2").render(
                 title=title,
-                cell={"scenario": cell[0], "test": cell[1], "deployment": cell[2], "frame_size": cell[3]},
+                cell={
+                    "scenario": cell[0],
+                    "test": cell[1],
+                    "deployment": cell[2],
+                    "frame": TrafficKey.from_store(cell[3], cell[4]).text(),
+                },
                 rows=[_row(t, page) for t in cell_trends],
                 figure_json=_script_json(figure),
                 plotly_js=f"../{PLOTLY_JS}",
@@ -264,7 +274,15 @@ def write_trend_pages(
             (tmp / "series" / page).write_text(html, encoding="utf-8")
             rows.extend(_row(t, page) for t in cell_trends)
         order = {v.value: i for i, v in enumerate(VERDICT_ORDER)}
-        rows.sort(key=lambda r: (order[r["verdict"]], r["scenario"], r["test"], r["frame_size"], r["metric"]))
+        rows.sort(
+            key=lambda r: (
+                order[r["verdict"]],
+                r["scenario"],
+                r["test"],
+                TrafficKey.from_store(r["frame_size"], r["traffic"]).sort_key(),
+                r["metric"],
+            )
+        )
         counts = {v.value: len([r for r in rows if r["verdict"] == v.value]) for v in VERDICT_ORDER}
         html = env.get_template("index.html.j2").render(
             title=title,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ovsperf_common.framemix import FrameMix
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
@@ -62,6 +63,7 @@ class FakeTrafficGenerator(TrafficGenerator):
                 latency_p99_ns=self.latency_ns * 2 if rx else None,
                 latency_p999_ns=self.latency_ns * 2.5 if rx else None,
                 latency_histogram=self._histogram(rx) if spec.latency_histogram else None,
+                per_size=_split(spec, tx, rx),
             )
             for a, b in pairs
         )
@@ -86,3 +88,22 @@ class FakeTrafficGenerator(TrafficGenerator):
 
     def close(self) -> None:
         self.closed += 1
+
+
+def _split(spec: TrialSpec, tx: int, rx: int) -> tuple[tuple[int, int, int], ...] | None:
+    """Split a mix trial's counts over its sizes by weight (the last size takes the remainder)."""
+    if not isinstance(spec.frame_size_bytes, FrameMix):
+        return None
+    entries = spec.frame_size_bytes.entries
+    total = sum(w for _, w in entries)
+    out = []
+    for i, (size, weight) in enumerate(entries):
+        last = i == len(entries) - 1
+        out.append(
+            (
+                size,
+                tx - sum(t for _, t, _ in out) if last else tx * weight // total,
+                rx - sum(r for _, _, r in out) if last else rx * weight // total,
+            )
+        )
+    return tuple(out)

@@ -61,7 +61,44 @@ def test_unparsable_options_are_usage_errors(
             ExitCode.ERROR,
             "Unknown scenario 'NOPE'; valid scenarios are: OVS_DPDK1q_GUEST",
         ),
-        (["run", "--config", "OVS_DPDK1q", "--frame-sizes", "63"], ExitCode.ERROR, "Option '--frame-sizes'"),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "63"],
+            ExitCode.ERROR,
+            "Option '--frame-sizes': Frame size 63 B is outside 64..1518 B",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "64,64:0/1518:1"],
+            ExitCode.ERROR,
+            "Option '--frame-sizes': mix '64:0/1518:1': weight 0 of 64 B is not a whole number",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "64:7/1518:1/64:3"],
+            ExitCode.ERROR,
+            "names 64 B more than once",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "imix,9000"],
+            ExitCode.ERROR,
+            "Frame size 9000 B is outside 64..1518 B",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "64:4000/1518:97"],
+            ExitCode.ERROR,
+            "Option '--frame-sizes': mix '64:4000/1518:97': its weights sum to 4097 frames after dividing "
+            "by their greatest common divisor; the generator sends at most 4096",
+        ),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--flows", "1,2000000"],
+            ExitCode.ERROR,
+            "Option '--flows' must be in [1, 1048576] (the most flows per direction the generator can "
+            "hold), got 2000000.",
+        ),
+        (["run", "--config", "OVS_DPDK1q", "--flows", "1,10,1"], ExitCode.ERROR, "names a flow count twice"),
+        (
+            ["run", "--config", "OVS_DPDK1q", "--flows", "1,,10"],
+            ExitCode.ERROR,
+            "Option '--flows': '1,,10' is not a whole number",
+        ),
         (["run", "--config", "OVS_DPDK1q", "--loss", "150"], ExitCode.ERROR, "Option '--loss'"),
         (
             ["run", "--config", "OVS_DPDK1q", "--search", "binary", "--loss", "150"],

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from ovsperf_common.errors import FieldError
+from ovsperf_common.framemix import FrameMix
 from ovsperf_lab.dpdk_generator import (
     DpdkTrafficGenerator,
     GeneratorConfig,
@@ -672,3 +673,25 @@ def test_frames_on_the_wire_interleave_the_mix_vary_tuples_and_carry_valid_check
         assert src & 0xFFFF == flow & 0xFFFF and src >> 16 == (198 << 8) | 18
         assert udp_dst == 1024 + (flow >> 16) and udp_src == 1024
         assert udp_len == len(frame) - 34
+
+
+def test_the_driver_sends_a_mix_reduced_and_reads_its_per_size_counts(ring_gen: DpdkTrafficGenerator) -> None:
+    mix = FrameMix("64:14/594:8/1518:2", ((64, 14), (594, 8), (1518, 2)))
+    spec = TrialSpec(frame_size_bytes=mix, rate_pps=120_000, duration_s=0.5, drain_s=0.1)
+    command = ring_gen.trial_command(spec)
+    assert command["frame_mix"] == [[64, 7], [594, 4], [1518, 1]] and "frame_size_bytes" not in command
+    fields = {key: value for key, value in command.items() if key != "cmd"}
+    result = ring_gen.run_raw_trial({**fields, "loopback": True})
+    trial = parse_trial_result(spec, result)
+    assert trial.frame_text == "64:14/594:8/1518:2"
+    for d in trial.directions:  # 60,000 frames: 5,000 periods of 7 + 4 + 1
+        assert d.tx_packets == d.rx_packets == 60_000
+        assert d.per_size == ((64, 35_000, 35_000), (594, 20_000, 20_000), (1518, 5_000, 5_000))
+
+
+def test_a_mix_the_generator_cannot_send_is_refused_before_any_trial() -> None:
+    with pytest.raises(LabError, match=r"weights sum to 4097 frames .* at most 4096"):
+        TrialSpec(frame_size_bytes=FrameMix("x", ((64, 4000), (128, 97))), rate_pps=1e6, duration_s=1)
+    many = FrameMix("y", tuple((64 + i, 1) for i in range(17)))
+    with pytest.raises(LabError, match="17 sizes; the generator sends at most 16"):
+        TrialSpec(frame_size_bytes=many, rate_pps=1e6, duration_s=1)

@@ -193,11 +193,11 @@ class KillAt(RunObserver):
 
     def __init__(self, state_root: Path, name: str, size: int, trial: int) -> None:
         self.state_root, self.name, self.size, self.trial = state_root, name, size, trial
-        self.current = 0
+        self.current = ""
         self.killed: int | None = None
 
-    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
-        self.current = frame_size_bytes
+    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
+        self.current = what
 
     def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
         self._kill_at(index)
@@ -206,7 +206,7 @@ class KillAt(RunObserver):
         self._kill_at(number + 1)  # the next trial is number + 1
 
     def _kill_at(self, index: int) -> None:
-        if self.current == self.size and index == self.trial and self.killed is None:
+        if self.current == f"{self.size} B" and index == self.trial and self.killed is None:
             [run_dir] = list(self.state_root.iterdir())
             state = json.loads((run_dir / "state.json").read_text())
             self.killed = next(p["pid"] for p in state["processes"] if p["name"] == self.name)

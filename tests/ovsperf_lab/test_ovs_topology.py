@@ -53,11 +53,14 @@ def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: Ru
     assert any(str(ovs.run_dir).encode() in arg for arg in cmdline)
 
 
-def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState) -> None:
+@pytest.mark.parametrize("match_udp", [False, True], ids=["ports", "udp"])
+def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState, match_udp: bool) -> None:
     lay = topology.layout(Topology.P2P, run_state.run_dir / "sock")
-    topology.build(ovs, lay, n_rxq=1)
+    topology.build(ovs, lay, n_rxq=1, match_udp=match_udp)
     flows = ovs.ofctl("--no-names", "dump-flows", ovs.bridge_target(ovs.bridge))
-    assert "in_port=1 actions=output:2" in flows and "in_port=2 actions=output:1" in flows
+    match = "udp,in_port=" if match_udp else " in_port="
+    assert f"{match}1 actions=output:2" in flows and f"{match}2 actions=output:1" in flows
+    assert flows.count("actions=output:") == 2
     gen = txonly(run_state, lay)
     gen.start()
     try:

@@ -19,6 +19,7 @@ from hdrh.histogram import HdrHistogram
 
 from jobcreator.catalog import load_catalog
 from jobcreator.model import VsperfTest
+from ovsperf_common.framemix import BUILTIN_MIXES, item_name
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
@@ -29,6 +30,7 @@ from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from reporting.api import generate_report
 from reporting.load import load_results_dir
+from resultstore.samples import samples_from_sets
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
 pytestmark = pytest.mark.dpdk
@@ -114,13 +116,13 @@ class KillOvsAt(RunObserver):
     def __init__(self, state_root: Path, trial: int) -> None:
         self.state_root = state_root
         self.trial = trial
-        self.size = 0
+        self.size = ""
 
-    def frame_size_started(self, test: VsperfTest, frame_size_bytes: int, number: int, total: int) -> None:
-        self.size = frame_size_bytes
+    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
+        self.size = what
 
     def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
-        if self.size == 1518 and index == self.trial:
+        if self.size == "1518 B" and index == self.trial:
             [run_dir] = list(self.state_root.iterdir())
             state = json.loads((run_dir / "state.json").read_text())
             pid = next(p["pid"] for p in state["processes"] if p["name"] == "ovs-vswitchd")
@@ -347,9 +349,7 @@ def test_generator_crash_mid_mlr_search_keeps_what_was_measured(tmp_path: Path, 
     class CrashSecond(RunObserver):
         sizes = 0
 
-        def frame_size_started(
-            self, test: VsperfTest, frame_size_bytes: int, number: int, total: int
-        ) -> None:
+        def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
             self.sizes = number
 
         def mlr_trial_finished(self, number: int, trial: object) -> None:
@@ -374,3 +374,71 @@ def test_generator_crash_mid_mlr_search_keeps_what_was_measured(tmp_path: Path, 
     trials = json.loads((results / TRIALS_FILE).read_text())["trials"]
     assert len([t for t in trials if t["frame_size_bytes"] == 1518]) == 3
     assert json.loads((results / METADATA_FILE).read_text())["complete"] is False
+
+
+def test_mix_and_flow_sweep_through_results_report_and_store(tmp_path: Path, state_root: Path) -> None:
+    """--frame-sizes 64,imix --flows 1,1000: four searches, VSperf rows named by profile and flow
+    count, L1 rates and line rate of the mix, per-size counts, a report row per profile and flow
+    count with a throughput-against-flows graph, and store samples filed apart."""
+    gens: list[FakeTrafficGenerator] = []
+
+    def factory(req: GeneratorRequest) -> TrafficGenerator:
+        gens.append(FakeTrafficGenerator(capacity_pps=700_000.0))
+        return gens[-1]
+
+    imix = BUILTIN_MIXES["imix"]
+    plan_ = mlr_plan(sizes=(64, imix), flows=1, flow_sweep=(1, 1000), latency_levels_percent=())
+    outcome = run_lab(plan_, FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
+    assert outcome.complete
+    specs = gens[0].specs
+    assert {(item_name(s.frame_size_bytes), s.flows) for s in specs} == {
+        ("64", 1),
+        ("imix", 1),
+        ("64", 1000),
+        ("imix", 1000),
+    }
+    rows = read_csv(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
+    assert [(r["packet_size"], r["stream_count"]) for r in rows] == [
+        ("64", "1"),
+        ("imix", "1"),
+        ("64", "1000"),
+        ("imix", "1000"),
+    ]
+    mix_row = rows[1]
+    rx = float(mix_row["throughput_rx_fps"])
+    average = (64 * 7 + 594 * 4 + 1518) / 12  # 361.83 B
+    assert 0.98 * 1.4e6 <= rx <= 1.4e6
+    assert float(mix_row["throughput_rx_mbps"]) == pytest.approx(rx * (average + 20) * 8 / 1e6, abs=1e-3)
+    line = 10e9 / ((average + 20) * 8)  # per direction, 3,273,679.6 frames/s
+    assert float(mix_row["throughput_rx_percent"]) == pytest.approx(100 * rx / (2 * line), abs=1e-3)
+    trials = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    mixed = [t for t in trials if t.get("packet_size") == "imix" and t.get("flows") == 1000]
+    assert mixed and all(t["frame_size_bytes"] == 0 for t in mixed)
+    per_size = mixed[-1]["per_size"][0]
+    assert [p["frame_size_bytes"] for p in per_size] == [64, 594, 1518]
+    assert sum(p["rx_packets"] for p in per_size) == mixed[-1]["rx_packets"][0]
+    assert per_size[0]["tx_packets"] * 4 == pytest.approx(per_size[1]["tx_packets"] * 7, rel=1e-3)
+
+    loaded = load_results_dir(outcome.results_dir)
+    [run] = loaded.runs
+    assert sorted({(t.traffic.frame_label, t.flows) for t in run.rows}, key=lambda k: (k[1] or 0, k[0])) == [
+        ("64", 1),
+        ("imix", 1),
+        ("64", 1000),
+        ("imix", 1000),
+    ]
+    report = generate_report([outcome.results_dir], [outcome.results_dir], tmp_path / "report")
+    document = json.loads(report.report_json.read_text())
+    [test] = document["tests"]
+    assert test["has_flows"] is True
+    assert (report.index_html.parent / test["flows_graph"]).stat().st_size > 10_000
+    keys = {(r["packet_size"], r["flows"], r["metric"]) for r in test["rows"]}
+    assert ("imix", 1000, "NDR") in keys and ("64", 1, "PDR 0.5 %") in keys and len(keys) == 8
+    assert all(r["verdict"] == "PASS" for r in test["rows"])  # each compared with itself only
+    junit = (report.index_html.parent / "junit.xml").read_text()
+    assert 'name="imix 1000fl NDR"' in junit and 'name="64B 1fl PDR 0.5 %"' in junit
+    html = report.index_html.read_text()
+    assert '<th rowspan="2">flows</th>' in html and "<td>imix</td><td>1000</td>" in html
+    samples = samples_from_sets([loaded])
+    ndr = {(s.frame_size, s.traffic) for s in samples if s.metric == "ndr_fps"}
+    assert ndr == {(64, ""), (0, "imix"), (64, "flows=1000"), (0, "imix flows=1000")}

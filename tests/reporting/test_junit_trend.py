@@ -48,13 +48,13 @@ def test_trend_decides_with_enough_history(tmp_path: Path) -> None:
     enough = TREND_MIN_HISTORY
     given = {
         # The baseline says REGRESSION, a long history says NORMAL: the cell passes.
-        ("pvp_tput", "pvp", 64, 0.0): trend(TrendVerdict.NORMAL, enough),
+        ("pvp_tput", "pvp", 64, "", 0.0): trend(TrendVerdict.NORMAL, enough),
         # The baseline says PASS, the history REGRESSION: the cell fails.
-        ("phy2phy_tput", "p2p", 128, 0.0): trend(TrendVerdict.REGRESSION, enough),
+        ("phy2phy_tput", "p2p", 128, "", 0.0): trend(TrendVerdict.REGRESSION, enough),
         # Too short a history: shown, the baseline decides (PASS).
-        ("phy2phy_tput", "p2p", 256, 0.0): trend(TrendVerdict.REGRESSION, enough - 1),
+        ("phy2phy_tput", "p2p", 256, "", 0.0): trend(TrendVerdict.REGRESSION, enough - 1),
         # A marked regression never fails.
-        ("phy2phy_tput", "p2p", 512, 0.0): trend(TrendVerdict.EXPECTED, enough),
+        ("phy2phy_tput", "p2p", 512, "", 0.0): trend(TrendVerdict.EXPECTED, enough),
     }
     outcome = generate_report([BASELINE], [CANDIDATE], tmp_path / "r", trend=given)
     assert outcome.counts["REGRESSION"] == 1 and outcome.counts["PASS"] == 13

@@ -8,12 +8,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import create_engine, inspect, text
 
 from resultstore.errors import SchemaVersionError
-from resultstore.migrate import head_revision
+from resultstore.migrate import MIGRATIONS_DIR, PRE_MIGRATION_REVISION, head_revision
 from resultstore.model import Decision, ResultStatus, SeriesKey
 from resultstore.samples import BuildInfo, Sample
+from resultstore.schema import SCHEMA_VERSION
 from resultstore.store import ResultStore
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -91,7 +94,7 @@ def test_schema_1_store_is_upgraded_in_place_keeping_every_row(store_url: str) -
     engine = create_engine(store_url)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
-        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == 2
+        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 3
         tables = set(inspect(conn).get_table_names())
     engine.dispose()
     assert {"samples", "trend_marks", "trend_cache", "results", "comparisons", "verdicts"} <= tables
@@ -109,7 +112,7 @@ def test_new_store_gets_every_migration(store_url: str) -> None:
     engine = create_engine(store_url)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
-        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == 2
+        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 3
     engine.dispose()
 
 
@@ -134,3 +137,48 @@ def test_tables_of_unknown_layout_are_refused(tmp_path: Path) -> None:
     engine.dispose()
     with pytest.raises(SchemaVersionError, match="no migration record and schema version 7"):
         ResultStore.open(url)
+
+
+def test_schema_2_samples_keep_their_series_and_mixes_and_flows_get_their_own(store_url: str) -> None:
+    """A store of revision 0002 with samples and a cached analysis upgrades to 0003: the old rows
+    get traffic '' (what they measured), and a mix and a flow count then file separate series."""
+    _create_v1(store_url)
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config.attributes["connection"] = conn
+        command.stamp(config, PRE_MIGRATION_REVISION)
+        command.upgrade(config, "0002")
+        conn.execute(
+            text(
+                "INSERT INTO samples (result_id, test, deployment, frame_size, metric, repeat, value)"
+                " VALUES (1, 'phy2phy_tput', 'p2p', 64, 'ndr_fps', 0, 7000000.0)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO trend_cache (scenario, test, deployment, frame_size, metric, digest, analysis,"
+                " analysed_at) VALUES ('OVS_DPDK1q', 'phy2phy_tput', 'p2p', 64, 'ndr_fps', 'd', '{}', :at)"
+            ),
+            {"at": T0},
+        )
+    engine.dispose()
+    with ResultStore.open(store_url) as store:
+        [old] = store.series()
+        assert old.key == SeriesKey("OVS_DPDK1q", "phy2phy_tput", "p2p", 64, "ndr_fps", "")
+        assert old.points[0].values == (7e6,)
+        assert list(store.cached_analyses()) == [old.key]
+        build = BuildInfo(datetime(2026, 1, 5, 3, tzinfo=UTC), None, None, None, ())
+        samples = [
+            Sample("phy2phy_tput", "p2p", 64, "ndr_fps", 0, 6e6),
+            Sample("phy2phy_tput", "p2p", 64, "ndr_fps", 0, 5e6, "flows=1000"),
+            Sample("phy2phy_tput", "p2p", 0, "ndr_fps", 0, 3e6, "imix"),
+            Sample("phy2phy_tput", "p2p", 0, "ndr_fps", 0, 2e6, "imix flows=1000"),
+        ]
+        assert store.record_samples("night-2", build, samples) == 4
+        series = {s.key.traffic_key.text(): s for s in store.series()}
+        assert sorted(series) == ["64 B", "64 B, 1000 flows", "imix", "imix, 1000 flows"]
+        assert [p.values for p in series["64 B"].points] == [(7e6,), (6e6,)]
+        assert [p.values for p in series["imix, 1000 flows"].points] == [(2e6,)]
+        assert series["imix"].key.label == "OVS_DPDK1q / phy2phy_tput / imix / ndr_fps"

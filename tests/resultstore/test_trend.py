@@ -118,7 +118,7 @@ def test_new_result_cells_are_judged_against_the_stored_history(store: ResultSto
         when = T0.replace(year=2018) + timedelta(days=number)  # before the candidate's 2018-04-10
         store.record_samples(name, BuildInfo(when, None, None, None, ()), samples)
     trend = trend_for_sets(store, sets, scenario="OVS_DPDK1q", name="candidate")
-    assert set(trend) == {(t, d, f, 0.0) for t, d, f in cells}
+    assert set(trend) == {(t, d, f, "", 0.0) for t, d, f in cells}
     for cell in trend.values():
         assert cell.history == TREND_MIN_HISTORY and cell.decides
         assert cell.verdict is TrendVerdict.REGRESSION
@@ -189,5 +189,5 @@ def test_a_new_result_is_judged_by_extending_the_cached_history(store: ResultSto
     store.cache_analyses(cache)
     with_cache = trend_for_sets(store, sets, scenario="S", name="candidate")
     assert with_cache == without_cache
-    assert with_cache[("pvp_tput", "pvp", 64, 0.0)].verdict is TrendVerdict.REGRESSION
-    assert with_cache[("phy2phy_tput", "p2p", 64, 0.0)].verdict is TrendVerdict.NORMAL
+    assert with_cache[("pvp_tput", "pvp", 64, "", 0.0)].verdict is TrendVerdict.REGRESSION
+    assert with_cache[("phy2phy_tput", "p2p", 64, "", 0.0)].verdict is TrendVerdict.NORMAL
