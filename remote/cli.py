@@ -14,8 +14,9 @@ from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
 from remote.check import Outcome, check_host, render_table
 from remote.errors import RemoteError
-from remote.plan import remote_plan, render_plan
-from remote.ssh import DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
+from remote.plan import HostPlan, remote_plan, render_plan
+from remote.run_cli import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, run_command_line
+from remote.ssh import BOOT_ID_COMMAND, DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
 from vsperf_configs.errors import InventoryError
 from vsperf_configs.inventory import Inventory, load_inventory
 
@@ -39,7 +40,89 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--inventory", type=Path, help="host inventory YAML: the test NICs to look for (vsperf-config's)"
     )
-    ssh = check.add_argument_group("SSH (keys and agent only; never a password)")
+    _ssh_options(check)
+    plan = commands.add_parser(
+        "plan",
+        help="print what runs where: the Beaker job's tasks and parameters, host by host",
+        description="Print each host's tasks in order with their parameters, from jobcreator's job plan.",
+    )
+    _plan_options(plan, required=True)
+    run = commands.add_parser(
+        "run",
+        help="run the plan on both hosts: upload, setup, reboots, sync, VSperf, results",
+        description="Run each host's tasks over SSH in parallel, as the Beaker job would (docs/remote.md).",
+    )
+    _plan_options(run, required=False)
+    run.add_argument(
+        "--timeout", type=float, default=12.0, metavar="H", help="deadline of the whole run [hours] (12)"
+    )
+    run.add_argument("--log-dir", type=Path, help="state.json and a log per host (./ovsperf-remote-<run id>)")
+    run.add_argument(
+        "--remote-dir",
+        default=DEFAULT_REMOTE_BASE,
+        metavar="DIR",
+        help="where each host gets <run id>/<role>/ with the tasks (%(default)s)",
+    )
+    run.add_argument("--resume", type=Path, metavar="LOG_DIR", help="continue the run whose log dir this is")
+    for option, what in (
+        ("--env", "both hosts"),
+        ("--tg-env", "the generator host"),
+        ("--dut-env", "the DUT"),
+    ):
+        run.add_argument(
+            option,
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"more environment for every task on {what} (repeatable; shown in the logs: no secrets)",
+        )
+    reboot = run.add_argument_group("reboots the tasks ask for")
+    reboot.add_argument(
+        "--reboot-command", default="systemctl reboot", metavar="CMD", help="run as root (%(default)s)"
+    )
+    reboot.add_argument(
+        "--boot-id-command",
+        default=" ".join(BOOT_ID_COMMAND),
+        metavar="CMD",
+        help="prints an id that changes at every boot (%(default)s)",
+    )
+    reboot.add_argument(
+        "--reboot-timeout", type=float, default=1200.0, metavar="S", help="until the host is back [s] (1200)"
+    )
+    _ssh_options(run)
+    return parser
+
+
+def _plan_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """Add the options naming the scenario and hosts (``plan``; ``run``, where --resume may stand in)."""
+    parser.add_argument(
+        "--config", required=required, help="scenario name from the catalog (jobcreator --list-configs)"
+    )
+    parser.add_argument(
+        "--tg",
+        required=required,
+        metavar="[USER@]HOST[:PORT]",
+        help="traffic-generator host (as the DUT reaches it)",
+    )
+    parser.add_argument(
+        "--dut",
+        required=required,
+        metavar="[USER@]HOST[:PORT]",
+        help="device under test (as the generator reaches it)",
+    )
+    parser.add_argument("--catalog", type=Path, help="scenario catalog YAML (default: the packaged one)")
+    parser.add_argument("--inventory", help="INVENTORY of the tasks: a path on the hosts")
+    parser.add_argument(
+        "--collector",
+        metavar="DIR|USER@HOST:/PATH",
+        help="where the results go: a local directory (fetched over SFTP) or USER@HOST:/PATH "
+        "(the DUT's own rsync)",
+    )
+
+
+def _ssh_options(parser: argparse.ArgumentParser) -> None:
+    """Add the SSH options (``check`` and ``run``)."""
+    ssh = parser.add_argument_group("SSH (keys and agent only; never a password)")
     ssh.add_argument(
         "--identity", type=Path, action="append", default=[], help="private key file (repeatable)"
     )
@@ -55,24 +138,6 @@ def _parser() -> argparse.ArgumentParser:
     ssh.add_argument(
         "--connect-timeout", type=float, default=20.0, metavar="S", help="connect and login deadline [s] (20)"
     )
-    plan = commands.add_parser(
-        "plan",
-        help="print what runs where: the Beaker job's tasks and parameters, host by host",
-        description="Print each host's tasks in order with their parameters, from jobcreator's job plan.",
-    )
-    plan.add_argument(
-        "--config", required=True, help="scenario name from the catalog (jobcreator --list-configs)"
-    )
-    plan.add_argument(
-        "--tg", required=True, metavar="HOST", help="traffic-generator host (as the DUT reaches it)"
-    )
-    plan.add_argument(
-        "--dut", required=True, metavar="HOST", help="device under test (as the generator reaches it)"
-    )
-    plan.add_argument("--catalog", type=Path, help="scenario catalog YAML (default: the packaged one)")
-    plan.add_argument("--inventory", help="INVENTORY of the tasks: a path on the hosts")
-    plan.add_argument("--collector", metavar="USER@HOST:/PATH", help="where vsperf_test sends the results")
-    return parser
 
 
 def _nics(inventory: Inventory | None, host: str) -> tuple[str, ...] | None:
@@ -85,32 +150,40 @@ def _nics(inventory: Inventory | None, host: str) -> tuple[str, ...] | None:
         return None  # not in the inventory: the nics row says so
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _plans(args: argparse.Namespace, tg: str, dut: str, collector: str | None) -> tuple[HostPlan, HostPlan]:
     try:
         scenario = load_catalog(args.catalog).get(args.config)
     except CatalogError as err:
         raise RemoteError(str(err)) from err
-    sys.stdout.write(
-        render_plan(
-            remote_plan(scenario, args.tg, args.dut, inventory=args.inventory, collector=args.collector)
-        )
-    )
+    return remote_plan(scenario, tg, dut, inventory=args.inventory, collector=collector)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    tg, dut = parse_target(args.tg, "--tg").host, parse_target(args.dut, "--dut").host
+    collector = args.collector if args.collector and REMOTE_COLLECTOR_RE.match(args.collector) else None
+    sys.stdout.write(render_plan(_plans(args, tg, dut, collector)))
     return ExitCode.OK
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.command == "plan":
-        return _plan(args)
+def _settings(args: argparse.Namespace) -> Settings:
     if not 0 < args.connect_timeout <= 600:
         raise FieldError("must be in (0, 600] seconds.", field="--connect-timeout")
-    targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}
-    settings = Settings(
+    return Settings(
         known_hosts=args.known_hosts,
         ssh_config=args.ssh_config,
         identities=tuple(args.identity),
         accept_new_host_key=args.accept_new_host_key,
         connect_timeout_s=args.connect_timeout,
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "plan":
+        return _plan(args)
+    if args.command == "run":
+        return run_command_line(args, _settings(args), _plans)
+    targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}
+    settings = _settings(args)
     inventory = load_inventory(args.inventory) if args.inventory is not None else None  # errors name the file
     rows = []
     for role, target in targets.items():

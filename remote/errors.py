@@ -19,3 +19,7 @@ class UnreachableError(RemoteError):
 
 class AuthError(RemoteError):
     """The host refused every key we offered (agent and key files); no password is ever tried."""
+
+
+class CancelledError(RemoteError):
+    """A remote command was stopped on request (the other host of the run failed)."""

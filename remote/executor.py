@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import shlex
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TextIO
+from typing import Protocol
 
 import paramiko
 
@@ -39,6 +41,16 @@ UPLOADED = ("beaker_tasks", "ovsperf_common", "vsperf_configs", "jobcreator")
 
 PARAM_NAME_RE = re.compile(r"\A[A-Z][A-Z0-9_]{0,63}\Z")
 """A task parameter is an environment variable: upper case, as Beaker passes them."""
+
+
+class LineSink(Protocol):
+    """Where a task's prefixed lines go (a text stream such as ``sys.stderr``)."""
+
+    def write(self, text: str, /) -> int:
+        """Write ``text``."""
+
+    def flush(self) -> None:
+        """Flush."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,29 @@ def _files(root: Path) -> Iterator[Path]:
                 yield path
 
 
+REBOOT_REQUEST = "reboot-requested"
+"""File in the run directory the ``rstrnt-reboot`` stand-in creates: the task asked for a reboot."""
+
+
+def reboot_shim(remote_dir: str) -> str:
+    """Return the ``bin/rstrnt-reboot`` the run directory gets: it records the request and returns.
+
+    Under restraint ``rstrnt-reboot`` reboots and the task runs again with ``RSTRNT_REBOOTCOUNT``
+    one higher; here the task exits after it (``task_reboot``), and the runner reboots the host
+    over SSH and runs the task again (docs/remote.md).
+    """
+    request = shlex.quote(str(PurePosixPath(remote_dir) / REBOOT_REQUEST))
+    return (
+        "#!/bin/sh\n"
+        "# ovsperf-remote: the task asks for a reboot; the runner reboots the host over SSH.\n"
+        f": > {request}\n"
+    )
+
+
 def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -> int:
     """Copy the tasks and their helpers to ``remote_dir`` on the host (module docstring).
+
+    Also writes ``bin/rstrnt-reboot`` (:func:`reboot_shim`), first on the tasks' ``PATH``.
 
     :returns: the number of files copied.
     :raises RemoteError: when ``remote_dir`` is not an absolute path, already exists, or the
@@ -95,6 +128,10 @@ def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -
             sftp.put(str(path), str(destination))
             sftp.chmod(str(destination), stat.S_IMODE(path.stat().st_mode))
             count += 1
+        sftp.mkdir(str(temporary / "bin"), mode=0o755)
+        with sftp.open(str(temporary / "bin" / "rstrnt-reboot"), "w") as handle:
+            handle.write(reboot_shim(str(target)))
+        sftp.chmod(str(temporary / "bin" / "rstrnt-reboot"), 0o755)
         sftp.posix_rename(str(temporary), str(target))
     except (OSError, paramiko.SSHException) as err:
         _remove_tree(session, temporary)
@@ -106,11 +143,17 @@ def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -
 
 
 def _mkdirs(sftp: paramiko.SFTPClient, path: PurePosixPath) -> None:
+    """Make ``path`` and its parents; one made meanwhile by someone else is fine (SFTP says only
+    "Failure" for an existing directory)."""
     for directory in [*reversed(path.parents), path]:
         try:
             sftp.stat(str(directory))
         except FileNotFoundError:
-            sftp.mkdir(str(directory), mode=0o755)
+            try:
+                sftp.mkdir(str(directory), mode=0o755)
+            except OSError:
+                if not stat.S_ISDIR(sftp.stat(str(directory)).st_mode or 0):
+                    raise
 
 
 def _remove_tree(session: Session, path: PurePosixPath) -> None:
@@ -123,12 +166,22 @@ def _remove_tree(session: Session, path: PurePosixPath) -> None:
         log.warning("Cannot remove %s on %s: %s", path, session.name, err)
 
 
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""The tasks' ``PATH`` after the run directory's ``bin`` (root's usual one)."""
+
+
 def task_argv(session: Session, remote_dir: str, step: RemoteStep, extra: dict[str, str]) -> list[str]:
     """Return the argv that runs ``step`` on the host as root with its parameters in the environment.
 
+    ``PATH`` starts with the run directory's ``bin`` (``rstrnt-reboot``), then ``extra``'s ``PATH``
+    or :data:`DEFAULT_PATH`; ``extra`` comes after the step's parameters (``--env`` may not change
+    them: refused by the caller).
+
     :raises RemoteError: when a parameter name is not an environment variable name.
     """
-    env = [*step.params, *sorted(extra.items())]
+    more = dict(extra)
+    more["PATH"] = f"{PurePosixPath(remote_dir) / 'bin'}:{more.get('PATH', DEFAULT_PATH)}"
+    env = [*step.params, *sorted(more.items())]
     for name, _ in env:
         if not PARAM_NAME_RE.match(name):
             raise RemoteError(f"Task parameter '{one_line(name)}' of {step.task} is not NAME in [A-Z0-9_].")
@@ -144,11 +197,14 @@ def run_task(
     *,
     timeout_s: float,
     extra: dict[str, str] | None = None,
-    console: TextIO | None = None,
+    console: LineSink | None = None,
+    cancel: threading.Event | None = None,
 ) -> TaskOutcome:
     """Run one task on the host; stream its lines to ``console`` (stderr) and append them to ``log_file``.
 
     :param extra: more environment, e.g. ``RSTRNT_REBOOTCOUNT`` after a reboot.
+    :param cancel: stops the task (with its children) when set (:meth:`Session.run`).
+    :raises CancelledError: when ``cancel`` was set.
     :raises RemoteError: when the task does not end within ``timeout_s`` (it is stopped with its
         children) or the connection drops.
     """
@@ -166,5 +222,5 @@ def run_task(
 
         argv = task_argv(session, remote_dir, step, extra or {})
         handle.write(f"# {one_line(' '.join(argv))}\n")
-        result = session.run(argv, timeout_s, line)
+        result = session.run(argv, timeout_s, line, cancel=cancel)
     return TaskOutcome(step.task, result.exit_status, log_file)

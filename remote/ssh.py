@@ -20,6 +20,7 @@ import logging
 import re
 import select
 import shlex
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import paramiko
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import hostname
 from ovsperf_common.runner import one_line
-from remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError
+from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 STOP_TIMEOUT_S = 15.0
 """Deadline of stopping a timed-out command's process group (TERM, 2 s, KILL) [s]."""
+BOOT_ID_COMMAND = ("cat", "/proc/sys/kernel/random/boot_id")
+"""Prints the kernel's boot id: a new random UUID at every boot (random(4))."""
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 """Most output kept per stream of one command [B]; the rest is counted, not kept."""
 
@@ -286,6 +289,8 @@ class Session:
         argv: Sequence[str],
         timeout_s: float,
         on_line: Callable[[str, str], None] | None = None,
+        *,
+        cancel: threading.Event | None = None,
     ) -> CommandResult:
         """Run ``argv`` (each word shell-quoted) on the host and wait at most ``timeout_s``.
 
@@ -296,6 +301,9 @@ class Session:
         (:meth:`_stop_group`: SIGTERM, then SIGKILL); closing an SSH channel without a terminal
         does not end it.
 
+        ``cancel``, when set while the command runs, stops it the same way (within 0.5 s).
+
+        :raises CancelledError: when ``cancel`` was set (the command is stopped).
         :raises RemoteError: when the command does not end within ``timeout_s`` (it is stopped)
             or the connection drops.
         """
@@ -311,6 +319,9 @@ class Session:
             channel.exec_command(wrapped)
             while True:
                 left = deadline - time.monotonic()
+                if cancel is not None and cancel.is_set():
+                    self._stop_group(reader.pgid)
+                    raise CancelledError(f"'{one_line(command)}' on {self.name} stopped.")
                 if left <= 0:
                     self._stop_group(reader.pgid)
                     raise RemoteError(
@@ -393,12 +404,13 @@ class Session:
         key = transport.get_remote_server_key()
         return f"{key.get_name()} {key.fingerprint}"
 
-    def boot_id(self, timeout_s: float = 20.0) -> str:
+    def boot_id(self, timeout_s: float = 20.0, argv: Sequence[str] = BOOT_ID_COMMAND) -> str:
         """Return the host's boot id (``/proc/sys/kernel/random/boot_id``; changes at every boot).
 
+        :param argv: the command that prints it (:data:`BOOT_ID_COMMAND`).
         :raises RemoteError: when it cannot be read.
         """
-        result = self.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout_s)
+        result = self.run(argv, timeout_s)
         value = result.stdout.strip()
         if result.exit_status != 0 or not value:
             raise RemoteError(f"Cannot read the boot id of {self.name}: {one_line(result.stderr.strip())}")

@@ -333,10 +333,17 @@ task_tuned_active() {
 
 # task_sync_state STATE: print the state name as published inside this Beaker job,
 # <STATE>.J<job id>: every recipe of the job (guest included) agrees on it, and a state left on a
-# reused machine by an earlier job never satisfies a waiter of this one. Standalone: STATE itself.
+# reused machine by an earlier job never satisfies a waiter of this one. Run by ovsperf-remote (no
+# job, OVSPERF_RUN_ID set): <STATE>.R<run id>, for the same reason. Standalone: STATE itself.
 task_sync_state() {
     local job="${RSTRNT_JOBID:-${JOBID:-}}"
-    printf '%s%s\n' "$1" "${job:+.J${job#J:}}"
+    if [[ -n "${job}" ]]; then
+        printf '%s.J%s\n' "$1" "${job#J:}"
+    elif [[ -n "${OVSPERF_RUN_ID:-}" ]]; then
+        printf '%s.R%s\n' "$1" "${OVSPERF_RUN_ID}"
+    else
+        printf '%s\n' "$1"
+    fi
 }
 
 # task_perfsync ARG...: run perfsync.py (standard library only, so the platform python3 will do).

@@ -19,7 +19,9 @@
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
 # VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL,
 # GUEST_TIMEOUT_S,
-# GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only); see README.md.
+# GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only),
+# VSPERF_RESULTS_FILE (a file to write the results directory's path into, for ovsperf-remote);
+# see README.md.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -48,6 +50,7 @@ set -o nounset -o pipefail
 : "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
 : "${COLLECTOR_RETRIES:=3}"
 : "${COLLECTOR_RETRY_DELAY_S:=30}"
+: "${VSPERF_RESULTS_FILE:=}"
 : "${VSPERF_TELEMETRY:=1}"
 VSPERF_TEST_METADATA="ovsperf-metadata.json"
 VSPERF_TEST_TELEMETRY="ovsperf-telemetry.json"
@@ -508,6 +511,10 @@ vsperf_test_collect() {
         task_log "  VSperf's collector captured no DUT telemetry (no ovsperf-telemetry-raw/): the report says 'not collected'."
     fi
     task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata "${VSPERF_TEST_RESULTS}" "${status}"
+    if [[ -n "${VSPERF_RESULTS_FILE}" ]]; then
+        task_run "Tell where the results are (${VSPERF_RESULTS_FILE})" \
+            sh -c 'printf "%s\n" "$1" >"$2.tmp" && mv -f "$2.tmp" "$2"' sh "${VSPERF_TEST_RESULTS}" "${VSPERF_RESULTS_FILE}"
+    fi
     task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
         "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
     local -a csvs=()

@@ -44,6 +44,7 @@ class SshHost:
     root: Path
     host_key_line: str
     """``ssh-ed25519 AAAA...`` of its host key."""
+    authorized_keys: Path
     pid: int | None = None
 
     def known_hosts_line(self) -> str:
@@ -69,6 +70,10 @@ class SshHost:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
+    def start_sshd(self) -> None:
+        """Start the listening sshd again (after :meth:`stop_sshd`: a host coming back)."""
+        _start_sshd(self, self.authorized_keys)
+
     def stop_sshd(self) -> None:
         """Stop the listening sshd by its PID and wait until it is gone (sessions stay)."""
         if self.pid is None:
@@ -88,6 +93,7 @@ def _ip(*args: str) -> None:
 
 
 def _start_sshd(host: SshHost, authorized_keys: Path) -> None:
+    (host.root / "sshd.pid").unlink(missing_ok=True)
     config = host.root / "sshd_config"
     config.write_text(
         f"ListenAddress {host.address}:22\n"
@@ -144,7 +150,7 @@ def ssh_hosts(root: Path, count: int, authorized_keys: Path) -> Iterator[list[Ss
             _ip("-n", ns, "link", "set", "lo", "up")
             home = root / f"host{n}"
             home.mkdir(parents=True)
-            host = SshHost(ns, server, home, keygen(home / "host_key"))
+            host = SshHost(ns, server, home, keygen(home / "host_key"), authorized_keys)
             _start_sshd(host, authorized_keys)
             hosts.append(host)
         yield hosts
@@ -156,3 +162,21 @@ def ssh_hosts(root: Path, count: int, authorized_keys: Path) -> Iterator[list[Ss
         if sshd_dir_made:
             with suppress(OSError):
                 Path("/run/sshd").rmdir()
+
+
+def link_hosts(a: SshHost, b: SshHost) -> None:
+    """Join two hosts' namespaces by a veth pair of their own (a /30 of TEST-NET-3, RFC 5737) with a
+    host route to each other's SSH address, so that each reaches the other by the name the plan
+    gives it (perf_synchronization between the hosts). Removed with the namespaces."""
+    tag = uuid.uuid4().hex[:6]
+    side_a, side_b = f"orl{tag}a", f"orl{tag}b"
+    base = 4 * (int(tag[:2], 16) % 60)
+    addr_a, addr_b = f"203.0.113.{base + 1}", f"203.0.113.{base + 2}"
+    _ip("link", "add", side_a, "type", "veth", "peer", "name", side_b)
+    _ip("link", "set", side_a, "netns", a.ns)
+    _ip("link", "set", side_b, "netns", b.ns)
+    for host, side, addr in ((a, side_a, addr_a), (b, side_b, addr_b)):
+        _ip("-n", host.ns, "addr", "add", f"{addr}/30", "dev", side)
+        _ip("-n", host.ns, "link", "set", side, "up")
+    _ip("-n", a.ns, "route", "add", f"{b.address}/32", "via", addr_b)
+    _ip("-n", b.ns, "route", "add", f"{a.address}/32", "via", addr_a)

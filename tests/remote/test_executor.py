@@ -31,7 +31,10 @@ def test_upload_copies_the_tasks_with_their_modes_into_a_new_run_directory(lab: 
     with Session(Target(lab.dut.address, "root"), settings(lab)) as session:
         count = upload(session, str(run_dir))
         copied = {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()}
-        assert copied == local_files() and count == len(copied)
+        assert copied == local_files() | {"bin/rstrnt-reboot"} and count == len(copied) - 1
+        shim = run_dir / "bin" / "rstrnt-reboot"
+        assert shim.stat().st_mode & 0o777 == 0o755
+        assert f": > {run_dir}/reboot-requested" in shim.read_text()
         script = run_dir / "beaker_tasks" / "vsperf_test" / "runtest.sh"
         assert script.read_bytes() == (REPO_ROOT / "beaker_tasks" / "vsperf_test" / "runtest.sh").read_bytes()
         assert script.stat().st_mode & 0o111 == 0o111
@@ -58,7 +61,10 @@ def test_a_task_runs_as_under_beaker_with_its_output_shown_and_logged(lab: Lab, 
         assert shown and all(line.startswith(f"[root@{lab.dut.address} sleeper] ") for line in shown)
         assert any("Task sleeper: reboot count 0" in line for line in shown)
         logged = (tmp_path / "logs" / "dut.log").read_text()
-        assert logged.startswith("# env SLEEP_HOURS=0.0003 SLEEPER_TICK_S=1 TASK_STATE_DIR=")
+        assert logged.startswith(
+            f"# env SLEEP_HOURS=0.0003 SLEEPER_TICK_S=1 PATH={run_dir}/bin:/usr/local/sbin:"
+        )
+        assert f" TASK_STATE_DIR={tmp_path / 'state'} bash {run_dir}/beaker_tasks/sleeper/runtest.sh" in logged
         assert "Task sleeper: reboot count 0" in logged
         # A hostile value stays one word of the task's environment: never run by a shell.
         marker = tmp_path / "pwned"

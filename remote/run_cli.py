@@ -1,0 +1,185 @@
+"""``ovsperf-remote run``: turn the command line into a run (new or resumed) and report how it ended.
+
+Validation happens here, before any connection: ``--env`` names and values, ``--collector``, the
+remote directory, the reboot commands and deadlines; a resumed run must have the same plan as the
+one recorded in its ``state.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+from ovsperf_common.errors import FieldError
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.runner import one_line
+from remote.errors import RemoteError
+from remote.executor import PARAM_NAME_RE
+from remote.plan import HostPlan
+from remote.run import (
+    STATE_FILE,
+    HostState,
+    RebootSettings,
+    Runner,
+    RunOptions,
+    RunState,
+    new_run_id,
+)
+from remote.ssh import Settings, parse_target
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REMOTE_BASE = "/var/tmp/ovsperf-remote"
+"""Where each host gets ``<run id>/<role>/``: kept after the run (logs, resume); survives reboots."""
+REMOTE_COLLECTOR_RE = re.compile(r"\A[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/\S*\Z")
+"""``user@host:/path``: the DUT's vsperf_test sends the results there itself (its COLLECTOR)."""
+RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_RESULTS_FILE"}
+"""Set by the runner; ``--env`` may not change them."""
+
+PlanFactory = Callable[[argparse.Namespace, str, str, "str | None"], tuple[HostPlan, HostPlan]]
+
+
+def _env(items: list[str], option: str, plan: HostPlan | None) -> dict[str, str]:
+    """Parse ``NAME=VALUE`` items of ``option``.
+
+    :raises FieldError: naming the option, for a bad name, a multi-line value, a reserved name or
+        a name the plan already sets (a task parameter).
+    """
+    env: dict[str, str] = {}
+    params = {name for step in plan.steps for name, _ in step.params} if plan is not None else set()
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not PARAM_NAME_RE.match(name):
+            raise FieldError(
+                f"'{one_line(item)[:80]}' is not NAME=VALUE with NAME in [A-Z0-9_].", field=option
+            )
+        if name in RESERVED_ENV or name in params:
+            raise FieldError(f"{name} is set by the run (the plan or the runner); not changed.", field=option)
+        if "\n" in value or "\0" in value or len(value) > 4096:
+            raise FieldError(f"the value of {name} is not one line of at most 4096 characters.", field=option)
+        env[name] = value
+    return env
+
+
+def _command(text: str, option: str) -> tuple[str, ...]:
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as err:
+        raise FieldError(f"cannot split '{one_line(text)[:80]}': {err}.", field=option) from err
+    if not words:
+        raise FieldError("is empty.", field=option)
+    return words
+
+
+def _options(
+    args: argparse.Namespace, log_dir: Path, plans: tuple[HostPlan, HostPlan], collector: str | None
+) -> RunOptions:
+    if not 0 < args.timeout <= 168:
+        raise FieldError("must be in (0, 168] hours.", field="--timeout")
+    if not 10 <= args.reboot_timeout <= 7200:
+        raise FieldError("must be in [10, 7200] seconds.", field="--reboot-timeout")
+    common = _env(args.env, "--env", None)
+    tg, dut = plans
+    env = {
+        tg.role: {**common, **_env(args.tg_env, "--tg-env", tg)},
+        dut.role: {**common, **_env(args.dut_env, "--dut-env", dut)},
+    }
+    for plan in plans:
+        clash = set(env[plan.role]) & {name for step in plan.steps for name, _ in step.params}
+        if clash:
+            raise FieldError(
+                f"{', '.join(sorted(clash))} is a task parameter of the plan; not changed.", field="--env"
+            )
+    local = None if collector is None or REMOTE_COLLECTOR_RE.match(collector) else Path(collector)
+    return RunOptions(
+        log_dir=log_dir,
+        deadline_s=args.timeout * 3600.0,
+        env=env,
+        collector=local,
+        reboot=RebootSettings(
+            command=_command(args.reboot_command, "--reboot-command"),
+            boot_id_command=_command(args.boot_id_command, "--boot-id-command"),
+            timeout_s=args.reboot_timeout,
+        ),
+    )
+
+
+def _remote_base(text: str) -> PurePosixPath:
+    base = PurePosixPath(text)
+    if not base.is_absolute() or ".." in base.parts or one_line(text) != text or " " in text:
+        raise FieldError(
+            f"'{one_line(text)[:80]}' is not an absolute path without spaces.", field="--remote-dir"
+        )
+    return base
+
+
+def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: PlanFactory) -> int:
+    """Start or resume a run from the parsed command line; print where the results are.
+
+    :returns: 0 when every step of both hosts passed and the results are where asked; 1 when a
+        task reported a measured FAIL (the run went on, as under Beaker); raises otherwise.
+    :raises RemoteError: when a host failed (the other was stopped) or the results could not be
+        fetched; the message names the host, the step and the log.
+    :raises FieldError: for a bad option, before any connection.
+    """
+    if args.resume is not None:
+        state = RunState.load(args.resume / STATE_FILE)
+        log_dir = args.resume
+        tg_host, dut_host = state.hosts["TRAFFICGEN"].host, state.hosts["DUT"].host
+        config = args.config or state.config
+        if config != state.config:
+            raise FieldError(f"the run to resume ran {state.config}, not {args.config}.", field="--config")
+        args.config = config
+        tg_text, dut_text = args.tg or tg_host, args.dut or dut_host
+        collector = args.collector if args.collector is not None else state.collector
+    else:
+        if not (args.config and args.tg and args.dut):
+            raise FieldError("--config, --tg and --dut are needed (or --resume LOG_DIR).", field="run")
+        tg_text, dut_text, collector = args.tg, args.dut, args.collector
+    targets = {"TRAFFICGEN": parse_target(tg_text, "--tg"), "DUT": parse_target(dut_text, "--dut")}
+    remote_collector = collector if collector and REMOTE_COLLECTOR_RE.match(collector) else None
+    plans = make_plans(args, targets["TRAFFICGEN"].host, targets["DUT"].host, remote_collector)
+    if args.resume is not None:
+        if RunState.plan_of(plans) != state.plan:
+            raise RemoteError(
+                f"The plan of {state.config} differs from the one in '{args.resume / STATE_FILE}' "
+                "(another catalog, inventory or collector?); resume with the same options."
+            )
+    else:
+        run_id = new_run_id()
+        base = _remote_base(args.remote_dir)
+        log_dir = args.log_dir or Path(f"ovsperf-remote-{run_id}")
+        state = RunState(
+            run_id=run_id,
+            config=args.config,
+            plan=RunState.plan_of(plans),
+            hosts={
+                p.role: HostState(p.role, targets[p.role].host, str(base / run_id / p.role.lower()))
+                for p in plans
+            },
+            collector=collector,
+        )
+    options = _options(args, log_dir, plans, collector)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    state.save(log_dir / STATE_FILE)
+    log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)
+    outcome = Runner(state, plans, targets, settings, options).run()
+    if outcome.failures:
+        cause = next(iter(outcome.failures.items()))
+        stopped = f" {', '.join(outcome.stopped)} stopped." if outcome.stopped else ""
+        raise RemoteError(
+            f"{cause[0]}: {cause[1]}{stopped} Resume with: ovsperf-remote run --resume {log_dir}"
+        )
+    if outcome.results:
+        print(outcome.results)
+    elif remote_collector:
+        print(f"results sent by the DUT to {remote_collector}")
+    failed = [f"{role} {step}" for role, steps in outcome.failed_steps.items() for step in steps]
+    if failed:
+        log.warning("Steps that reported FAIL: %s.", "; ".join(failed))
+        return int(ExitCode.REGRESSION)
+    return int(ExitCode.OK)
