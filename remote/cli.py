@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,9 +15,18 @@ from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
 from remote.check import Outcome, check_host, render_table
 from remote.errors import RemoteError
+from remote.lab import run_lab
 from remote.plan import HostPlan, remote_plan, render_plan
-from remote.run_cli import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, run_command_line
-from remote.ssh import BOOT_ID_COMMAND, DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG, Settings, parse_target
+from remote.run import new_run_id
+from remote.run_cli import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, remote_base, run_command_line
+from remote.ssh import (
+    BOOT_ID_COMMAND,
+    DEFAULT_KNOWN_HOSTS,
+    DEFAULT_SSH_CONFIG,
+    Session,
+    Settings,
+    parse_target,
+)
 from vsperf_configs.errors import InventoryError
 from vsperf_configs.inventory import Inventory, load_inventory
 
@@ -90,6 +100,33 @@ def _parser() -> argparse.ArgumentParser:
         "--reboot-timeout", type=float, default=1200.0, metavar="S", help="until the host is back [s] (1200)"
     )
     _ssh_options(run)
+    lab = commands.add_parser(
+        "lab",
+        help="run ovsperf-lab on a remote machine and bring its results back",
+        description="Run 'ovsperf-lab ARGS' on HOST as root, show its output, fetch a run's results "
+        "(docs/remote.md). Example: ovsperf-remote lab --host perf1 -- run --config OVS_DPDK1q",
+    )
+    lab.add_argument(
+        "--host", required=True, metavar="[USER@]HOST[:PORT]", help="the machine to run the lab on"
+    )
+    lab.add_argument(
+        "--output", type=Path, default=Path("."), help="where the results come (current directory)"
+    )
+    lab.add_argument(
+        "--ovsperf-lab",
+        default="ovsperf-lab",
+        metavar="CMD",
+        help="the lab's command on the host (%(default)s)",
+    )
+    lab.add_argument(
+        "--remote-dir",
+        default=DEFAULT_REMOTE_BASE,
+        metavar="DIR",
+        help="the lab's --output there: DIR/<id>/lab",
+    )
+    lab.add_argument("--timeout", type=float, default=12.0, metavar="H", help="deadline [hours] (12)")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="ovsperf-lab's arguments")
+    _ssh_options(lab)
     return parser
 
 
@@ -165,6 +202,25 @@ def _plan(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _lab(args: argparse.Namespace) -> int:
+    if not 0 < args.timeout <= 168:
+        raise FieldError("must be in (0, 168] hours.", field="--timeout")
+    lab_args = args.lab_args[1:] if args.lab_args[:1] == ["--"] else args.lab_args
+    with Session(parse_target(args.host, "--host"), _settings(args)) as session:
+        outcome = run_lab(
+            session,
+            shlex.split(args.ovsperf_lab),
+            lab_args,
+            remote_base=str(remote_base(args.remote_dir)),
+            run_id=new_run_id(),
+            local_output=args.output,
+            timeout_s=args.timeout * 3600,
+        )
+    if outcome.results is not None:
+        print(outcome.results)
+    return outcome.exit_status if outcome.exit_status in (0, 1, 2, 3) else int(ExitCode.ERROR)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     if not 0 < args.connect_timeout <= 600:
         raise FieldError("must be in (0, 600] seconds.", field="--connect-timeout")
@@ -182,6 +238,8 @@ def _run(args: argparse.Namespace) -> int:
         return _plan(args)
     if args.command == "run":
         return run_command_line(args, _settings(args), _plans)
+    if args.command == "lab":
+        return _lab(args)
     targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}
     settings = _settings(args)
     inventory = load_inventory(args.inventory) if args.inventory is not None else None  # errors name the file

@@ -143,8 +143,10 @@ def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -
 
 
 def _mkdirs(sftp: paramiko.SFTPClient, path: PurePosixPath) -> None:
-    """Make ``path`` and its parents; one made meanwhile by someone else is fine (SFTP says only
-    "Failure" for an existing directory)."""
+    """Make ``path`` and its parents.
+
+    One made meanwhile by someone else is fine (SFTP says only "Failure" for an existing directory).
+    """
     for directory in [*reversed(path.parents), path]:
         try:
             sftp.stat(str(directory))

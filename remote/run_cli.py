@@ -108,7 +108,11 @@ def _options(
     )
 
 
-def _remote_base(text: str) -> PurePosixPath:
+def remote_base(text: str) -> PurePosixPath:
+    """Return ``--remote-dir`` checked: an absolute path without spaces or ``..``.
+
+    :raises FieldError: naming ``--remote-dir``.
+    """
     base = PurePosixPath(text)
     if not base.is_absolute() or ".." in base.parts or one_line(text) != text or " " in text:
         raise FieldError(
@@ -151,7 +155,7 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
             )
     else:
         run_id = new_run_id()
-        base = _remote_base(args.remote_dir)
+        base = remote_base(args.remote_dir)
         log_dir = args.log_dir or Path(f"ovsperf-remote-{run_id}")
         state = RunState(
             run_id=run_id,

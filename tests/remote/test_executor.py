@@ -64,7 +64,8 @@ def test_a_task_runs_as_under_beaker_with_its_output_shown_and_logged(lab: Lab, 
         assert logged.startswith(
             f"# env SLEEP_HOURS=0.0003 SLEEPER_TICK_S=1 PATH={run_dir}/bin:/usr/local/sbin:"
         )
-        assert f" TASK_STATE_DIR={tmp_path / 'state'} bash {run_dir}/beaker_tasks/sleeper/runtest.sh" in logged
+        script = f"{run_dir}/beaker_tasks/sleeper/runtest.sh"
+        assert f" TASK_STATE_DIR={tmp_path / 'state'} bash {script}" in logged
         assert "Task sleeper: reboot count 0" in logged
         # A hostile value stays one word of the task's environment: never run by a shell.
         marker = tmp_path / "pwned"

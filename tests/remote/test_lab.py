@@ -1,0 +1,112 @@
+"""``ovsperf-remote lab``: the lab run on a remote host (real sshd in a namespace), results brought back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.metadata import METADATA_FILE
+from remote.cli import main
+from tests.beaker_tasks.shims import VENV_BIN
+
+from .conftest import Lab
+
+pytestmark = pytest.mark.dpdk  # root: namespaces, sshd
+
+VENV_LAB = VENV_BIN / "ovsperf-lab"
+
+FAKE_LAB = """#!/bin/sh
+# A stand-in for ovsperf-lab run: records its arguments, writes a results directory, exits $CODE.
+printf '%s\\n' "$@" > {record}
+out=""
+while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done
+dir="$out/results_2026-11-26_09-00-00"
+mkdir -p "$dir/moongen"
+printf 'packet_size\\n64\\n' > "$dir/result_0_phy2phy_tput_p2p.csv"
+printf 'raw\\n' > "$dir/moongen/run.log"
+printf '{{"complete": {complete}}}\\n' > "$dir/{metadata}"
+echo "progress: 64 B (1/1)" >&2
+echo "$dir"
+exit {code}
+"""
+
+
+def _fake(tmp_path: Path, code: int) -> Path:
+    script = tmp_path / "fake-ovsperf-lab"
+    script.write_text(
+        FAKE_LAB.format(
+            record=tmp_path / "argv.txt",
+            complete="true" if code == 0 else "false",
+            metadata=METADATA_FILE,
+            code=code,
+        )
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _args(lab: Lab, tmp_path: Path, command: str, *lab_args: str) -> list[str]:
+    return [
+        "lab",
+        "--host",
+        f"root@{lab.dut.address}",
+        "--output",
+        str(tmp_path / "here"),
+        "--ovsperf-lab",
+        command,
+        "--remote-dir",
+        str(tmp_path / "remote"),
+        "--identity",
+        str(lab.key),
+        "--known-hosts",
+        str(lab.known_hosts),
+        "--ssh-config",
+        "/nonexistent",
+        "--",
+        *lab_args,
+    ]
+
+
+@pytest.mark.parametrize("code", [0, 2], ids=["complete", "incomplete"])
+def test_a_lab_run_on_a_remote_host_comes_back_whole(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str], code: int
+) -> None:
+    lab.trust()
+    fake = _fake(tmp_path, code)
+    assert (
+        main(_args(lab, tmp_path, str(fake), "run", "--config", "OVS_DPDK1q", "--frame-sizes", "64")) == code
+    )
+    out, err = capsys.readouterr()
+    delivered = tmp_path / "here" / "results_2026-11-26_09-00-00"
+    assert out.strip() == str(delivered)
+    assert (delivered / "moongen" / "run.log").read_text() == "raw\n"
+    assert json.loads((delivered / METADATA_FILE).read_text()) == {"complete": code == 0}
+    assert [p.name for p in (tmp_path / "here").iterdir()] == [delivered.name]  # no partial copy left
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    assert argv[:5] == ["run", "--config", "OVS_DPDK1q", "--frame-sizes", "64"]
+    assert (
+        argv[5] == "--output"
+        and argv[6].startswith(str(tmp_path / "remote") + "/")
+        and argv[6].endswith("/lab")
+    )
+    assert f"[root@{lab.dut.address} ovsperf-lab] progress: 64 B (1/1)" in err
+
+
+def test_the_real_lab_command_runs_remotely(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab.trust()
+    assert main(_args(lab, tmp_path, str(VENV_LAB), "list")) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "OVS_DPDK1q" in out and "OVS_DPDK1q_GUEST_DPDK1q" in out
+    assert not (tmp_path / "here").exists()
+
+
+def test_output_is_chosen_by_the_runner(lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab.trust()
+    code = main(_args(lab, tmp_path, "ovsperf-lab", "run", "--config", "X", "--output", "/tmp"))
+    assert code == ExitCode.ERROR
+    assert "Do not give --output to the remote ovsperf-lab" in capsys.readouterr().err
