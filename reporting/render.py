@@ -310,12 +310,7 @@ def plot_flows(test: TestComparison, path: Path) -> None:
     ax.set_xlabel("flows per direction (log scale)")
     ax.set_ylabel("throughput [Mpps], both directions")
     ax.set_ylim(bottom=0)
-    title = f"{test.test} ({test.deployment})".replace("$", r"\$")
-    ax.set_title(f"{title}: throughput against flows (baseline dashed)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
+    _finish(fig, ax, test, "throughput against flows (baseline dashed)", path)
 
 
 def plot_latency(test: TestComparison, path: Path) -> None:
@@ -354,8 +349,13 @@ def plot_latency(test: TestComparison, path: Path) -> None:
     ax.set_xlim(1.0, 1 / (1 - 99.999 / 100) * 1.5)
     ax.set_xlabel("percentile (HdrHistogram scale: 1 / (1 − p))")
     ax.set_ylabel("one-way latency [µs]")
+    _finish(fig, ax, test, "latency percentiles at shares of the PDR load (baseline dashed)", path)
+
+
+def _finish(fig: Figure, ax: Any, test: TestComparison, subject: str, path: Path) -> None:
+    """Title ``test: subject``, log-scale grid, legend; write the PNG to ``path``."""
     title = f"{test.test} ({test.deployment})".replace("$", r"\$")
-    ax.set_title(f"{title}: latency percentiles at shares of the PDR load (baseline dashed)")
+    ax.set_title(f"{title}: {subject}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="x-small", ncol=2)
     fig.tight_layout()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from remote.ssh import Settings
+
 from .sshd_hosts import SshHost, keygen, ssh_hosts
 
 
@@ -22,6 +24,31 @@ class Lab:
     authorized_keys: Path
     tg: SshHost
     dut: SshHost
+
+    def settings(self, **changes: object) -> Settings:
+        """Return SSH settings with the client's key and known_hosts (no agent, no SSH config)."""
+        values: dict[str, object] = {
+            "known_hosts": self.known_hosts,
+            "ssh_config": None,
+            "identities": (self.key,),
+            "use_agent": False,
+            "connect_timeout_s": 5.0,
+        }
+        values.update(changes)
+        return Settings(**values)  # type: ignore[arg-type]
+
+    def ssh_args(self) -> list[str]:
+        """Return the command-line SSH options of the same settings."""
+        return [
+            "--identity",
+            str(self.key),
+            "--known-hosts",
+            str(self.known_hosts),
+            "--ssh-config",
+            "/nonexistent",
+            "--connect-timeout",
+            "5",
+        ]
 
     def trust(self) -> None:
         """Write both hosts' keys to the known_hosts file."""

@@ -13,24 +13,12 @@ import pytest
 
 from remote.cli import main
 from remote.errors import AuthError, RemoteError, UnreachableError
-from remote.ssh import Session, Settings, Target
+from remote.ssh import Session, Target
 
 from .conftest import Lab
 from .sshd_hosts import keygen
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def settings(lab: Lab, **changes: object) -> Settings:
-    values: dict[str, object] = {
-        "known_hosts": lab.known_hosts,
-        "ssh_config": None,
-        "identities": (lab.key,),
-        "use_agent": False,
-        "connect_timeout_s": 5.0,
-    }
-    values.update(changes)
-    return Settings(**values)  # type: ignore[arg-type]
 
 
 def check(lab: Lab, *extra: str, tg: str | None = None, dut: str | None = None) -> list[str]:
@@ -131,23 +119,23 @@ def test_a_key_the_host_does_not_know_is_an_auth_failure(lab: Lab, tmp_path: Pat
     stranger = tmp_path / "stranger"
     keygen(stranger)
     with pytest.raises(AuthError, match=r"refused our keys .* passwords are never used"):
-        Session(Target(lab.dut.address, "root"), settings(lab, identities=(stranger,)))
+        Session(Target(lab.dut.address, "root"), lab.settings(identities=(stranger,)))
 
 
 def test_an_unreachable_host_fails_within_the_deadline(lab: Lab) -> None:
     lab.trust()
     started = time.monotonic()
     with pytest.raises(UnreachableError, match=f"Cannot reach root@{lab.dut.address}:2222"):
-        Session(Target(lab.dut.address, "root", 2222), settings(lab))  # nothing listens there
+        Session(Target(lab.dut.address, "root", 2222), lab.settings())  # nothing listens there
     lab.dut.stop_sshd()
     with pytest.raises(UnreachableError, match="within 1 s"):
-        Session(Target(lab.dut.address, "root"), settings(lab, connect_timeout_s=1.0))
+        Session(Target(lab.dut.address, "root"), lab.settings(connect_timeout_s=1.0))
     assert time.monotonic() - started < 10
 
 
 def test_commands_stream_lines_and_keep_their_deadline(lab: Lab) -> None:
     lab.trust()
-    with Session(Target(lab.dut.address, "root"), settings(lab)) as session:
+    with Session(Target(lab.dut.address, "root"), lab.settings()) as session:
         seen: list[tuple[str, str]] = []
         result = session.run(
             ["sh", "-c", "echo one; echo two >&2; printf 'no newline'; exit 3"],
@@ -168,7 +156,7 @@ def test_commands_stream_lines_and_keep_their_deadline(lab: Lab) -> None:
 
 def test_the_connection_dropping_mid_command_is_a_clear_failure(lab: Lab) -> None:
     lab.trust()
-    with Session(Target(lab.dut.address, "root"), settings(lab)) as session:
+    with Session(Target(lab.dut.address, "root"), lab.settings()) as session:
 
         def drop(stream: str, line: str) -> None:
             if line == "started":
@@ -239,10 +227,10 @@ def test_a_hostile_ssh_config_or_a_broken_inventory_is_named_before_connecting(
     config = tmp_path / "ssh_config"
     config.write_text("Host dut01\n  HostName evil\\nhost\n  User root\n")
     with pytest.raises(RemoteError, match=r"The SSH config entry of dut01: .*HostName \(SSH config\)"):
-        Session(Target("dut01"), settings(lab, ssh_config=config))
+        Session(Target("dut01"), lab.settings(ssh_config=config))
     config.write_text("Host dut01\n  HostName 192.0.2.1\n  User ro;ot\n")
     with pytest.raises(RemoteError, match="The SSH user 'ro;ot' of dut01 is not a user name"):
-        Session(Target("dut01"), settings(lab, ssh_config=config))
+        Session(Target("dut01"), lab.settings(ssh_config=config))
     broken = tmp_path / "inventory.yaml"
     broken.write_text("hosts: [unclosed\n")
     assert main(check(lab, "--inventory", str(broken))) == 2

@@ -13,7 +13,6 @@ from remote.plan import RemoteStep
 from remote.ssh import Session, Target
 
 from .conftest import Lab
-from .test_check import settings
 
 
 def local_files() -> set[str]:
@@ -28,7 +27,7 @@ def local_files() -> set[str]:
 def test_upload_copies_the_tasks_with_their_modes_into_a_new_run_directory(lab: Lab, tmp_path: Path) -> None:
     lab.trust()
     run_dir = tmp_path / "runs" / "run-1"  # the hosts share this machine's file system
-    with Session(Target(lab.dut.address, "root"), settings(lab)) as session:
+    with Session(Target(lab.dut.address, "root"), lab.settings()) as session:
         count = upload(session, str(run_dir))
         copied = {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()}
         assert copied == local_files() | {"bin/rstrnt-reboot"} and count == len(copied) - 1
@@ -49,7 +48,7 @@ def test_a_task_runs_as_under_beaker_with_its_output_shown_and_logged(lab: Lab, 
     lab.trust()
     run_dir = tmp_path / "run"
     console = io.StringIO()
-    with Session(Target(lab.dut.address, "root"), settings(lab)) as session:
+    with Session(Target(lab.dut.address, "root"), lab.settings()) as session:
         upload(session, str(run_dir))
         step = RemoteStep("sleeper", (("SLEEP_HOURS", "0.0003"), ("SLEEPER_TICK_S", "1")))
         outcome = run_task(

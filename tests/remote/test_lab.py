@@ -59,12 +59,7 @@ def _args(lab: Lab, tmp_path: Path, command: str, *lab_args: str) -> list[str]:
         command,
         "--remote-dir",
         str(tmp_path / "remote"),
-        "--identity",
-        str(lab.key),
-        "--known-hosts",
-        str(lab.known_hosts),
-        "--ssh-config",
-        "/nonexistent",
+        *lab.ssh_args(),
         "--",
         *lab_args,
     ]

@@ -31,7 +31,7 @@ from remote.errors import RemoteError
 from remote.fetch import fetch_results
 from remote.plan import HostPlan, RemoteStep
 from remote.run import HostState, RebootSettings, Runner, RunOptions, RunState, new_run_id
-from remote.ssh import Session, Settings, parse_target
+from remote.ssh import Session, parse_target
 from reporting.load import load_results_dir
 from tests.beaker_tasks.shims import FAKE_VSPERF, REPO, VSPERF_STUB
 from tests.beaker_tasks.shims import Lab as FakeMachine
@@ -114,16 +114,16 @@ def perfsync_cleanup(marker: str) -> Iterator[None]:
             time.sleep(0.05)
 
 
-def _ssh_args(lab: Lab) -> list[str]:
+def _run_argv(lab: Lab) -> list[str]:
+    """Return ``run --config OVS_DPDK1q --tg root@TG --dut root@DUT``."""
     return [
-        "--identity",
-        str(lab.key),
-        "--known-hosts",
-        str(lab.known_hosts),
-        "--ssh-config",
-        "/nonexistent",
-        "--connect-timeout",
-        "5",
+        "run",
+        "--config",
+        "OVS_DPDK1q",
+        "--tg",
+        f"root@{lab.tg.address}",
+        "--dut",
+        f"root@{lab.dut.address}",
     ]
 
 
@@ -174,13 +174,7 @@ def test_a_whole_run_setup_reboots_sync_vsperf_results_then_reporting(lab: Lab, 
         started = time.monotonic()
         code = main(
             [
-                "run",
-                "--config",
-                "OVS_DPDK1q",
-                "--tg",
-                f"root@{lab.tg.address}",
-                "--dut",
-                f"root@{lab.dut.address}",
+                *_run_argv(lab),
                 "--inventory",
                 "vsperf_configs/inventory.example.yaml",
                 "--collector",
@@ -200,7 +194,7 @@ def test_a_whole_run_setup_reboots_sync_vsperf_results_then_reporting(lab: Lab, 
                 *_env_args("--env", common),
                 *_env_args("--tg-env", tg_env),
                 *_env_args("--dut-env", dut_env),
-                *_ssh_args(lab),
+                *lab.ssh_args(),
             ]
         )
         elapsed = time.monotonic() - started
@@ -255,13 +249,7 @@ def _runner(
         }
         for role in ("TRAFFICGEN", "DUT")
     }
-    settings = Settings(
-        known_hosts=lab.known_hosts,
-        ssh_config=None,
-        identities=(lab.key,),
-        connect_timeout_s=5,
-        use_agent=False,
-    )
+    settings = lab.settings()
     options = RunOptions(
         log_dir=tmp_path / "logs", deadline_s=300, env=env, reboot=reboot or RebootSettings()
     )
@@ -398,13 +386,7 @@ def test_a_full_collector_disk_delivers_nothing_and_says_so(lab: Lab, tmp_path: 
     collector.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(collector)], check=True, timeout=10)
     try:
-        settings = Settings(
-            known_hosts=lab.known_hosts,
-            ssh_config=None,
-            identities=(lab.key,),
-            connect_timeout_s=5,
-            use_agent=False,
-        )
+        settings = lab.settings()
         with Session(parse_target(f"root@{lab.dut.address}", "--dut"), settings) as session:
             with pytest.raises(RemoteError, match=r"No space left on device.*nothing was delivered"):
                 fetch_results(session, str(results), collector)
@@ -420,18 +402,12 @@ def test_an_unreachable_host_fails_the_run_before_anything_runs(
     lab.dut.stop_sshd()
     code = main(
         [
-            "run",
-            "--config",
-            "OVS_DPDK1q",
-            "--tg",
-            f"root@{lab.tg.address}",
-            "--dut",
-            f"root@{lab.dut.address}",
+            *_run_argv(lab),
             "--log-dir",
             str(tmp_path / "logs"),
             "--remote-dir",
             str(tmp_path / "remote"),
-            *_ssh_args(lab),
+            *lab.ssh_args(),
         ]
     )
     err = capsys.readouterr().err
