@@ -53,7 +53,11 @@ class Row:
     detail: str
 
 
-def _sudo(session: Session) -> tuple[Outcome, str]:
+def sudo_check(session: Session) -> tuple[Outcome, str]:
+    """Return whether the session may run commands as root unattended, and the row's detail.
+
+    :raises RemoteError: when the connection fails.
+    """
     if is_root(session):
         return Outcome.PASS, "logged in as root"
     result = session.run(["sudo", "-n", "true"], COMMAND_TIMEOUT_S)
@@ -119,7 +123,7 @@ def check_host(target: Target, role: str, settings: Settings, nics: Sequence[str
         key = session.host_key_description()
         rows = [Row(name, role, "ssh", Outcome.PASS, f"as {session.user}; host key {key}")]
         try:
-            sudo = _sudo(session)
+            sudo = sudo_check(session)
         except RemoteError as err:
             sudo = (Outcome.FAIL, str(err))
         rows.append(Row(name, role, "sudo", *sudo))

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from ovsperf_common.resultdir import RESULTS_DIR_RE
 from ovsperf_common.runner import one_line
+from remote.check import Outcome, sudo_check
 from remote.errors import RemoteError
 from remote.executor import LineSink
 from remote.fetch import fetch_results
@@ -73,6 +74,9 @@ def run_lab(
         children), the connection drops, or its results cannot be fetched.
     """
     out = console if console is not None else sys.stderr
+    allowed, detail = sudo_check(session)
+    if allowed is not Outcome.PASS:
+        raise RemoteError(f"{session.name}: {detail}.")
     remote_output = str(PurePosixPath(remote_base) / run_id / "lab") if args[:1] == ["run"] else None
     argv = lab_argv(session, ovsperf_lab, args, remote_output)
     if remote_output is not None:

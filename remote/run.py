@@ -43,6 +43,7 @@ from typing import Any, TextIO
 
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.runner import one_line
+from remote.check import Outcome, sudo_check
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
 from remote.executor import REBOOT_REQUEST, run_task, upload
 from remote.fetch import fetch_results
@@ -280,7 +281,20 @@ class Runner:
             raise
 
     def _connect(self, host: _Host) -> Session:
-        return Session(host.target, self.settings)
+        """Return a session to the host that may run commands as root (checked before any step).
+
+        :raises RemoteError: when it cannot connect, or sudo asks for a password (explained).
+        """
+        session = Session(host.target, self.settings)
+        try:
+            outcome, detail = sudo_check(session)
+        except RemoteError:
+            session.close()
+            raise
+        if outcome is not Outcome.PASS:
+            session.close()
+            raise RemoteError(f"{session.name}: {detail}.")
+        return session
 
     def _host_steps(self, host: _Host) -> None:
         state, plan = host.state, host.plan

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +75,24 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             yield Lab(key, client / "known_hosts", authorized, tg, dut)
     finally:
         shutil.rmtree(public, ignore_errors=True)
+
+
+@pytest.fixture
+def plain_user(lab: Lab) -> Iterator[str]:
+    """A non-root user made for the test (removed after), whose sudo asks for a password."""
+    name = f"ovsperf-rt-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "-s", "/bin/sh", name], check=True, timeout=30)
+    # "*": no password at all, but not locked ("!"), which sshd would refuse without PAM.
+    subprocess.run(["usermod", "-p", "*", name], check=True, timeout=30)
+    try:
+        yield name
+    finally:
+        Path(f"/etc/sudoers.d/{name}").unlink(missing_ok=True)
+        # Its sshd sessions may still be ending: stop what runs as this user (only our sessions
+        # can), then remove it; userdel refuses a user with processes.
+        deadline = time.monotonic() + 10
+        while subprocess.run(["userdel", name], capture_output=True, timeout=30, check=False).returncode != 0:
+            subprocess.run(["pkill", "-KILL", "-u", name], check=False, timeout=10)
+            assert time.monotonic() < deadline, f"cannot remove the test user {name}"
+            time.sleep(0.2)
+        assert subprocess.run(["id", name], capture_output=True, check=False).returncode != 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -166,27 +164,6 @@ def test_the_connection_dropping_mid_command_is_a_clear_failure(lab: Lab) -> Non
         with pytest.raises(RemoteError, match=r"dropped|failed during"):
             session.run(["sh", "-c", "echo started; sleep 30"], 20, drop)
         assert time.monotonic() - started < 10
-
-
-@pytest.fixture
-def plain_user(lab: Lab) -> Iterator[str]:
-    """A non-root user made for the test (removed after), whose sudo asks for a password."""
-    name = f"ovsperf-rt-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "-s", "/bin/sh", name], check=True, timeout=30)
-    # "*": no password at all, but not locked ("!"), which sshd would refuse without PAM.
-    subprocess.run(["usermod", "-p", "*", name], check=True, timeout=30)
-    try:
-        yield name
-    finally:
-        Path(f"/etc/sudoers.d/{name}").unlink(missing_ok=True)
-        # Its sshd sessions may still be ending: stop what runs as this user (only our sessions
-        # can), then remove it; userdel refuses a user with processes.
-        deadline = time.monotonic() + 10
-        while subprocess.run(["userdel", name], capture_output=True, timeout=30, check=False).returncode != 0:
-            subprocess.run(["pkill", "-KILL", "-u", name], check=False, timeout=10)
-            assert time.monotonic() < deadline, f"cannot remove the test user {name}"
-            time.sleep(0.2)
-        assert subprocess.run(["id", name], capture_output=True, check=False).returncode != 0
 
 
 def test_sudo_asking_for_a_password_is_explained(

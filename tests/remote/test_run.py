@@ -225,6 +225,7 @@ def _runner(
     env: dict[str, dict[str, str]] | None = None,
     reboot: RebootSettings | None = None,
     state: RunState | None = None,
+    dut_user: str = "root",
 ) -> Runner:
     """A runner of two hand-made plans (the catalog's need the whole fake lab)."""
     plans = (
@@ -256,7 +257,7 @@ def _runner(
     (tmp_path / "logs").mkdir(exist_ok=True)
     targets = {
         "TRAFFICGEN": parse_target(f"root@{lab.tg.address}", "--tg"),
-        "DUT": parse_target(f"root@{lab.dut.address}", "--dut"),
+        "DUT": parse_target(f"{dut_user}@{lab.dut.address}", "--dut"),
     }
     return Runner(state, plans, targets, settings, options, console=open(os.devnull, "w"))
 
@@ -414,3 +415,14 @@ def test_an_unreachable_host_fails_the_run_before_anything_runs(
     assert code == ExitCode.ERROR
     assert f"DUT: Cannot reach root@{lab.dut.address}" in err and "TRAFFICGEN stopped" in err
     assert "--resume" in err
+
+
+def test_sudo_asking_for_a_password_stops_the_run_before_anything_runs(
+    lab: Lab, tmp_path: Path, plain_user: str
+) -> None:
+    lab.trust()
+    outcome = _runner(lab, tmp_path, [SLEEP], [SLEEP], dut_user=plain_user).run()
+    assert list(outcome.failures) == ["DUT"] and outcome.stopped == ["TRAFFICGEN"]
+    assert f"sudo asks {plain_user} for a password" in outcome.failures["DUT"]
+    assert f"'{plain_user} ALL=(ALL) NOPASSWD: ALL'" in outcome.failures["DUT"]
+    assert not list((tmp_path / "remote").glob("*/dut"))  # nothing was uploaded to the DUT
