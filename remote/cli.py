@@ -18,7 +18,7 @@ from remote.errors import RemoteError
 from remote.lab import run_lab
 from remote.plan import HostPlan, remote_plan, render_plan
 from remote.run import new_run_id
-from remote.run_cli import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, remote_base, run_command_line
+from remote.runargs import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, remote_base, run_command_line
 from remote.ssh import (
     BOOT_ID_COMMAND,
     DEFAULT_KNOWN_HOSTS,

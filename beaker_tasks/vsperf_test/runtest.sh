@@ -513,7 +513,7 @@ vsperf_test_collect() {
     task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata "${VSPERF_TEST_RESULTS}" "${status}"
     if [[ -n "${VSPERF_RESULTS_FILE}" ]]; then
         task_run "Tell where the results are (${VSPERF_RESULTS_FILE})" \
-            sh -c 'printf "%s\n" "$1" >"$2.tmp" && mv -f "$2.tmp" "$2"' sh "${VSPERF_TEST_RESULTS}" "${VSPERF_RESULTS_FILE}"
+            vsperf_test_tell_results "${VSPERF_RESULTS_FILE}" "${VSPERF_TEST_RESULTS}"
     fi
     task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
         "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
@@ -530,6 +530,11 @@ vsperf_test_collect() {
         task_warn "The collector ${COLLECTOR} did not take the results; they stay in ${VSPERF_TEST_RESULTS} on ${DUT_HOSTNAME}."
     fi
     task_phase_end
+}
+
+# vsperf_test_tell_results FILE PATH: write PATH into FILE, atomically (ovsperf-remote reads it).
+vsperf_test_tell_results() {
+    printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
 }
 
 vsperf_test_run() {
