@@ -11,7 +11,9 @@
    the achieved rate (goal ≤ 0.5 %) and the per-size counts against 7:4:1.
 3. Lab: ``ovsperf-lab run --config OVS_DPDK1q --frame-sizes 64,imix --flows 1,1048576`` (a sweep:
    four MLRsearches, CSIT defaults, no latency trials), once with ``--flow-rules ports`` and once
-   with ``--flow-rules udp``; prints NDR and PDR of each and the NDR ratio 1 M flows / 1 flow.
+   with ``--flow-rules udp``; prints NDR and PDR of each, the NDR ratio 1 M flows / 1 flow and
+   where OVS classified the packets (simple match, EMC, SMC, megaflow, upcall shares of the last
+   final trial, from the run's telemetry).
    Port-to-port rules are classified by OVS ≥ 2.17's simple match, so there the flow count is
    expected not to matter; ``udp`` rules put every flow through the EMC/SMC/megaflow caches
    (docs/lab.md, flow scale).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import statistics
 import subprocess
 import sys
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_trafficgen as base  # noqa: E402
 
+from ovsperf_common.telemetryfile import HIT_COUNTERS, TELEMETRY_FILE  # noqa: E402
 from ovsperf_common.units import line_rate_pps, mix_rates  # noqa: E402
 from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
@@ -96,6 +100,19 @@ def pacing_part(cpu: str, imix_pps: float) -> None:
     print(f"worst pacing error: {worst:.3f} % (goal <= 0.5 %) {'OK' if worst <= 0.5 else 'ABOVE GOAL'}")
 
 
+def print_hits(path: Path) -> None:
+    """Print the DUT's classification shares [% of packets] of the last telemetry trial per
+    (packet_size, flows): where the flows were looked up (simple match, EMC, SMC, megaflow, upcall)."""
+    last: dict[tuple[str, int], dict[str, float]] = {}
+    for trial in json.loads(path.read_text(encoding="utf-8"))["trials"]:
+        last[(str(trial["packet_size"]), int(trial["flows"]))] = trial["totals"]
+    names = HIT_COUNTERS[2:]
+    print("  telemetry, last final trial: " + ", ".join(f"{n} %" for n in names))
+    for (size, flows), totals in last.items():
+        shares = "  ".join(f"{totals.get(f'{n}_percent') or 0.0:6.1f}" for n in names)
+        print(f"  {size:>5} x {flows:>7}: {shares}")
+
+
 def lab_sweep(rules: str, out: Path) -> dict[str, tuple[float, float]]:
     """Run the lab P2P at 64 B and imix, sweeping 1 and 1,048,576 flows, with ``rules``.
 
@@ -108,6 +125,7 @@ def lab_sweep(rules: str, out: Path) -> dict[str, tuple[float, float]]:
            "--latency-loads", "", "--no-progress", "--output", str(target)]  # fmt: skip
     subprocess.run(cmd, check=True, timeout=3600, stdout=subprocess.DEVNULL)
     (csv_path,) = target.glob("results_*/result_0_phy2phy_tput_p2p.csv")
+    print_hits(csv_path.parent / TELEMETRY_FILE)
     with csv_path.open(encoding="utf-8") as handle:
         return {
             f"{row['packet_size']} x {row['stream_count']}": (
@@ -121,7 +139,10 @@ def lab_sweep(rules: str, out: Path) -> dict[str, tuple[float, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-lab", action="store_true", help="skip part 3 (the lab runs)")
+    parser.add_argument("--lab-only", action="store_true", help="only part 3 (the lab runs)")
     args = parser.parse_args()
+    if args.lab_only:
+        return lab_part()
     h.build_generator()
     cpu = h.generator_cpu()
     try:
@@ -143,16 +164,22 @@ def main() -> int:
     line = mix_rates([(s, w) for s, w in IMIX], 1.0, 10e9).line_rate_pps
     print(f"(10 GbE line rate: imix {line / 1e6:.3f} Mpps, 64 B {line_rate_pps(64, 10e9) / 1e6:.3f} Mpps)")
     pacing_part(cpu, statistics.median(runs["imix"]))
-    if not args.no_lab:
-        with tempfile.TemporaryDirectory(prefix="bench-profiles-") as out:
-            for rules in ("ports", "udp"):
-                print(f"\n# Lab P2P, MLRsearch (CSIT defaults), --flow-rules {rules} [Mpps, both dirs]")
-                found = lab_sweep(rules, Path(out))
-                for key, (ndr, pdr) in found.items():
-                    print(f"{key:>16}: NDR {ndr:.3f}  PDR {pdr:.3f}")
-                for size in ("64", "imix"):
-                    one, many = found[f"{size} x 1"][0], found[f"{size} x {MILLION}"][0]
-                    print(f"{size:>5}: NDR at 1,048,576 flows / at 1 flow: {many / one:.3f}")
+    return 0 if args.no_lab else lab_part()
+
+
+def lab_part() -> int:
+    """Part 3: both rule sets, one sweep each; print NDR/PDR and the 1 M / 1 flow ratios."""
+    with tempfile.TemporaryDirectory(prefix="bench-profiles-") as out:
+        for rules in ("ports", "udp"):
+            print(
+                f"\n# Lab P2P, MLRsearch (CSIT defaults), --flow-rules {rules} [Mpps, both dirs]", flush=True
+            )
+            found = lab_sweep(rules, Path(out))
+            for key, (ndr, pdr) in found.items():
+                print(f"{key:>16}: NDR {ndr:.3f}  PDR {pdr:.3f}")
+            for size in ("64", "imix"):
+                one, many = found[f"{size} x 1"][0], found[f"{size} x {MILLION}"][0]
+                print(f"{size:>5}: NDR at 1,048,576 flows / at 1 flow: {many / one:.3f}", flush=True)
     return 0
 
 
