@@ -449,14 +449,24 @@ class Runner:
         for thread in threads:
             thread.start()
         hard_stop = self.options.deadline_s + STOP_GRACE_S
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
-                if time.monotonic() - self._started > hard_stop and not self.abort.is_set():
-                    self._fail("run", f"the run's deadline of {self.options.deadline_s:g} s passed")
-                if time.monotonic() - self._started > hard_stop + STOP_GRACE_S:
-                    log.error("A host thread did not stop; leaving it behind.")
-                    break
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.5)
+                    if time.monotonic() - self._started > hard_stop and not self.abort.is_set():
+                        self._fail("run", f"the run's deadline of {self.options.deadline_s:g} s passed")
+                    if time.monotonic() - self._started > hard_stop + STOP_GRACE_S:
+                        log.error("A host thread did not stop; leaving it behind.")
+                        break
+        except KeyboardInterrupt:
+            log.error(
+                "Interrupted: stopping both hosts' steps (resume with --resume %s).", self.options.log_dir
+            )
+            self.abort.set()
+            for thread in threads:
+                thread.join(STOP_GRACE_S)
+            self._save()
+            raise
         for host in self.hosts:
             if host.state.failed_steps:
                 self.outcome.failed_steps[host.plan.role] = list(host.state.failed_steps)
