@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from remote.executor import REPO_ROOT, UPLOADED  # noqa: E402
+from remote.executor import REPO_ROOT, UPLOADED, upload_files  # noqa: E402
 from remote.plan import HostPlan, RemoteStep  # noqa: E402
 from remote.run import HostState, Runner, RunOptions, RunState, new_run_id  # noqa: E402
 from remote.ssh import Settings, parse_target  # noqa: E402
@@ -78,8 +78,18 @@ def _ssh_base(key: Path, known: Path) -> list[str]:
     return ["-i", str(key), "-o", f"UserKnownHostsFile={known}", "-o", "BatchMode=yes", "-F", "/dev/null"]
 
 
+def stage(work: Path) -> Path:
+    """Copy exactly the files ours uploads into ``work/stage`` (no caches), for the peer's scp."""
+    target = work / "stage"
+    for path in upload_files(REPO_ROOT):
+        copy = target / path.relative_to(REPO_ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+    return target
+
+
 def peer(hosts: list[SshHost], key: Path, known: Path, work: Path) -> float:
-    """scp -r of the same directories, then one ssh per step, both hosts in parallel."""
+    """scp -r of the same files, then one ssh per step, both hosts in parallel."""
     tag = new_run_id()
     scripts = []
     for n, host in enumerate(hosts):
@@ -92,7 +102,7 @@ def peer(hosts: list[SshHost], key: Path, known: Path, work: Path) -> float:
                 "-q",
                 "-r",
                 *_ssh_base(key, known),
-                *(str(REPO_ROOT / d) for d in UPLOADED),
+                *(str(work / "stage" / d) for d in UPLOADED),
                 f"root@{host.address}:{target}/",
             ]
         )
@@ -136,7 +146,8 @@ def main() -> int:
         with ssh_hosts(work / "hosts", 2, authorized) as hosts:
             known = work / "known_hosts"
             known.write_text("".join(h.known_hosts_line() for h in hosts))
-            files = sum(1 for d in UPLOADED for p in (REPO_ROOT / d).rglob("*") if p.is_file())
+            files = sum(1 for _ in upload_files(REPO_ROOT))
+            stage(work)
             print(f"# {STEPS} steps per host (sleeper, ~1 s each), {files} files uploaded per host")
             print(f"# best of {ROUNDS} rounds")
             print("round   ours [s]   peer [s]   ours-peer per host [s]   ours/peer   ssh true x5 [s]")

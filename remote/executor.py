@@ -62,8 +62,11 @@ class TaskOutcome:
     log_file: Path
 
 
-def _files(root: Path) -> Iterator[Path]:
-    """Yield the files under ``UPLOADED`` of ``root``, without caches and bytecode, sorted."""
+def upload_files(root: Path) -> Iterator[Path]:
+    """Yield the files :func:`upload` copies, sorted.
+
+    Those under ``UPLOADED`` of ``root``, without caches, bytecode or symbolic links.
+    """
     for top in UPLOADED:
         for path in sorted((root / top).rglob("*")):
             skip = "__pycache__" in path.parts or path.suffix == ".pyc" or path.is_symlink()
@@ -115,7 +118,7 @@ def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -
         sftp.mkdir(str(temporary), mode=0o755)
         count = 0
         made = {temporary}
-        for path in _files(local_root):
+        for path in upload_files(local_root):
             relative = path.relative_to(local_root)
             destination = temporary.joinpath(*relative.parts)
             missing, parent = [], destination.parent
