@@ -18,9 +18,14 @@ from remote.errors import RemoteError
 from remote.lab import run_lab
 from remote.plan import HostPlan, remote_plan, render_plan
 from remote.run import new_run_id
-from remote.runargs import DEFAULT_REMOTE_BASE, REMOTE_COLLECTOR_RE, remote_base, run_command_line
+from remote.runargs import (
+    DEFAULT_REMOTE_BASE,
+    REMOTE_COLLECTOR_RE,
+    RUN_DEFAULTS,
+    remote_base,
+    run_command_line,
+)
 from remote.ssh import (
-    BOOT_ID_COMMAND,
     DEFAULT_KNOWN_HOSTS,
     DEFAULT_SSH_CONFIG,
     Session,
@@ -63,9 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run each host's tasks over SSH in parallel, as the Beaker job would (docs/remote.md).",
     )
     _plan_options(run, required=False)
-    run.add_argument(
-        "--timeout", type=float, default=12.0, metavar="H", help="deadline of the whole run [hours] (12)"
-    )
+    run.add_argument("--timeout", type=float, metavar="H", help="deadline of the whole run [hours] (12)")
     run.add_argument("--log-dir", type=Path, help="state.json and a log per host (./ovsperf-remote-<run id>)")
     run.add_argument(
         "--remote-dir",
@@ -88,17 +91,14 @@ def _parser() -> argparse.ArgumentParser:
         )
     reboot = run.add_argument_group("reboots the tasks ask for")
     reboot.add_argument(
-        "--reboot-command", default="systemctl reboot", metavar="CMD", help="run as root (%(default)s)"
+        "--reboot-command", metavar="CMD", help=f"run as root ({RUN_DEFAULTS['reboot_command']})"
     )
     reboot.add_argument(
         "--boot-id-command",
-        default=" ".join(BOOT_ID_COMMAND),
         metavar="CMD",
-        help="prints an id that changes at every boot (%(default)s)",
+        help=f"prints an id that changes at every boot ({RUN_DEFAULTS['boot_id_command']})",
     )
-    reboot.add_argument(
-        "--reboot-timeout", type=float, default=1200.0, metavar="S", help="until the host is back [s] (1200)"
-    )
+    reboot.add_argument("--reboot-timeout", type=float, metavar="S", help="until the host is back [s] (1200)")
     _ssh_options(run)
     lab = commands.add_parser(
         "lab",

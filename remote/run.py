@@ -109,6 +109,8 @@ class RunState:
     collector: str | None = None
     results: str | None = None
     """The delivered (or left-behind) results directory, once known."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The command line's choices a resume reuses (hosts as given, inventory, ``--env``, …)."""
 
     @staticmethod
     def plan_of(plans: tuple[HostPlan, HostPlan]) -> dict[str, list[list[Any]]]:
@@ -125,6 +127,7 @@ class RunState:
             "hosts": {role: vars(h) for role, h in self.hosts.items()},
             "collector": self.collector,
             "results": self.results,
+            "options": self.options,
         }
         atomic_write_text(path, json.dumps(document, indent=1) + "\n")
 
@@ -157,6 +160,7 @@ class RunState:
                 hosts=hosts,
                 collector=document.get("collector"),
                 results=document.get("results"),
+                options=dict(document.get("options") or {}),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             raise RemoteError(f"Cannot resume from '{path}': {one_line(err)}.") from err

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
@@ -29,7 +30,7 @@ from remote.run import (
     RunState,
     new_run_id,
 )
-from remote.ssh import Settings, parse_target
+from remote.ssh import BOOT_ID_COMMAND, Settings, parse_target
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,29 @@ REMOTE_COLLECTOR_RE = re.compile(r"\A[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/\S*\Z")
 """``user@host:/path``: the DUT's vsperf_test sends the results there itself (its COLLECTOR)."""
 RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_RESULTS_FILE"}
 """Set by the runner; ``--env`` may not change them."""
+
+RESUMED = (
+    "tg",
+    "dut",
+    "catalog",
+    "inventory",
+    "collector",
+    "env",
+    "tg_env",
+    "dut_env",
+    "timeout",
+    "reboot_command",
+    "boot_id_command",
+    "reboot_timeout",
+)
+"""Options ``state.json`` keeps, so that ``--resume LOG_DIR`` needs nothing else (given again: they win)."""
+RUN_DEFAULTS: dict[str, Any] = {
+    "timeout": 12.0,
+    "reboot_command": "systemctl reboot",
+    "boot_id_command": " ".join(BOOT_ID_COMMAND),
+    "reboot_timeout": 1200.0,
+}
+"""Defaults of the options above that have one (filled in after a resume took the recorded ones)."""
 
 PlanFactory = Callable[[argparse.Namespace, str, str, "str | None"], tuple[HostPlan, HostPlan]]
 
@@ -133,13 +157,21 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
     if args.resume is not None:
         state = RunState.load(args.resume / STATE_FILE)
         log_dir = args.resume
-        tg_host, dut_host = state.hosts["TRAFFICGEN"].host, state.hosts["DUT"].host
         config = args.config or state.config
         if config != state.config:
             raise FieldError(f"the run to resume ran {state.config}, not {args.config}.", field="--config")
         args.config = config
-        tg_text, dut_text = args.tg or tg_host, args.dut or dut_host
-        collector = args.collector if args.collector is not None else state.collector
+        for key in RESUMED:
+            if getattr(args, key) in (None, []):
+                value = state.options.get(key)
+                setattr(args, key, Path(value) if key == "catalog" and value else value)
+    for key, default in RUN_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
+    for key in ("env", "tg_env", "dut_env"):
+        setattr(args, key, list(getattr(args, key) or []))
+    if args.resume is not None:
+        tg_text, dut_text, collector = args.tg, args.dut, args.collector
     else:
         if not (args.config and args.tg and args.dut):
             raise FieldError("--config, --tg and --dut are needed (or --resume LOG_DIR).", field="run")
@@ -168,6 +200,10 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
             collector=collector,
         )
     options = _options(args, log_dir, plans, collector)
+    state.options = {
+        key: str(getattr(args, key)) if isinstance(getattr(args, key), Path) else getattr(args, key)
+        for key in RESUMED
+    }
     log_dir.mkdir(parents=True, exist_ok=True)
     state.save(log_dir / STATE_FILE)
     log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)

@@ -415,6 +415,13 @@ def test_an_unreachable_host_fails_the_run_before_anything_runs(
     assert code == ExitCode.ERROR
     assert f"DUT: Cannot reach root@{lab.dut.address}" in err and "TRAFFICGEN stopped" in err
     assert "--resume" in err
+    state = json.loads((tmp_path / "logs" / "state.json").read_text())
+    assert state["options"]["dut"] == f"root@{lab.dut.address}" and state["options"]["timeout"] == 12.0
+    # --resume needs nothing else: the hosts, the plan's options and the SSH options' effect come back.
+    code = main(["run", "--resume", str(tmp_path / "logs"), *lab.ssh_args()])
+    err = capsys.readouterr().err
+    assert code == ExitCode.ERROR and f"DUT: Cannot reach root@{lab.dut.address}" in err
+    assert json.loads((tmp_path / "logs" / "state.json").read_text())["run_id"] == state["run_id"]
 
 
 def test_sudo_asking_for_a_password_stops_the_run_before_anything_runs(
