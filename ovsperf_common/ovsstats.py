@@ -157,8 +157,10 @@ def thread_cpu(
     """Return per thread its CPU use over the window [% of one CPU], busiest first.
 
     CPU % = (ticks after − ticks before) / ``clock_ticks_per_s`` (this host's ``SC_CLK_TCK``
-    when None) / ``wall_s`` × 100. Rows are ``{"tid", "name", "cpu_percent"}``; threads present
-    at both ends only; a count that went backwards (a reused thread id) is None.
+    when None) / ``wall_s`` × 100, at most 100: a thread runs on one CPU at a time, and more is the
+    tick granularity (1 / ``SC_CLK_TCK`` s at both ends of a window of about a second). Rows are
+    ``{"tid", "name", "cpu_percent"}``; threads present at both ends only; a count that went
+    backwards (a reused thread id) is None.
     """
     ticks = clock_ticks_per_s or os.sysconf("SC_CLK_TCK")
     rows: list[tuple[float, dict[str, Any]]] = []
@@ -166,7 +168,7 @@ def thread_cpu(
         if tid not in before or wall_s <= 0:
             continue
         delta = end - before[tid][1]
-        percent = None if delta < 0 else 100.0 * delta / ticks / wall_s
+        percent = None if delta < 0 else min(100.0, 100.0 * delta / ticks / wall_s)
         rows.append((percent or 0.0, {"tid": int(tid), "name": name, "cpu_percent": percent}))
     rows.sort(key=lambda row: -row[0])
     return [row for _, row in rows]

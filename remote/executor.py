@@ -93,10 +93,18 @@ def reboot_shim(remote_dir: str) -> str:
     )
 
 
-def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -> int:
+UPLOADED_INVENTORY = "inventory.yaml"
+"""Name of the user's local inventory in the run directory (``INVENTORY=inventory.yaml``: the tasks
+resolve a relative inventory against the run directory, ``task_repo_path``)."""
+
+
+def upload(
+    session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT, inventory: Path | None = None
+) -> int:
     """Copy the tasks and their helpers to ``remote_dir`` on the host (module docstring).
 
-    Also writes ``bin/rstrnt-reboot`` (:func:`reboot_shim`), first on the tasks' ``PATH``.
+    Also writes ``bin/rstrnt-reboot`` (:func:`reboot_shim`), first on the tasks' ``PATH``, and
+    copies ``inventory`` (a local file) to :data:`UPLOADED_INVENTORY`.
 
     :returns: the number of files copied.
     :raises RemoteError: when ``remote_dir`` is not an absolute path, already exists, or the
@@ -131,6 +139,9 @@ def upload(session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT) -
             sftp.put(str(path), str(destination))
             sftp.chmod(str(destination), stat.S_IMODE(path.stat().st_mode))
             count += 1
+        if inventory is not None:
+            sftp.put(str(inventory), str(temporary / UPLOADED_INVENTORY))
+            sftp.chmod(str(temporary / UPLOADED_INVENTORY), 0o644)
         sftp.mkdir(str(temporary / "bin"), mode=0o755)
         with sftp.open(str(temporary / "bin" / "rstrnt-reboot"), "w") as handle:
             handle.write(reboot_shim(str(target)))

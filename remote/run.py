@@ -179,6 +179,8 @@ class RunOptions:
     collector: Path | None = None
     """Local directory the DUT's results are fetched into; None: none fetched."""
     reboot: RebootSettings = RebootSettings()
+    inventory: Path | None = None
+    """The user's local inventory file, copied into each run directory (``INVENTORY`` names it)."""
 
 
 @dataclass
@@ -306,7 +308,7 @@ class Runner:
         session = self._connect(host)
         try:
             if not state.uploaded:
-                upload(session, state.remote_dir)
+                upload(session, state.remote_dir, inventory=self.options.inventory)
                 state.uploaded = True
                 self._save()
             else:

@@ -12,6 +12,7 @@ import logging
 import re
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -19,7 +20,7 @@ from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line
 from remote.errors import RemoteError
-from remote.executor import PARAM_NAME_RE
+from remote.executor import PARAM_NAME_RE, UPLOADED_INVENTORY
 from remote.plan import HostPlan
 from remote.run import (
     STATE_FILE,
@@ -31,6 +32,7 @@ from remote.run import (
     new_run_id,
 )
 from remote.ssh import BOOT_ID_COMMAND, Settings, parse_target
+from vsperf_configs.inventory import load_inventory
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +134,21 @@ def _options(
     )
 
 
+def _local_inventory(args: argparse.Namespace) -> Path | None:
+    """Return ``--inventory`` when it names a local file (checked now); None for a path on the hosts.
+
+    A local file is copied into each run directory; the plan then names that copy.
+
+    :raises InventoryError: naming the file, when it is not a valid inventory.
+    """
+    if not args.inventory or not Path(args.inventory).expanduser().is_file():
+        return None
+    local = Path(args.inventory).expanduser().resolve()
+    load_inventory(local)  # a broken file is refused here, before any host is touched
+    args.inventory = UPLOADED_INVENTORY
+    return local
+
+
 def remote_base(text: str) -> PurePosixPath:
     """Return ``--remote-dir`` checked: an absolute path without spaces or ``..``.
 
@@ -177,6 +194,8 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
             raise FieldError("--config, --tg and --dut are needed (or --resume LOG_DIR).", field="run")
         tg_text, dut_text, collector = args.tg, args.dut, args.collector
     targets = {"TRAFFICGEN": parse_target(tg_text, "--tg"), "DUT": parse_target(dut_text, "--dut")}
+    given_inventory = args.inventory
+    local_inventory = _local_inventory(args)
     remote_collector = collector if collector and REMOTE_COLLECTOR_RE.match(collector) else None
     plans = make_plans(args, targets["TRAFFICGEN"].host, targets["DUT"].host, remote_collector)
     if args.resume is not None:
@@ -199,11 +218,12 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
             },
             collector=collector,
         )
-    options = _options(args, log_dir, plans, collector)
+    options = replace(_options(args, log_dir, plans, collector), inventory=local_inventory)
     state.options = {
         key: str(getattr(args, key)) if isinstance(getattr(args, key), Path) else getattr(args, key)
         for key in RESUMED
     }
+    state.options["inventory"] = str(local_inventory) if local_inventory else given_inventory
     log_dir.mkdir(parents=True, exist_ok=True)
     state.save(log_dir / STATE_FILE)
     log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)

@@ -79,6 +79,8 @@ def test_thread_cpu_from_proc(tmp_path: Path) -> None:
     assert [r["name"] for r in rows] == ["pmd-c01/id:8", "ovs-vswitchd", "odd (name) x"]
     assert rows[0]["cpu_percent"] == pytest.approx(100.0 * 200 / ticks / 2.0)
     assert rows[2]["cpu_percent"] is None
+    # A busy thread seen over a window shorter than its ticks (105 % at Linux's 100 ticks/s): 100 %.
+    assert ticks == 100 and thread_cpu(before, after, wall_s=1.9)[0]["cpu_percent"] == 100.0
     with pytest.raises(OSError):
         read_thread_ticks(999, tmp_path)
 

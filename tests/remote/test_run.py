@@ -210,6 +210,11 @@ def test_a_whole_run_setup_reboots_sync_vsperf_results_then_reporting(lab: Lab, 
     assert delivered.name.startswith("results_") and not list(collector.glob(".*"))
     assert (delivered / METADATA_FILE).is_file()
     assert state["results"] == str(delivered)
+    # The local --inventory went along: each run directory has it, the tasks were told its copy.
+    example = (REPO / "vsperf_configs" / "inventory.example.yaml").read_text()
+    for role in ("trafficgen", "dut"):
+        assert (tmp_path / "remote" / state["run_id"] / role / "inventory.yaml").read_text() == example
+    assert "INVENTORY=inventory.yaml" in logs["dut.log"]
     loaded = load_results_dir(delivered)
     assert [r.test for r in loaded.runs] == ["phy2phy_tput"]
     assert elapsed < 120
@@ -433,3 +438,26 @@ def test_sudo_asking_for_a_password_stops_the_run_before_anything_runs(
     assert f"sudo asks {plain_user} for a password" in outcome.failures["DUT"]
     assert f"'{plain_user} ALL=(ALL) NOPASSWD: ALL'" in outcome.failures["DUT"]
     assert not list((tmp_path / "remote").glob("*/dut"))  # nothing was uploaded to the DUT
+
+
+def test_a_broken_local_inventory_is_refused_before_any_host_is_touched(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab.trust()
+    broken = tmp_path / "inventory.yaml"
+    broken.write_text("hosts: [unclosed\n")
+    code = main(
+        [
+            *_run_argv(lab),
+            "--inventory",
+            str(broken),
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--remote-dir",
+            str(tmp_path / "remote"),
+            *lab.ssh_args(),
+        ]
+    )
+    assert code == ExitCode.ERROR
+    assert str(broken) in capsys.readouterr().err
+    assert not (tmp_path / "remote").exists() and not (tmp_path / "logs").exists()
