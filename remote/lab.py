@@ -117,8 +117,9 @@ def run_lab(
     if not finished:
         raise RemoteError(f"ovsperf-lab on {session.name} ended without an exit status.")
     result = finished[0]
-    if result.stdout.strip() and remote_output is None:
-        sys.stdout.write(result.stdout if result.stdout.endswith("\n") else result.stdout + "\n")
+    if remote_output is None:  # the host's data, one printable line at a time (no control bytes)
+        for text in result.stdout.splitlines():
+            sys.stdout.write(one_line(text) + "\n")
     results = None
     if remote_output is not None:
         path = _results_path(result.stdout, remote_output)

@@ -105,3 +105,20 @@ def test_output_is_chosen_by_the_runner(lab: Lab, tmp_path: Path, capsys: pytest
     code = main(_args(lab, tmp_path, "ovsperf-lab", "run", "--config", "X", "--output", "/tmp"))
     assert code == ExitCode.ERROR
     assert "Do not give --output to the remote ovsperf-lab" in capsys.readouterr().err
+
+
+def test_what_the_host_prints_cannot_drive_our_terminal(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab.trust()
+    hostile = tmp_path / "hostile-lab"
+    hostile.write_text(
+        "#!/bin/sh\n"
+        "printf 'OVS_DPDK1q\\033[2J\\033]0;pwned\\007\\n'\n"
+        "printf 'ESC to stderr \\033[31m\\n' >&2\n"
+    )
+    hostile.chmod(0o755)
+    assert main(_args(lab, tmp_path, str(hostile), "list")) == ExitCode.OK
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out and "\x07" not in out and "\x1b" not in err
+    assert out == "OVS_DPDK1q\\x1b[2J\\x1b]0;pwned\\x07\n"
