@@ -8,7 +8,9 @@ from .shims import TASKS, Lab
 
 def test_sleeps_the_given_time_and_extends_the_watchdog(lab: Lab) -> None:
     started = time.monotonic()
-    run = lab.run("sleeper", SLEEP_HOURS="0.0004", SLEEPER_TICK_S="1")  # 1.44 s
+    # 2.52 s → 2 whole seconds; the end is counted in whole seconds of `date +%s`, so a second
+    # boundary between reading the start and the first "now" takes up to 1 s off: at least 1 s.
+    run = lab.run("sleeper", SLEEP_HOURS="0.0007", SLEEPER_TICK_S="1")
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stdout + run.stderr
     assert 1.0 <= elapsed < 10
