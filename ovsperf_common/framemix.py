@@ -34,14 +34,18 @@ from ovsperf_common.units import MixRates, check_frame_size, mix_rates
 RFC6985_GENOME = {"a": 64, "b": 128, "c": 256, "d": 512, "e": 1024, "f": 1280, "g": 1518, "h": 2112}
 """RFC 6985 §4 IMIX genome letters → frame size including FCS [B]."""
 
-MAX_MIX_ENTRIES = 64
-"""Most distinct frame sizes in one mix."""
+MAX_MIX_ENTRIES = 16
+"""Most distinct frame sizes in one mix (the generator's ``TG_MAX_MIX``)."""
 
-MAX_WEIGHT = 1_000_000
-"""Largest weight of one size in a mix."""
+MAX_WEIGHT = 4096
+"""Largest weight of one size in a mix (the generator sends periods of at most 4096 frames)."""
+
+MAX_GENOME_LETTERS = 128
+"""Longest RFC 6985 genome taken (VSperf's default has 12 letters). With the two limits above a
+mix's name stays short enough for the results store (255 characters with ``flows=N``)."""
 
 _CUSTOM_RE = re.compile(r"\A\d+:\d+(?:/\d+:\d+)*\Z")
-_GENOME_RE = re.compile(r"\Agenome:([a-h]{1,1000})\Z")
+_GENOME_RE = re.compile(rf"\Agenome:([a-h]{{1,{MAX_GENOME_LETTERS}}})\Z")
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def parse_item(text: str, *, jumbo: bool = False, option: str = "--frame-sizes")
         mix = _mix(item, pairs, option, jumbo)
         return FrameMix("/".join(f"{s}:{w}" for s, w in mix.entries), mix.entries)
     if item.startswith("genome:"):
-        reason = "an RFC 6985 genome takes 1…1000 of the letters a…h (64…2112 B)"
+        reason = f"an RFC 6985 genome takes 1…{MAX_GENOME_LETTERS} of the letters a…h (64…2112 B)"
     elif ":" in item or "/" in item:
         reason = "a custom mix is SIZE:WEIGHT/SIZE:WEIGHT/... with whole numbers (e.g. 64:7/594:4/1518:1)"
     elif not item:
@@ -244,6 +248,14 @@ class TrafficKey:
     def sort_key(self) -> tuple[bool, int, str, int]:
         """Return the ordering key: sizes before mixes, then by size, name and flows."""
         return (self.frame_size_bytes == 0, self.frame_size_bytes, self.mix, self.flows or 0)
+
+    @property
+    def average_frame_bytes(self) -> float | None:
+        """Return the frame size, or the mix's weighted average size [B].
+
+        None for a mix whose sizes are unknown (:data:`VSPERF_IMIX_NAME`).
+        """
+        return mix_average_bytes(self.mix) if self.frame_size_bytes == 0 else float(self.frame_size_bytes)
 
     @property
     def frame_label(self) -> str:

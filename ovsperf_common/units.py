@@ -35,8 +35,10 @@ RFC2544_FRAME_SIZES_BYTES: Final = (64, 128, 256, 512, 1024, 1280, 1518)
 """Frame sizes RFC 2544 §9.1 recommends for Ethernet [B]."""
 
 
-def l1_bps(pps: float, frame_size_bytes: int) -> float:
+def l1_bps(pps: float, frame_size_bytes: float) -> float:
     """Return the L1 (on-the-wire) bit rate of ``pps`` frames of ``frame_size_bytes`` [bit/s].
+
+    ``frame_size_bytes`` may be a mix's weighted average size (:func:`mix_rates`).
 
     Formula: ``pps * (frame_size_bytes + 20) * 8`` (CSIT terminology; MoonGen's ``_mbps`` values
     and VSperf's ``throughput_rx_mbps`` are L1).
@@ -52,8 +54,10 @@ def l2_bps(pps: float, frame_size_bytes: int) -> float:
     return pps * frame_size_bytes * 8
 
 
-def line_rate_pps(frame_size_bytes: int, link_bps: float) -> float:
+def line_rate_pps(frame_size_bytes: float, link_bps: float) -> float:
     """Return the maximum frame rate one link of ``link_bps`` carries [pps].
+
+    ``frame_size_bytes`` may be a mix's weighted average size (:func:`mix_rates`).
 
     Formula: ``link_bps / ((frame_size_bytes + 20) * 8)`` (RFC 2544 §20 / IEEE 802.3 framing).
 

@@ -39,9 +39,9 @@ from dataclasses import dataclass, replace
 
 from scipy import stats as scipy_stats
 
-from ovsperf_common.framemix import TrafficKey, mix_average_bytes
+from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.goals import goal_label
-from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES
+from ovsperf_common.units import l1_bps, line_rate_pps
 from reporting.latency import compare_latency
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
 from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
@@ -70,12 +70,12 @@ def link_speed(result_sets: Sequence[ResultSet]) -> LinkSpeed:
     1 Gbit/s. Falls back to :data:`DEFAULT_LINK_BPS` without usable rows.
     """
     estimates = [
-        t.rx_pps * 100.0 / t.rx_line_rate_percent * (average + ETHERNET_L1_OVERHEAD_BYTES) * 8
+        l1_bps(t.rx_pps * 100.0 / t.rx_line_rate_percent, average)
         for rs in result_sets
         for run in rs.runs
         for t in run.rows
         if t.valid and t.rx_pps is not None and t.rx_line_rate_percent and t.rx_line_rate_percent > 1.0
-        for average in [_average_bytes(t.traffic)]
+        for average in [t.traffic.average_frame_bytes]
         if average is not None
     ]
     if not estimates:
@@ -169,11 +169,6 @@ def _rows(runs: Sequence[TestRun], traffic: TrafficKey, goal: float) -> list[Thr
     return [t for r in runs for t in r.rows if t.traffic == traffic and t.loss_goal_percent == goal]
 
 
-def _average_bytes(traffic: TrafficKey) -> float | None:
-    """Return the (average) frame size of ``traffic`` [B]; None for a mix of unknown sizes."""
-    return mix_average_bytes(traffic.mix) if traffic.mix else float(traffic.frame_size_bytes)
-
-
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
@@ -262,7 +257,7 @@ def _cell(
     if dropped and decision.verdict is not Verdict.INVALID:
         decision = replace(decision, reason=f"{decision.reason} {dropped} invalid sample(s) left out.")
     rel = decision.rel_change_percent
-    average = _average_bytes(traffic)
+    average = traffic.average_frame_bytes
     return Cell(
         frame_size_bytes=traffic.frame_size_bytes,
         mix=traffic.mix,
@@ -270,7 +265,7 @@ def _cell(
         loss_goal_percent=goal,
         baseline=base,
         current=cur,
-        line_rate_pps=None if average is None else link.bps / ((average + ETHERNET_L1_OVERHEAD_BYTES) * 8),
+        line_rate_pps=None if average is None else line_rate_pps(average, link.bps),
         rel_change_percent=rel,
         ci_low_percent=decision.ci_low_percent,
         ci_high_percent=decision.ci_high_percent,

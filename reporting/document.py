@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ovsperf_common.framemix import TrafficKey, mix_average_bytes
+from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.goals import goal_label
-from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES
+from ovsperf_common.units import l1_bps
 from reporting.model import (
     TREND_MIN_HISTORY,
     Cell,
@@ -88,8 +88,8 @@ def _mpps(pps: float | None) -> float | None:
 
 def _mbps(pps: float | None, traffic: TrafficKey) -> float | None:
     """Return the L1 rate of ``pps`` frames of ``traffic`` [Mbit/s]; None for a mix of unknown sizes."""
-    average = mix_average_bytes(traffic.mix) if traffic.mix else traffic.frame_size_bytes
-    return None if pps is None or average is None else pps * (average + ETHERNET_L1_OVERHEAD_BYTES) * 8 / 1e6
+    average = traffic.average_frame_bytes
+    return None if pps is None or average is None else l1_bps(pps, average) / 1e6
 
 
 def _round(value: float | None, digits: int) -> float | None:

@@ -24,9 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ovsperf_common import resultdir
-from ovsperf_common.framemix import TrafficKey, mix_average_bytes, read_packet_size
+from ovsperf_common.framemix import TrafficKey, read_packet_size
 from ovsperf_common.secrets import mask_pair
-from ovsperf_common.units import ETHERNET_L1_OVERHEAD_BYTES, MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES
+from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES, line_rate_pps
 from reporting import load_text
 from reporting.errors import load_error
 from reporting.load_latency import load_latency
@@ -218,9 +218,8 @@ def _implausible(row: ThroughputRow) -> str | None:
         return f"{row.rx_line_rate_percent:g} % of line rate"
     if row.rx_pps is not None:
         # A mix of unknown sizes (VSperf's IMIX without its genome) is checked as 64 B frames.
-        average = mix_average_bytes(row.mix) if row.mix else row.frame_size_bytes
-        wire_bits = ((average or MIN_FRAME_SIZE_BYTES) + ETHERNET_L1_OVERHEAD_BYTES) * 8
-        ceiling = 2 * PLAUSIBLE_LINK_BPS / wire_bits * (1 + LINE_RATE_TOLERANCE)
+        average = row.traffic.average_frame_bytes or MIN_FRAME_SIZE_BYTES
+        ceiling = 2 * line_rate_pps(average, PLAUSIBLE_LINK_BPS) * (1 + LINE_RATE_TOLERANCE)
         if row.rx_pps > ceiling:
             return f"{row.rx_pps:g} fps is above line rate even for 2 x 400 GbE"
     if row.frame_loss_percent is not None and not 0 <= row.frame_loss_percent <= 100:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ovsperf_common.errors import FieldError
-from ovsperf_common.framemix import FrameMix, parse_frame_sizes
+from ovsperf_common.framemix import FrameMix, TrafficKey, parse_frame_sizes
 from ovsperf_common.units import line_rate_pps, mix_rates
 
 TEN_GBE = 10e9
@@ -75,3 +75,29 @@ def test_mix_rates_refuses_what_has_no_rate() -> None:
     for mix, message in (([], "at least one"), ([(64, 0.0)], "Weight 0.0"), ([(0, 1.0)], "Frame size 0")):
         with pytest.raises(ValueError, match=message):
             mix_rates(mix, 1.0, TEN_GBE)
+
+
+def test_the_longest_names_fit_the_results_store_and_longer_mixes_are_refused() -> None:
+    """Names go into the store's 255-character ``traffic`` column (with ``flows=N``): the limits
+    (16 sizes, weights ≤ 4096, genomes ≤ 128 letters) keep every name that parses short enough."""
+    widest = "/".join(f"{size}:4096" for size in range(9003, 9019))  # 16 sizes, 4-digit sizes
+    [mix] = parse_frame_sizes(widest, jumbo=True)
+    assert isinstance(mix, FrameMix) and len(mix.entries) == 16
+    [genome] = parse_frame_sizes("genome:" + "a" * 128)
+    assert isinstance(genome, FrameMix)
+    for item in (mix, genome):
+        label = TrafficKey(0, item.name, 1_048_576).store_label
+        assert len(label) <= 255 and TrafficKey.from_store(0, label) == TrafficKey(0, item.name, 1_048_576)
+    for text, message in (
+        ("/".join(f"{64 + n}:1" for n in range(17)), "has more than 16 sizes"),
+        ("64:4097/128:1", "weight 4097 of 64 B is not a whole number in 1…4096"),
+        ("genome:" + "a" * 129, "an RFC 6985 genome takes 1…128 of the letters"),
+    ):
+        with pytest.raises(FieldError, match=message):
+            parse_frame_sizes(text)
+
+
+def test_the_average_size_of_a_row_is_its_size_or_its_mix_s() -> None:
+    assert TrafficKey(64).average_frame_bytes == 64.0
+    assert TrafficKey(0, "imix").average_frame_bytes == pytest.approx((7 * 64 + 4 * 594 + 1518) / 12)
+    assert TrafficKey(0, "vsperf-imix").average_frame_bytes is None  # VSperf did not say its sizes
