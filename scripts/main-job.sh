@@ -1,6 +1,7 @@
 #!/bin/bash
 # The README's main job, on this machine:
-#   1. render the Beaker job for OVS_DPDK1q_GUEST_DPDK1q (what the lab would run);
+#   1. render the Beaker job for OVS_DPDK1q_GUEST_DPDK1q (what the lab would run), or, with a Beaker
+#      hub configured (BEAKER_CLIENT_CONF, scripts/beaker-step.sh), submit it, follow it, fetch its results;
 #   2. run OVS_DPDK1q P2P in the local lab (sandboxed OVS-DPDK, ovsperf-trafficgen; NDR and PDR
 #      with MLRsearch and latency at shares of the PDR load, or SEARCH=binary for the
 #      lua-compatible NDR search) at a few frame sizes;
@@ -34,12 +35,9 @@ PATH="${VENV}/bin:${PATH}"
 [[ ${EUID} -eq 0 ]] || die "run as root (DPDK needs hugepages): sudo $0"
 
 mkdir -p "${OUT}"
-jobcreator --host moongen.example.com --host dut.example.com --config OVS_DPDK1q_GUEST_DPDK1q \
-    --distro RHEL-7.3 \
-    --kickrepo http://example.com/repos/dpdk/17.11/7.el7 \
-    --kickrepo http://example.com/repos/openvswitch/2.9.0/1.el7fdp \
-    --tag "sample run" --reserve 4 --output "${OUT}/job-OVS_DPDK1q_GUEST_DPDK1q.xml"
-echo "${OUT}/job-OVS_DPDK1q_GUEST_DPDK1q.xml"
+# The Beaker step: renders the job (default), or with BEAKER_CLIENT_CONF and the lab's BEAKER_*
+# settings submits it to that hub, follows it and delivers its results (scripts/beaker-step.sh).
+VENV="${VENV}" OUT="${OUT}" LAB_STATE_DIR="${LAB_STATE_DIR}" "${ROOT}/scripts/beaker-step.sh"
 
 # Leftovers of an interrupted earlier run (only the lab's own) would hold hugepages.
 ovsperf-lab -q cleanup >&2
