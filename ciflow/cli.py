@@ -26,12 +26,17 @@ the overview of all comparisons is <reports>/index.html; each report has junit.x
 trend: every processed result's numbers are recorded as samples; each cell shows its trend
   verdict (change points over the scenario's builds) beside the baseline verdict. With at least
   10 earlier builds the trend decides the cell (docs/trending.md), else the baseline.
-mail: with 'mail:' in the configuration, one summary of the pass's regressions with report links;
-  a mail server that is down only logs a warning.
+  With 'trend_pages: DIR', every pass that processed a result rewrites the trend pages there;
+  report cells and the overview link them.
+infrastructure failure: a delivery whose metadata says "infrastructure_failure": true (Beaker job
+  aborted, cancelled, killed; no results) goes to ci_failed, is a JUnit <error>, exits 2.
+mail: with 'mail:' in the configuration, one summary of the pass's regressions (with report links)
+  and infrastructure failures; a mail server that is down only logs a warning.
 --dry-run prints "ready|busy|rejected <name> [<reason>]" per entry of ci_in; exit 0 if a pass
   would act on something, 3 if not.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
-  2 error (a result failed or has INVALID rows, disk full, bad configuration, database down);
+  2 error (a result failed, an infrastructure failure included, or has INVALID rows; disk full,
+  bad configuration, database down, overview or trend pages not written);
   3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
 SIGTERM/SIGINT: the result in hand is finished, the rest stays in ci_in (exit 2).
 """
@@ -54,8 +59,9 @@ def _parser() -> argparse.ArgumentParser:
         "--junit",
         type=Path,
         metavar="FILE",
-        help="write JUnit XML of every result processed in this pass (one test case per test, frame size"
-        " and metric; failures for regressions), for Jenkins' junit publisher",
+        help="write JUnit XML of every result handled in this pass (one test case per test, frame size"
+        " and metric: failures for regressions, errors for INVALID cells; an error per failed delivery),"
+        " for Jenkins' junit publisher",
     )
     parser.add_argument(
         "--dry-run",

@@ -10,7 +10,8 @@ Example (relative paths are relative to the configuration file; docs/ciflow.md h
     quiet_period_s: 60
     catalog: /etc/ovsperf/scenarios.yaml       # default: the packaged jobcreator catalog
     thresholds: {regression_percent: 5, improvement_percent: 5, warning_percent: 2, alpha: 0.05}
-    mail:                                      # optional: a summary of new regressions
+    trend_pages: /srv/ovsperf/reports/_trends  # optional: trend pages rewritten by every pass
+    mail:                                      # optional: regressions and infrastructure failures
       smtp_host: smtp.example.com
       smtp_port: 25                            # 587 with starttls: true
       sender: ovsperf@example.com
@@ -42,6 +43,7 @@ from jobcreator.catalog import load_catalog
 from jobcreator.errors import CatalogError
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
+from ovsperf_common.fields import is_safe_name
 from reporting.api import Thresholds
 from reporting.errors import ReportingError
 from resultstore.connect import database_url
@@ -68,6 +70,7 @@ _TOP_KEYS = (
     "scenarios",
     "catalog",
     "mail",
+    "trend_pages",
 )
 _MAIL_KEYS = (
     "smtp_host",
@@ -149,6 +152,9 @@ def _config(path: Path, data: object) -> CiConfig:
     if not scenarios:
         log.warning("'%s' configures no scenarios: every result will go to ci_failed.", path)
     _warn_unknown_scenarios(scenarios, mapping.get("catalog"), path, base)
+    trend_pages = None
+    if mapping.get("trend_pages") is not None:
+        trend_pages = _trend_pages(_path(mapping["trend_pages"], "trend_pages", base), dirs, scenarios)
     return CiConfig(
         path=path,
         ci_in=dirs["ci_in"],
@@ -164,7 +170,34 @@ def _config(path: Path, data: object) -> CiConfig:
             mapping.get("marker_timeout_s", DEFAULT_MARKER_TIMEOUT_S), "marker_timeout_s", minimum=0
         ),
         mail=None if mapping.get("mail") is None else _mail(mapping["mail"], base),
+        trend_pages=trend_pages,
     )
+
+
+def _trend_pages(pages: Path, dirs: Mapping[str, Path], scenarios: Mapping[str, ScenarioConfig]) -> Path:
+    """Return the trend pages directory, refused where a pass would take, move or overwrite it.
+
+    Inside ``reports`` it must not be a name a result could have (``<reports>/<result>`` is that
+    result's report): start it with ``_`` (e.g. ``reports/_trends``).
+
+    :raises FieldError: naming ``trend_pages``.
+    """
+    _check_outside(pages, {k: v for k, v in dirs.items() if k != "reports"}, "trend_pages")
+    _check_outside(dirs["reports"], {"trend_pages": pages}, "reports")
+    for scenario in scenarios.values():
+        for baseline in scenario.baseline_dirs:
+            _check_outside(pages, {"baseline": baseline}, "trend_pages")
+    reports = dirs["reports"].resolve()
+    resolved = pages.resolve()
+    if resolved.is_relative_to(reports):
+        first = resolved.relative_to(reports).parts[0]
+        if is_safe_name(first):
+            raise FieldError(
+                f"'{pages}' lies in reports as '{first}', which a result of that name would take for its "
+                f"report; start the name with '_' (e.g. '_{first}').",
+                field="trend_pages",
+            )
+    return pages
 
 
 def _address(value: object, key: str) -> str:

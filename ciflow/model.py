@@ -98,6 +98,9 @@ class CiConfig:
     """A result without the marker file and unchanged for this long is rejected [s]."""
     mail: MailConfig | None = None
     """Regression mail settings; None: no mail."""
+    trend_pages: Path | None = None
+    """Where every pass that processed something rewrites the trend pages (``trend_pages:``);
+    None: no pages, report cells link none."""
 
     @property
     def lock_path(self) -> Path:
@@ -165,6 +168,13 @@ class ResultOutcome:
     """The report's REGRESSION cells, one line each (reporting.api.ReportOutcome.regressions)."""
     junit: Path | None = None
     """The report's JUnit XML (``<report>/junit.xml``) when processed."""
+    infrastructure_failure: bool = False
+    """True when the delivery says the lab failed (Beaker job aborted, cancelled, killed, no
+    results tarball): failed, never a regression."""
+    scenario: str | None = None
+    """The delivery's scenario, when its metadata could be read."""
+    build: str | None = None
+    """What the delivery tested (Koji NVRs, else OVS/DPDK versions), when known."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,8 @@ class PassSummary:
     """True when another pass held the lock, so this one did nothing."""
     problems: tuple[str, ...] = ()
     """Failures of the pass itself, not of one result (e.g. the overview page could not be written)."""
+    trend_index: Path | None = None
+    """The trend pages' index when this pass rewrote them (``trend_pages:``)."""
 
     def of_kind(self, kind: OutcomeKind) -> tuple[ResultOutcome, ...]:
         """Return the outcomes of ``kind``, in name order."""
@@ -186,8 +198,8 @@ class PassSummary:
     def exit_code(self) -> ExitCode:
         """Return the pass's exit code.
 
-        ERROR (2) when the pass had a problem, or any result failed, errored or has an INVALID
-        report; else REGRESSION (1)
+        ERROR (2) when the pass had a problem, or any result failed (an infrastructure failure
+        included), errored or has an INVALID report; else REGRESSION (1)
         when any report shows a regression; else OK (0) when at least one result was processed;
         else NO_RESULTS (3): nothing new, everything still being copied, or another pass running.
         """

@@ -11,31 +11,33 @@ For each complete result (see :mod:`ciflow.inbox`), in name order:
    in the results store (paths as they will be after 4);
 4. move the result to ``ci_processed/<name>`` (one atomic rename);
 
-and at the end rewrite the overview page ``<reports>/index.html`` from the store, write the
-pass's JUnit XML (every processed result's cases) when asked, and mail a summary of the
-regressions when ``mail:`` is configured (a mail server that is down never fails the pass).
+and at the end rewrite the trend pages (``trend_pages:``; each report cell links its series
+page, named by :mod:`resultstore.trendlinks`) and the overview page ``<reports>/index.html`` from
+the store, write the pass's JUnit XML when asked (:mod:`ciflow.junit`), and mail a summary of the
+regressions and infrastructure failures when ``mail:`` is configured (a mail server that is down
+never fails the pass).
 
-A result that cannot be compared goes to ``ci_failed/<name>`` with ``<name>.FAILED.txt`` and
-``<name>.FAILED.json`` beside it saying why. Infrastructure trouble (disk full, database down)
-leaves the result in ``ci_in`` for the next pass. A crash between steps is safe: the result is
-still in ``ci_in``, and the next pass overwrites the report and updates (never duplicates) the
-store records.
+A result that cannot be compared, and a delivery that says the lab failed
+(``"infrastructure_failure": true``), go to ``ci_failed/<name>`` with ``<name>.FAILED.txt`` and
+``<name>.FAILED.json`` beside it saying why (:mod:`ciflow.failures`). Trouble of our own
+(disk full, database down) leaves the result in ``ci_in`` for the next pass. A crash between
+steps is safe: the result is still in ``ci_in``, and the next pass overwrites the report and
+updates (never duplicates) the store records.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
-import json
 import logging
 import os
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ciflow.errors import CiflowError, MoveError, ResultRejectedError, StoreUnavailableError
+from ciflow.failures import fail, infrastructure_reason
 from ciflow.inbox import pass_lock, scan
+from ciflow.junit import write_pass_junit
 from ciflow.model import (
     BaselineSource,
     CiConfig,
@@ -45,24 +47,25 @@ from ciflow.model import (
     PassSummary,
     ResultOutcome,
     ScenarioConfig,
-    failed_reason_file,
 )
-from ciflow.moves import free_destination, move_result, sweep_temporaries
+from ciflow.moves import move_result, sweep_temporaries
 from ciflow.notify import send_regression_mail
 from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
-from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_write_bytes, atomic_write_text
+from ovsperf_common.atomicio import TEMPORARY_SUFFIXES
 from ovsperf_common.metadata import RunMetadata
 from ovsperf_common.resultdir import fingerprint, result_csvs
 from ovsperf_common.runner import one_line
 from reporting.api import TesterVerdict, generate_report
 from reporting.errors import ReportingError
 from reporting.render import JUNIT_NAME
-from resultstore.errors import InvalidRecordError, ResultStoreError
+from resultstore.errors import ResultStoreError
 from resultstore.model import ResultStatus
 from resultstore.overview import OVERVIEW_HREF, write_overview
-from resultstore.samples import build_info, samples_from_sets
+from resultstore.samples import build_info, build_note, samples_from_sets
 from resultstore.store import ResultStore
 from resultstore.trend import load_sets, trend_for_sets
+from resultstore.trendlinks import link_cells, record_pages
+from resultstore.trendpages import write_store_pages
 from resultstore.verdicts import tester_verdict, thresholds_to_record
 
 log = logging.getLogger(__name__)
@@ -106,7 +109,7 @@ def run_pass(
             raise CiflowError(f"Cannot create '{directory}': {err.strerror}.") from err
     with pass_lock(config.lock_path) as locked:
         if not locked:
-            _write_pass_junit(junit, [], [])
+            write_pass_junit(junit, [], [])
             return PassSummary(lock_busy=True)
         for directory in (config.ci_in, config.ci_processed, config.ci_failed):
             sweep_temporaries(directory)
@@ -125,7 +128,7 @@ def run_pass(
         if not todo:
             log.info("Nothing to process in '%s' (%d still arriving).", config.ci_in, len(busy))
             problems_none: list[str] = []
-            _write_pass_junit(junit, outcomes, problems_none)
+            write_pass_junit(junit, outcomes, problems_none)
             return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems_none))
         try:
             store = ResultStore.open(config.database_url)
@@ -155,20 +158,48 @@ def run_pass(
                         exc_info=True,
                     )
                     reason = f"unexpected error while processing it ({type(err).__name__}: {err})"
-                    outcomes.append(_fail(config, store, entry, reason, None))
+                    outcomes.append(fail(config, store, entry, reason, None))
+            trend_index = None
             if any(o.kind is OutcomeKind.PROCESSED for o in outcomes):
+                if config.trend_pages is not None:
+                    trend_index = _write_trend_pages(store, config.trend_pages, config.reports_dir, problems)
                 try:
                     write_overview(store, config.reports_dir)
                 except ResultStoreError as err:  # OverviewError or the database
                     problems.append(str(err))
                     log.error("%s", err)
     outcomes.sort(key=lambda o: o.name)
-    _write_pass_junit(junit, outcomes, problems)
+    write_pass_junit(junit, outcomes, problems)
     if config.mail is not None:
         send_regression_mail(
-            config.mail, outcomes, config.reports_dir, overview=config.reports_dir / "index.html"
+            config.mail,
+            outcomes,
+            config.reports_dir,
+            overview=config.reports_dir / "index.html",
+            trend_index=trend_index,
         )
-    return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems))
+    return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems), trend_index=trend_index)
+
+
+def _write_trend_pages(
+    store: ResultStore, pages_dir: Path, reports_dir: Path, problems: list[str]
+) -> Path | None:
+    """Rewrite the trend pages in ``pages_dir`` and record them for ``reports_dir``; return their index.
+
+    Every scenario's pages are written, so the index stays whole; the series of scenarios this
+    pass did not touch come from the store's analysis cache unchanged. A failure adds to
+    ``problems`` (the previous pages stay) and returns None.
+    """
+    try:
+        written = write_store_pages(store, pages_dir)
+        if written is None:
+            return None
+        record_pages(reports_dir, pages_dir)
+    except (OSError, ResultStoreError) as err:
+        problems.append(f"Cannot write the trend pages '{pages_dir}': {err}")
+        log.error("%s", problems[-1])
+        return None
+    return written[0].index_html
 
 
 def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
@@ -188,7 +219,12 @@ def preview(config: CiConfig, *, now: float | None = None) -> list[InboxEntry]:
 def _predict(config: CiConfig, entry: InboxEntry) -> InboxEntry:
     """Return ``entry`` as rejected when the checks a pass makes before comparing would reject it."""
     try:
-        _scenario_of(config, entry, read_metadata(entry.path))
+        metadata = read_metadata(entry.path)
+        if metadata.infrastructure_failure:
+            return dataclasses.replace(
+                entry, state=EntryState.REJECTED, reason=infrastructure_reason(metadata)
+            )
+        _scenario_of(config, entry, metadata)
         _current_dirs(entry)
     except ResultRejectedError as err:
         return dataclasses.replace(entry, state=EntryState.REJECTED, reason=err.reason)
@@ -224,39 +260,29 @@ def _current_dirs(entry: InboxEntry) -> tuple[Path, ...]:
     return dirs
 
 
-def _write_pass_junit(path: Path | None, outcomes: list[ResultOutcome], problems: list[str]) -> None:
-    """Write the pass's JUnit XML: the processed results' suites, in name order (see :func:`run_pass`)."""
-    if path is None:
-        return
-    root = ET.Element("testsuites", name="process-ci-results")
-    for outcome in sorted(outcomes, key=lambda o: o.name):
-        if outcome.kind is not OutcomeKind.PROCESSED or outcome.junit is None:
-            continue
-        try:
-            suites = ET.parse(outcome.junit).getroot()
-        except (OSError, ET.ParseError) as err:
-            problems.append(f"Cannot read the JUnit XML of '{outcome.name}' ({outcome.junit}): {err}")
-            log.error("%s", problems[-1])
-            continue
-        for suite in suites.iter("testsuite"):
-            root.append(suite)
-    ET.indent(root)
+def _stored_build(store: ResultStore, name: str) -> str | None:
+    """Return what the stored result ``name`` tested, from its recorded metadata, when known."""
     try:
-        atomic_write_bytes(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
-    except OSError as err:
-        problems.append(f"Cannot write the JUnit XML '{path}': {err}")
-        log.error("%s", problems[-1])
+        record = store.result(name)
+    except ResultStoreError as err:
+        raise StoreUnavailableError(f"Results store failed while reading '{name}': {err}") from err
+    if record is None:
+        return None
+    note = build_note((), record.metadata)
+    return None if note is None else note.name
 
 
 def _handle(config: CiConfig, store: ResultStore, entry: InboxEntry) -> ResultOutcome:
     if entry.state is EntryState.REJECTED:
-        return _fail(config, store, entry, entry.reason or "rejected", None)
+        return fail(config, store, entry, entry.reason or "rejected", None)
     metadata: RunMetadata | None = None
     try:
         metadata = read_metadata(entry.path)
+        if metadata.infrastructure_failure:
+            return fail(config, store, entry, infrastructure_reason(metadata), metadata, infrastructure=True)
         return _compare_record_move(config, store, entry, metadata)
     except ResultRejectedError as err:
-        return _fail(config, store, entry, err.reason, metadata)
+        return fail(config, store, entry, err.reason, metadata)
 
 
 def _compare_record_move(
@@ -276,12 +302,19 @@ def _compare_record_move(
     baseline_dirs, baseline_name = _baseline(store, scenario, entry.name)
     current_dirs = _current_dirs(entry)
     report_dir = config.reports_dir / entry.name
-    baseline_label = baseline_name or ", ".join(p.name for p in scenario.baseline_dirs)
-    title = f"{scenario.name}: {entry.name} vs {baseline_label}"
     try:
         sets = load_sets(current_dirs)
     except ReportingError as err:
         raise ResultRejectedError(f"cannot read the results: {err}", name=entry.name) from err
+    note = build_note(sets, metadata.to_json())
+    build = None if note is None else note.name
+    if baseline_name is not None:
+        baseline_build = _stored_build(store, baseline_name)
+        baseline_label = f"{baseline_build} ({baseline_name})" if baseline_build else baseline_name
+    else:
+        baseline_label = ", ".join(p.name for p in scenario.baseline_dirs)
+    current_label = f"{build} ({entry.name})" if build else entry.name
+    title = f"{scenario.name}: {current_label} vs {baseline_label}"
     try:
         trend = trend_for_sets(
             store, sets, scenario=scenario.name, name=entry.name, metadata=metadata.to_json()
@@ -290,6 +323,9 @@ def _compare_record_move(
         raise StoreUnavailableError(
             f"Results store failed while reading the history of '{entry.name}' (left in ci_in): {err}"
         ) from err
+    if config.trend_pages is not None:
+        # The pages are rewritten at the end of the pass, with this result's build in them.
+        trend = link_cells(trend, scenario=scenario.name, pages_dir=config.trend_pages, from_dir=report_dir)
     try:
         report = generate_report(
             list(baseline_dirs),
@@ -303,12 +339,18 @@ def _compare_record_move(
             overview_href=OVERVIEW_HREF,
             trend=trend,
             junit_suite=f"{scenario.name}.{entry.name}",
+            build=note,
         )
     except (ReportingError, OSError) as err:
         if _is_infrastructure(err):
             log.error("Report for '%s' failed for lack of disk (left in ci_in): %s", entry.name, err)
             return ResultOutcome(
-                entry.name, OutcomeKind.ERROR, entry.path, reason=f"report could not be written: {err}"
+                entry.name,
+                OutcomeKind.ERROR,
+                entry.path,
+                reason=f"report could not be written: {err}",
+                scenario=scenario.name,
+                build=build,
             )
         raise ResultRejectedError(f"report generation failed: {err}", name=entry.name) from err
 
@@ -344,7 +386,9 @@ def _compare_record_move(
         move_result(entry.path, destination)
     except MoveError as err:
         log.error("%s", err)
-        return ResultOutcome(entry.name, OutcomeKind.ERROR, entry.path, reason=str(err))
+        return ResultOutcome(
+            entry.name, OutcomeKind.ERROR, entry.path, reason=str(err), scenario=scenario.name, build=build
+        )
     log.info(
         "Processed '%s': %s, %d warning(s), report '%s', comparison %d.",
         entry.name,
@@ -362,6 +406,8 @@ def _compare_record_move(
         comparison_id=comparison.id,
         regressions=report.regressions,
         junit=report_dir / JUNIT_NAME,
+        scenario=scenario.name,
+        build=build,
     )
 
 
@@ -429,69 +475,6 @@ def _baseline(store: ResultStore, scenario: ScenarioConfig, name: str) -> tuple[
     for directory in scenario.baseline_dirs:
         dirs.extend(vsperf_result_dirs(directory) or (directory,))
     return tuple(dirs), None
-
-
-def _fail(
-    config: CiConfig, store: ResultStore, entry: InboxEntry, reason: str, metadata: RunMetadata | None
-) -> ResultOutcome:
-    """Move ``entry`` to ``ci_failed`` and write why beside it; record it in the store when possible."""
-    try:
-        destination = free_destination(config.ci_failed, entry.name)
-        move_result(entry.path, destination)
-    except MoveError as err:
-        log.error("Cannot move failed result '%s' (left in ci_in): %s", entry.name, err)
-        return ResultOutcome(entry.name, OutcomeKind.ERROR, entry.path, reason=f"{reason}; {err}")
-    log.error("Result '%s' failed, moved to '%s': %s", entry.name, destination, reason)
-    failed_at = datetime.now(UTC)
-    details = {
-        "name": entry.name,
-        "moved_to": str(destination),
-        "reason": reason,
-        "scenario": None if metadata is None else metadata.scenario,
-        "failed_at": failed_at.isoformat(),
-        "retry": f"fix the cause, then move '{destination}' back to '{config.ci_in}/'.",
-    }
-    reason_file = failed_reason_file(destination)
-    try:
-        atomic_write_text(
-            reason_file,
-            f"{entry.name} could not be processed at {failed_at.isoformat()}:\n{reason}\n\n"
-            f"To retry: {details['retry']}\n",
-        )
-        atomic_write_text(failed_reason_file(destination, ".json"), json.dumps(details, indent=2) + "\n")
-    except OSError as err:
-        log.error("Cannot write the reason file '%s': %s.", reason_file, err.strerror)
-    _record_failure(store, entry, destination, reason, metadata)
-    return ResultOutcome(entry.name, OutcomeKind.FAILED, destination, reason=reason)
-
-
-def _record_failure(
-    store: ResultStore, entry: InboxEntry, destination: Path, reason: str, metadata: RunMetadata | None
-) -> None:
-    """Record a failed result, unless its name is unsafe or a processed result already has it."""
-    try:
-        existing = store.result(entry.name)
-        if existing is not None and existing.status is ResultStatus.PROCESSED:
-            log.info(
-                "Not recording failed '%s': the store already holds a processed result of that name.",
-                entry.name,
-            )
-            return
-        store.record_result(
-            name=entry.name,
-            scenario=None if metadata is None else metadata.scenario,
-            location=destination,
-            vsperf_dirs=(),
-            status=ResultStatus.FAILED,
-            failure_reason=reason,
-            metadata={} if metadata is None else metadata.to_json(),
-        )
-    except InvalidRecordError as err:
-        log.debug("Not recording '%s' in the store: %s", entry.name, err)
-    except ResultStoreError as err:
-        raise StoreUnavailableError(
-            f"Results store failed while recording failed '{entry.name}': {err}"
-        ) from err
 
 
 def _is_infrastructure(err: BaseException) -> bool:

@@ -14,6 +14,15 @@ The file is one JSON object::
      "hosts": {"dut": ..., "trafficgen": ...}, "packages": {"openvswitch": "2.17.0-1.el8", ...},
      ... any further producer-specific keys (job id, kernel, lab options) ...}
 
+Keys a collector adds (kept in :attr:`RunMetadata.extra`, checked when present):
+
+* ``"build": {"nvrs": ["openvswitch3.1-3.1.0-65.el9fdp", ...], "tag": "...",
+  "jenkins_build_url": "https://..."}``: the Koji build that was tested (:attr:`RunMetadata.build`);
+* ``"infrastructure_failure": true`` with ``"complete": false``, ``incomplete_reason``,
+  ``beaker_job_id``, ``beaker_status`` (``Aborted``, ``Cancelled``, ...): the run never measured
+  anything (job aborted, cancelled, killed by the watchdog, or no usable results tarball); such a
+  delivery holds no results directory (:attr:`RunMetadata.infrastructure_failure`).
+
 Schema 1 files (before this module) are read too: the lab's dialect had ``complete`` already, the
 Beaker task's had ``"status": "PASS"|"FAIL"`` and ``missing_tests`` instead.
 
@@ -61,12 +70,63 @@ _KNOWN_KEYS = (
 )
 
 
+INFRASTRUCTURE_FAILURE_KEY = "infrastructure_failure"
+"""Key of ``extra`` saying the run failed for the lab's reasons, not the build's (true/false)."""
+
+BUILD_KEY = "build"
+"""Key of ``extra`` naming the Koji build that was tested (:class:`BuildRecord`)."""
+
+_OPTIONAL_TEXT_KEYS = ("beaker_job_id", "beaker_status")
+"""Keys of ``extra`` that must be strings (or null) when present."""
+
+
 class MetadataError(ValueError):
     """The metadata file is missing, unreadable or malformed; the message names the file and field.
 
     A ``ValueError`` (not an ovsperf error class) so that this module needs nothing but the standard
     library; callers wrap it in their own error.
     """
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """The Koji build a run tested (``"build"`` in the file, added by the collector)."""
+
+    nvrs: tuple[str, ...]
+    """Koji build NVRs, e.g. ``('openvswitch3.1-3.1.0-65.el9fdp',)``; never empty."""
+    tag: str | None = None
+    """The Koji tag the build was announced in."""
+    jenkins_build_url: str | None = None
+    """The Jenkins build that submitted the job."""
+
+    @property
+    def label(self) -> str:
+        """Return the build's name for people: its NVRs joined with ``' + '``."""
+        return " + ".join(self.nvrs)
+
+
+def build_record(value: Any) -> BuildRecord | None:
+    """Return the :class:`BuildRecord` of a ``"build"`` value; None when absent (None).
+
+    :raises MetadataError: naming the field when it is not an object with a non-empty ``nvrs``
+        list of strings and string (or null) ``tag`` and ``jenkins_build_url``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MetadataError(f"field '{BUILD_KEY}': expected a JSON object, got {value!r}.")
+    nvrs = value.get("nvrs")
+    if not isinstance(nvrs, list) or not nvrs or not all(isinstance(n, str) and n.strip() for n in nvrs):
+        raise MetadataError(
+            f"field '{BUILD_KEY}.nvrs': expected a non-empty list of NVR strings, got {nvrs!r}."
+        )
+    texts = {}
+    for key in ("tag", "jenkins_build_url"):
+        text = value.get(key)
+        if text is not None and not isinstance(text, str):
+            raise MetadataError(f"field '{BUILD_KEY}.{key}': expected a string, got {text!r}.")
+        texts[key] = text or None
+    return BuildRecord(tuple(n.strip() for n in nvrs), texts["tag"], texts["jenkins_build_url"])
 
 
 @dataclass(frozen=True)
@@ -114,6 +174,36 @@ class RunMetadata:
         clash = sorted(set(self.extra) & set(_KNOWN_KEYS))
         if clash:
             raise MetadataError(f"field 'extra': keys {clash} belong to the schema, not to 'extra'.")
+        flag = self.extra.get(INFRASTRUCTURE_FAILURE_KEY, False)
+        if not isinstance(flag, bool):
+            raise MetadataError(
+                f"field '{INFRASTRUCTURE_FAILURE_KEY}': expected true or false, got {flag!r}."
+            )
+        for key in _OPTIONAL_TEXT_KEYS:
+            text = self.extra.get(key)
+            if text is not None and not isinstance(text, str):
+                raise MetadataError(f"field '{key}': expected a string, got {text!r}.")
+        build_record(self.extra.get(BUILD_KEY))
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """Return whether the run failed for the lab's reasons (aborted job, no results tarball)."""
+        return bool(self.extra.get(INFRASTRUCTURE_FAILURE_KEY, False))
+
+    @property
+    def beaker_job_id(self) -> str | None:
+        """Return the Beaker job (``J:1234``) the run belongs to, when the producer named it."""
+        return self.extra.get("beaker_job_id") or None
+
+    @property
+    def beaker_status(self) -> str | None:
+        """Return the Beaker job's final status (``Aborted``, ``Cancelled``, ...), when given."""
+        return self.extra.get("beaker_status") or None
+
+    @property
+    def build(self) -> BuildRecord | None:
+        """Return the Koji build that was tested, when the collector recorded it."""
+        return build_record(self.extra.get(BUILD_KEY))
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON object written to the file (schema fields first, then ``extra``)."""

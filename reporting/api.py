@@ -23,11 +23,20 @@ from reporting.document import PathDisplay
 from reporting.errors import NoResultsError, ReportingError, write_error
 from reporting.junit import write_junit
 from reporting.load import find_results_dirs, load_results_dir
-from reporting.model import Comparison, TestComparison, TesterVerdict, Thresholds, TrendCell, Verdict
+from reporting.model import (
+    BuildNote,
+    Comparison,
+    TestComparison,
+    TesterVerdict,
+    Thresholds,
+    TrendCell,
+    Verdict,
+)
 from reporting.render import JUNIT_NAME, MARKER_NAME, REPORT_ENTRIES, write_report
 from reporting.resultmodel import ResultSet
 
 __all__ = [
+    "BuildNote",
     "NoResultsError",
     "ReportOutcome",
     "ReportingError",
@@ -81,6 +90,7 @@ def generate_report(
     trend: Mapping[TrendKey, TrendCell] | None = None,
     junit: Path | None = None,
     junit_suite: str | None = None,
+    build: BuildNote | None = None,
 ) -> ReportOutcome:
     """Load, compare and render; write OUT atomically (a failed write leaves the previous report).
 
@@ -101,6 +111,8 @@ def generate_report(
     :param junit: also write the JUnit XML here (every report holds it as ``junit.xml``;
         :func:`reporting.junit.write_junit`), atomically.
     :param junit_suite: the JUnit suite name (default: the title).
+    :param build: what the current side tested (Koji build, tag, Jenkins build), shown under the
+        title and in ``report.json`` (``build``). Default: not shown.
 
     :raises NoResultsError: (subclass of ReportingError) when no result CSV is found on a side.
     :raises ReportingError: on unreadable input or unwritable output.
@@ -151,6 +163,7 @@ def generate_report(
                 title,
                 display=display,
                 overview_href=overview_href,
+                build=build,
             )
     except OSError as err:
         raise write_error(

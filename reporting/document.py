@@ -20,6 +20,7 @@ from ovsperf_common.goals import goal_label
 from ovsperf_common.units import l1_bps
 from reporting.model import (
     TREND_MIN_HISTORY,
+    BuildNote,
     Cell,
     Comparison,
     LatencyCell,
@@ -34,6 +35,8 @@ SCHEMA_VERSION = 1
 """Version of ``report.json``'s layout; bump on incompatible changes."""
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_HTTP_URL = re.compile(r"\Ahttps?://[^\s\"'<>]+\Z")
+"""A URL the page may link: http(s), no spaces, quotes or angle brackets."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,12 @@ def _traffic_json(traffic: TrafficKey) -> dict[str, Any]:
     }
 
 
+def _build_json(build: BuildNote) -> dict[str, Any]:
+    """Return the ``build`` object; a URL that is not plain http(s) is left out (never a link)."""
+    url = build.url if build.url and _HTTP_URL.match(build.url) else None
+    return {"name": build.name, "tag": build.tag, "url": url}
+
+
 def _trend_json(cell: Cell) -> dict[str, Any] | None:
     trend = cell.trend
     if trend is None:
@@ -208,6 +217,7 @@ def _trend_json(cell: Cell) -> dict[str, Any] | None:
         "step_percent": _round(trend.step_percent, 3),
         "confidence": _round(trend.confidence, 4),
         "since": trend.since,
+        "since_build": trend.since_build,
         "reason": trend.reason,
         "trend_page": trend.trend_page,
     }
@@ -285,12 +295,14 @@ def report_data(
     title: str,
     display: PathDisplay = PathDisplay(),
     overview_href: str | None = None,
+    build: BuildNote | None = None,
 ) -> dict[str, Any]:
     """Return the ``report.json`` document (schema 1; keys are stable, see docs/reporting.md).
 
     Paths (``path`` of each side, MoonGen ``log``) are shown through ``display``; ``read_from``
     keeps where a side was read. ``overview_href`` is the relative URL of the page listing all
-    reports, or None.
+    reports, or None. ``build`` (``{"name", "tag", "url"}`` or None) names what the current side
+    tested; ``url`` only when it is an http(s) URL.
     """
     th = comparison.thresholds
     return {
@@ -312,6 +324,7 @@ def report_data(
         "trend_min_history": TREND_MIN_HISTORY,
         "link_source": comparison.link_source,
         "overview_href": overview_href,
+        "build": None if build is None else _build_json(build),
         "baseline": [
             _side_json(rs, links.get(f"baseline-{i}", ()), display) for i, rs in enumerate(baseline)
         ],

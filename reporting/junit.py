@@ -26,7 +26,8 @@ _NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 """Characters XML 1.0 cannot hold (ElementTree would write them and Jenkins' parser would fail)."""
 
 
-def _xml_text(text: str) -> str:
+def xml_text(text: str) -> str:
+    """Return ``text`` with the characters XML 1.0 cannot hold replaced by U+FFFD."""
     return _NOT_XML.sub("\N{REPLACEMENT CHARACTER}", text)
 
 
@@ -35,7 +36,7 @@ def _case_name(cell: Cell, with_flows: bool) -> str:
     traffic = cell.traffic
     frame = traffic.mix or f"{traffic.frame_size_bytes}B"
     flows = f" {traffic.flows}fl" if with_flows and traffic.flows is not None else ""
-    return _xml_text(f"{frame}{flows} {goal_label(cell.loss_goal_percent)}")
+    return xml_text(f"{frame}{flows} {goal_label(cell.loss_goal_percent)}")
 
 
 def _case_text(cell: Cell) -> str:
@@ -49,7 +50,7 @@ def _case_text(cell: Cell) -> str:
             f"{cell.trend.reason}"
         )
     lines.append(f"decision: {cell.decision.value}")
-    return _xml_text("\n".join(lines))
+    return xml_text("\n".join(lines))
 
 
 def junit_document(comparison: Comparison, *, suite: str, report: Path | None = None) -> ET.Element:
@@ -57,7 +58,7 @@ def junit_document(comparison: Comparison, *, suite: str, report: Path | None = 
 
     :param report: the HTML report, named in each case's ``<system-out>`` for a click from Jenkins.
     """
-    suite = _xml_text(suite)
+    suite = xml_text(suite)
     root = ET.Element("testsuites", name=suite)
     cases = [(test, cell) for test in comparison.tests for cell in test.cells]
     failures = sum(1 for _, c in cases if c.decision is Verdict.REGRESSION)
@@ -77,7 +78,7 @@ def junit_document(comparison: Comparison, *, suite: str, report: Path | None = 
         case = ET.SubElement(
             element,
             "testcase",
-            classname=_xml_text(f"{test.test}.{test.deployment}"),
+            classname=xml_text(f"{test.test}.{test.deployment}"),
             name=_case_name(cell, test.has_flow_counts),
             time="0",
         )
@@ -88,14 +89,14 @@ def junit_document(comparison: Comparison, *, suite: str, report: Path | None = 
                 message = f"trend REGRESSION: {cell.trend.reason}"
             else:
                 message = f"REGRESSION vs baseline: {cell.reason}"
-            ET.SubElement(case, "failure", message=_xml_text(message), type="REGRESSION").text = text
+            ET.SubElement(case, "failure", message=xml_text(message), type="REGRESSION").text = text
         elif decision is Verdict.INVALID:
             ET.SubElement(
-                case, "error", message=_xml_text(f"INVALID: {cell.reason}"), type="INVALID"
+                case, "error", message=xml_text(f"INVALID: {cell.reason}"), type="INVALID"
             ).text = text
         elif decision is Verdict.NO_BASELINE:
-            ET.SubElement(case, "skipped", message=_xml_text(f"no baseline: {cell.reason}"))
-        out = text if report is None else _xml_text(f"{text}\nreport: {report}")
+            ET.SubElement(case, "skipped", message=xml_text(f"no baseline: {cell.reason}"))
+        out = text if report is None else xml_text(f"{text}\nreport: {report}")
         ET.SubElement(case, "system-out").text = out
     return root
 

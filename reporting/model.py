@@ -93,6 +93,18 @@ class TesterVerdict:
 
 
 @dataclass(frozen=True)
+class BuildNote:
+    """What the current side tested, as its delivery names it (shown under the report's title)."""
+
+    name: str
+    """The Koji build's NVRs, else the OVS/DPDK versions (``resultstore.model.build_name``)."""
+    tag: str | None = None
+    """The Koji tag the build came from."""
+    url: str | None = None
+    """The Jenkins build that submitted the run; linked only when it is an http(s) URL."""
+
+
+@dataclass(frozen=True)
 class SideStats:
     """The valid throughput samples of one side for one cell."""
 
@@ -168,9 +180,11 @@ class TrendCell:
     confidence: float | None = None
     """1 − 2^−Δbits of that change point [0, 1] (reporting.changepoints)."""
     since: str | None = None
-    """Result (build) where the change started."""
+    """Result (its name in the store) where the change started: what ``ovsperf-results expect`` takes."""
+    since_build: str | None = None
+    """What that result tested, for people: the Koji NVRs or the OVS/DPDK versions."""
     trend_page: str | None = None
-    """Link to the series' trend page, when one is known."""
+    """Link to the series' trend page (relative to the report page), when one is written."""
 
     @property
     def decides(self) -> bool:

@@ -39,7 +39,7 @@ from reporting.document import (
     safe_name,
 )
 from reporting.latency import decode
-from reporting.model import Comparison, TestComparison, TesterVerdict, Verdict
+from reporting.model import BuildNote, Comparison, TestComparison, TesterVerdict, Verdict
 from reporting.resultmodel import LatencyPoint, ResultSet
 
 log = logging.getLogger(__name__)
@@ -392,11 +392,13 @@ def write_report(
     *,
     display: PathDisplay = PathDisplay(),  # noqa: B008 - frozen dataclass, safe default
     overview_href: str | None = None,
+    build: BuildNote | None = None,
 ) -> tuple[str, ...]:
     """Fill the (empty, temporary) directory ``out`` with the complete report.
 
     Paths on the page and in ``report.json`` (and in ``warnings``) are shown through ``display``;
-    ``overview_href`` adds a link to the page listing all reports.
+    ``overview_href`` adds a link to the page listing all reports; ``build`` names what the current
+    side tested under the title.
 
     :returns: warnings found while copying VSperf's files (left out, secrets redacted); the
         page and ``report.json`` list them after ``warnings``.
@@ -418,7 +420,7 @@ def write_report(
         if test.latency:
             plot_latency(test, graphs / latency_graph_name(test))
     data = report_data(
-        comparison, baseline, current, links, warnings, tester_verdict, title, display, overview_href
+        comparison, baseline, current, links, warnings, tester_verdict, title, display, overview_href, build
     )
     (out / "report.json").write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     html = page_template().render(

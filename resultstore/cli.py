@@ -19,8 +19,7 @@ from resultstore.importer import import_dirs
 from resultstore.model import ComparisonRecord, Decision, SeriesKey
 from resultstore.samples import THROUGHPUT_METRICS
 from resultstore.store import ResultStore
-from resultstore.trend import analyse_store_series
-from resultstore.trendpages import write_trend_pages
+from resultstore.trendpages import write_store_pages
 from resultstore.verdicts import record_verdict, refresh_pages
 
 log = logging.getLogger(__name__)
@@ -200,7 +199,16 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
     result = store.result(record.result_name)
     if result is not None:
         print(f"received:    {result.received_at.isoformat()} (now at {result.location})")
-        for key in ("beaker_job_id", "job_id", "hosts", "kernel", "status", "missing_tests", "complete"):
+        for key in (
+            "build",
+            "beaker_job_id",
+            "job_id",
+            "hosts",
+            "kernel",
+            "status",
+            "missing_tests",
+            "complete",
+        ):
             if key in result.metadata:
                 print(f"{key + ':':<12} {json.dumps(result.metadata[key], sort_keys=True)}")
     history = store.verdict_history(record.id)
@@ -253,19 +261,11 @@ def _trend(store: ResultStore, args: argparse.Namespace) -> int:
                 f"--scenario {args.scenario!r} has no results in the store; "
                 f"known: {', '.join(known) or 'none'}."
             )
-    series = store.series(scenario=args.scenario, since=since, metrics=metrics)
-    if not series:
-        log.error("No series in the store for these filters (empty store, or nothing since %s).", args.since)
-        return int(ExitCode.NO_RESULTS)
-    longest = max(len(s.points) for s in series)
-    if longest < 2:
-        log.warning("Every series has one build only: no trend possible yet (pages show the values).")
 
     def progress(done: int, total: int) -> None:
         if done == total or done % 100 == 0:
             log.info("Analysed %d/%d series.", done, total)
 
-    trends = analyse_store_series(store, series, progress=progress)
     filters = ", ".join(
         f
         for f in (
@@ -276,11 +276,22 @@ def _trend(store: ResultStore, args: argparse.Namespace) -> int:
         if f
     )
     try:
-        outcome = write_trend_pages(
-            trends, args.output_dir, title=args.title, generated=datetime.now(UTC), filters=filters
+        written = write_store_pages(
+            store,
+            args.output_dir,
+            scenario=args.scenario,
+            since=since,
+            metrics=metrics,
+            title=args.title,
+            filters=filters,
+            progress=progress,
         )
     except OSError as err:
         raise ResultStoreError(f"Cannot write the trend pages: {err}") from err
+    if written is None:
+        log.error("No series in the store for these filters (empty store, or nothing since %s).", args.since)
+        return int(ExitCode.NO_RESULTS)
+    outcome, trends = written
     regressions = sum(1 for t in trends if t.last.verdict.value == "REGRESSION")
     log.info("%d series, %d with an open regression.", outcome.series, regressions)
     print(one_line(outcome.index_html))

@@ -62,33 +62,58 @@ def _result_name(root: Path) -> str:
     return name if name[0].isalnum() else f"r{name}"
 
 
+def _delivery_root(results_dir: Path, top: Path) -> Path | None:
+    """Return the nearest directory holding ``ovsperf-metadata.json``: ``results_dir`` or an ancestor.
+
+    The search stops at the parent of ``top`` (the path given to import): a results directory
+    given on its own still finds the delivery around it (``ci_processed/<name>/results_<ts>``).
+    """
+    stop = top.parent
+    for candidate in (results_dir, *results_dir.parents):
+        if (candidate / METADATA_FILE).is_file():
+            return candidate
+        if candidate == stop:
+            break
+    return None
+
+
 def _units(path: Path) -> tuple[list[_Unit], list[tuple[Path, str]]]:
-    """Return the results found at ``path`` and (directory, why) for what was skipped."""
+    """Return the results found at ``path`` and (directory, why) for what was skipped.
+
+    Every VSperf results directory found at any depth ``generate-report`` searches belongs to the
+    delivery whose ``ovsperf-metadata.json`` is nearest above it (or inside it: the Beaker task
+    and ``ovsperf-lab`` write it into the results directory), and takes that delivery's scenario;
+    only a results directory without one anywhere above is a bare result without a scenario.
+    """
     skipped: list[tuple[Path, str]] = []
+    found, _ = find_results_dirs(path)
+    by_root: dict[Path, list[Path]] = {}
+    bare: list[Path] = []
+    for results_dir in found:
+        root = _delivery_root(results_dir, path)
+        if root is None:
+            bare.append(results_dir)
+        else:
+            by_root.setdefault(root, []).append(results_dir)
     if (path / METADATA_FILE).is_file():
-        candidates = [path]
+        marked = [path]
     else:
-        candidates = sorted(p.parent for p in path.glob(f"*/{METADATA_FILE}") if p.parent.is_dir())
+        marked = sorted(p.parent for p in path.glob(f"*/{METADATA_FILE}") if p.parent.is_dir())
+    for root in marked:
+        if root not in by_root:
+            by_root[root] = []
     units: list[_Unit] = []
-    covered: set[Path] = set()
-    for root in candidates:
+    for root, results_dirs in sorted(by_root.items()):
         try:
             meta = read_metadata(root)
         except MetadataError as err:
             skipped.append((root, f"unreadable {METADATA_FILE}: {err}"))
-            covered.add(root)
             continue
-        found, _ = find_results_dirs(root)
-        covered.add(root)
-        if not found:
+        if not results_dirs:
             skipped.append((root, "no VSperf results directory in this delivery"))
             continue
-        units.append(_Unit(root, tuple(found), meta.scenario, meta.to_json()))
-    found, _ = find_results_dirs(path)
-    for results_dir in found:
-        if any(results_dir.is_relative_to(c) for c in covered):
-            continue
-        units.append(_Unit(results_dir, (results_dir,), None, {}))
+        units.append(_Unit(root, tuple(results_dirs), meta.scenario, meta.to_json()))
+    units.extend(_Unit(d, (d,), None, {}) for d in bare)
     if not units and not skipped:
         skipped.append((path, "no VSperf results directory (results_<timestamp>) here"))
     return units, skipped
@@ -131,6 +156,13 @@ def import_dirs(
             outcome.refreshed.append(name)
         else:
             name = _result_name(unit.root)
+            if unit.scenario is None and scenario is None:
+                log.warning(
+                    "'%s' holds no %s and no --scenario was given: recorded without a scenario "
+                    "('-' on the trend pages).",
+                    unit.root,
+                    METADATA_FILE,
+                )
             other = store.result(name)
             if other is not None:
                 name = f"{name[:140]}-{digest[:8]}"

@@ -161,6 +161,23 @@ class SeriesKey:
         return f"{self.scenario} / {self.test} / {self.traffic_key.text()} / {self.metric}"
 
 
+def build_name(ovs_version: str | None, dpdk_version: str | None, nvrs: tuple[str, ...] = ()) -> str | None:
+    """Return what a build tested, for people; None when nothing is known.
+
+    The Koji build's NVRs when the delivery recorded them (``openvswitch3.1-3.1.0-65.el9fdp``),
+    else the OVS and DPDK versions: a package NVR from the DUT's ``rpm -qa`` as it is
+    (``openvswitch3.1-3.1.0-10.el9.x86_64``), a bare version from VSperf's environment with its
+    component (``OVS 2.9.1``).
+    """
+    if nvrs:
+        return " + ".join(nvrs)
+    parts = []
+    for component, version in (("OVS", ovs_version), ("DPDK", dpdk_version)):
+        if version:
+            parts.append(version if version[0].isalpha() else f"{component} {version}")
+    return ", ".join(parts) or None
+
+
 @dataclass(frozen=True)
 class SeriesPoint:
     """One build in a series: its values (repeats) and what identifies the build."""
@@ -180,6 +197,13 @@ class SeriesPoint:
     """The tester's newest verdict (PASS / FAIL) on that report, None when none."""
     tester_bug: str | None
     """Its bug id."""
+    build_nvrs: tuple[str, ...] = ()
+    """The Koji build NVRs the delivery's metadata recorded (``build.nvrs``); empty when none."""
+
+    @property
+    def build(self) -> str:
+        """Return the build's name for people (:func:`build_name`), else the result's name."""
+        return build_name(self.ovs_version, self.dpdk_version, self.build_nvrs) or self.result_name
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Write the results overview page ``<reports>/index.html``: every comparison and its verdicts.
 
 This is the page testers open every morning. It lists the newest comparisons whose report
-directories lie directly in one reports directory, links each report, and counts those still
-awaiting a verdict. It is derived from the store and rewritten atomically after every
+directories lie directly in one reports directory, links each report and the trend pages, and
+counts those still awaiting a verdict. It is derived from the store and rewritten atomically after every
 ``process-ci-results`` pass and every ``ovsperf-results verdict``.
 """
 
@@ -23,6 +23,7 @@ from ovsperf_common.atomicio import atomic_write_text
 from resultstore.errors import OverviewError
 from resultstore.model import ComparisonRecord
 from resultstore.store import ResultStore
+from resultstore.trendlinks import INDEX_NAME, recorded_pages, relative_href
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +87,18 @@ def _overview_template() -> jinja2.Template:
 def write_overview(store: ResultStore, reports_dir: Path) -> Path:
     """Rewrite ``<reports_dir>/index.html`` from the store; return its path.
 
+    The page links the trend pages recorded for ``reports_dir``
+    (:func:`resultstore.trendlinks.recorded_pages`), when there are some.
+
     :raises OverviewError: when the page cannot be written (the previous page is unchanged).
     :raises StoreDatabaseError: when the database fails.
     """
     reports_dir = Path(reports_dir)
     records = [c for c in store.comparisons(report_prefix=reports_dir) if c.report_dir.parent == reports_dir]
     undecided = [c for c in records if c.verdict is None]
+    pages = recorded_pages(reports_dir)
     page = _overview_template().render(
+        trend_href=None if pages is None else relative_href(pages / INDEX_NAME, reports_dir),
         rows=[_row(c, reports_dir) for c in records[:MAX_ROWS]],
         total=len(records),
         truncated=len(records) > MAX_ROWS,

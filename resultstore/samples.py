@@ -41,7 +41,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ovsperf_common.framemix import TrafficKey
+from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
+from reporting.model import BuildNote
 from reporting.resultmodel import ResultSet, TestRun
+from resultstore.model import build_name
 
 THROUGHPUT_METRICS = ("ndr_fps", "pdr_fps", "mrr_fps")
 """Metrics where higher is better and a trend verdict decides (the others are shown, not judged)."""
@@ -93,6 +96,8 @@ class BuildInfo:
     dpdk_version: str | None
     qemu_version: str | None
     hosts: tuple[str, ...]
+    nvrs: tuple[str, ...] = ()
+    """The Koji build NVRs of the metadata's ``build`` record; empty when it has none."""
 
 
 def _run_samples(run: TestRun, repeat: int) -> list[Sample]:
@@ -193,7 +198,8 @@ def build_info(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) ->
     ``openvswitch3.1-3.1.0-65.el9fdp.x86_64``, which tells two builds of one version apart), else
     VSperf's environment (``* vSwitch: …, Version: …``); the start time is the metadata's
     ``started_at``, else the earliest test start VSperf recorded (DUT local time, taken as UTC),
-    else the results directory's timestamp.
+    else the results directory's timestamp; ``nvrs`` the Koji build the collector recorded
+    (``build.nvrs``, :class:`ovsperf_common.metadata.BuildRecord`).
     """
     meta = dict(metadata or {})
     raw_packages = meta.get("packages")
@@ -221,10 +227,34 @@ def build_info(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) ->
         hosts = tuple(str(v) for v in hosts_field if isinstance(v, str))
     else:
         hosts = ()
+    try:
+        record = build_record(meta.get(BUILD_KEY))
+    except MetadataError:
+        record = None  # read_metadata refuses it; a caller passing raw metadata gets no NVRs
     return BuildInfo(
         started_at=started,
         ovs_version=version("ovs", "ovs_version"),
         dpdk_version=version("dpdk", "dpdk_version"),
         qemu_version=version("qemu", "qemu_version"),
         hosts=hosts,
+        nvrs=() if record is None else record.nvrs,
     )
+
+
+def build_note(sets: Sequence[ResultSet], metadata: Mapping[str, Any] | None) -> BuildNote | None:
+    """Return what a result tested, for its report (:class:`reporting.model.BuildNote`); None when unknown.
+
+    The name is :func:`resultstore.model.build_name` of :func:`build_info`; the Koji tag and the
+    Jenkins build come from the metadata's ``build`` record.
+    """
+    info = build_info(sets, metadata)
+    name = build_name(info.ovs_version, info.dpdk_version, info.nvrs)
+    if name is None:
+        return None
+    try:
+        record = build_record(dict(metadata or {}).get(BUILD_KEY))
+    except MetadataError:
+        record = None
+    if record is None:
+        return BuildNote(name)
+    return BuildNote(name, record.tag, record.jenkins_build_url)

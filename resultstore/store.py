@@ -22,6 +22,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
 from resultstore.connect import masked_url, open_engine
 from resultstore.errors import (
     InvalidRecordError,
@@ -579,6 +580,7 @@ class ResultStore:
         with self._session() as session:
             rows = session.execute(query).all()
             reports = self._newest_reports(session, {row.id for row in rows})
+            nvrs = self._build_nvrs(session, {row.id for row in rows})
         points: dict[SeriesKey, dict[str, tuple[Any, list[float]]]] = {}
         for row in rows:
             key = SeriesKey(
@@ -604,9 +606,32 @@ class ResultStore:
                         report=report,
                         tester_decision=decision,
                         tester_bug=bug,
+                        build_nvrs=nvrs.get(row.id, ()),
                     )
                 )
             out.append(Series(key, tuple(series_points)))
+        return out
+
+    @staticmethod
+    def _build_nvrs(session: Session, result_ids: set[int]) -> dict[int, tuple[str, ...]]:
+        """Return result id → the Koji build NVRs its metadata recorded (``build.nvrs``), when any.
+
+        A malformed ``build`` (a store written before it was checked) names no build.
+        """
+        out: dict[int, tuple[str, ...]] = {}
+        ids = sorted(result_ids)
+        for start in range(0, len(ids), 500):
+            for result_id, metadata in session.execute(
+                select(ResultRow.id, ResultRow.metadata_json).where(
+                    ResultRow.id.in_(ids[start : start + 500])
+                )
+            ):
+                try:
+                    record = build_record((metadata or {}).get(BUILD_KEY))
+                except MetadataError:
+                    continue
+                if record is not None:
+                    out[result_id] = record.nvrs
         return out
 
     @staticmethod

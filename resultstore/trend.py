@@ -130,6 +130,7 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
         f"vs {_amount(previous.average, key.metric)}, "
         f"confidence {change.confidence:.3f})"
     )
+    build = start.build
 
     def cell(verdict: TrendVerdict, reason: str) -> TrendCell:
         return TrendCell(
@@ -139,6 +140,7 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
             step_percent=change.step_percent,
             confidence=change.confidence,
             since=start.result_name,
+            since_build=build,
         )
 
     if change.verdict is PointVerdict.PROGRESSION:
@@ -147,18 +149,16 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
         return TrendCell(
             TrendVerdict.NORMAL,
             index,
-            f"in the group since {start.result_name} (after a progression of {described})",
+            f"in the group since build {build} (after a progression of {described})",
         )
     if mark is not None:
-        return cell(
-            TrendVerdict.EXPECTED, f"regression since {start.result_name}, {described}; {_mark_text(mark)}"
-        )
+        return cell(TrendVerdict.EXPECTED, f"regression since build {build}, {described}; {_mark_text(mark)}")
     if change.index == index:
         return cell(TrendVerdict.REGRESSION, f"a worse group starts here: {described}")
     return cell(
         TrendVerdict.REGRESSION,
-        f"regression since {start.result_name}, {described}, still open "
-        "(fix it, or mark it expected with 'ovsperf-results expect')",
+        f"regression since build {build}, {described}, still open "
+        f"(fix it, or mark it expected with 'ovsperf-results expect {start.result_name}')",
     )
 
 
@@ -324,7 +324,8 @@ def trend_for_sets(
     :raises StoreDatabaseError: when the database fails.
     """
     key_scenario = scenario or "-"
-    built = build_info(sets, metadata).started_at
+    info = build_info(sets, metadata)
+    built = info.started_at
     samples = [s for s in samples_from_sets(sets) if s.metric in THROUGHPUT_METRICS]
     stored = {s.key: s for s in store.series(scenario=scenario, metrics=THROUGHPUT_METRICS)}
     marks = store.trend_marks()
@@ -352,12 +353,13 @@ def trend_for_sets(
             result_name=name or "(this report)",
             built_at=built or datetime.now(UTC),
             values=tuple(values),
-            ovs_version=None,
-            dpdk_version=None,
-            qemu_version=None,
+            ovs_version=info.ovs_version,
+            dpdk_version=info.dpdk_version,
+            qemu_version=info.qemu_version,
             report=None,
             tester_decision=None,
             tester_bug=None,
+            build_nvrs=info.nvrs,
         )
         series = Series(key, (*points, current))
         out[trend_key] = judge(series, len(points), marks, _analysis_with(series, cache.get(key)))

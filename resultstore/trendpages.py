@@ -13,15 +13,13 @@ a failed render leaves the previous pages.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import logging
-import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +28,13 @@ import plotly.offline
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.atomicio import atomic_directory
-from ovsperf_common.fields import is_safe_name
 from ovsperf_common.framemix import TrafficKey
 from reporting.changepoints import TrendVerdict as PointVerdict
 from reporting.model import TrendVerdict
-from resultstore.trend import SeriesTrend
+from resultstore.samples import THROUGHPUT_METRICS
+from resultstore.store import ResultStore
+from resultstore.trend import SeriesTrend, analyse_store_series
+from resultstore.trendlinks import INDEX_NAME, SERIES_DIR, relative_href, series_page_name
 
 log = logging.getLogger(__name__)
 
@@ -74,22 +74,9 @@ class PagesOutcome:
     """Series on the index."""
 
 
-def _page_name(scenario: str, test: str, deployment: str, frame_size: int, traffic: str) -> str:
-    """Return a file name safe on every file system; names from outside are hashed when unsafe."""
-    base = f"{scenario}__{test}__{deployment}__{frame_size}"
-    if traffic:
-        base += "__" + traffic.replace(" ", "_").replace("=", "").replace(":", "-").replace("/", "_")
-    if is_safe_name(base) and len(base) <= 150:
-        return f"{base}.html"
-    digest = hashlib.sha256(base.encode("utf-8", "replace")).hexdigest()[:16]
-    return f"series-{digest}.html"
-
-
 def _href(target: Path | None, page_dir: Path) -> str | None:
     """Return a relative link from ``page_dir`` to ``target`` (works from file:// and a web server)."""
-    if target is None:
-        return None
-    return Path(os.path.relpath(Path(target).resolve(), page_dir.resolve())).as_posix()
+    return None if target is None else relative_href(target, page_dir)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -112,8 +99,8 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
             verdict = trend.analysis.verdicts[i].value
             mark = trend.marks[i]
             lines = [
-                p.result_name,
-                p.built_at.strftime("%Y-%m-%d %H:%M UTC"),
+                p.build,
+                f"result {p.result_name}, " + p.built_at.strftime("%Y-%m-%d %H:%M UTC"),
                 f"OVS {p.ovs_version or 'n/a'}, DPDK {p.dpdk_version or 'n/a'}"
                 + (f", QEMU {p.qemu_version}" if p.qemu_version else ""),
                 f"{label} {y[i]:.4f} Mpps" + (f" (mean of {len(p.values)})" if len(p.values) > 1 else ""),
@@ -206,14 +193,16 @@ def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
         "frame": key.traffic_key.text(),
         "metric": _METRIC_LABEL.get(key.metric, key.metric),
         "builds": len(trend.series.points),
-        "last_build": last.result_name,
+        "last_build": last.build,
+        "last_result": last.result_name,
         "last_date": last.built_at.strftime("%Y-%m-%d"),
         "last_mpps": _mean(last.values) / 1e6,
         "verdict": trend.last.verdict.value,
         "step_percent": trend.last.step_percent,
-        "since": trend.last.since,
+        "since": trend.last.since_build or trend.last.since,
+        "since_result": trend.last.since,
         "reason": trend.last.reason,
-        "page": f"series/{page}",
+        "page": f"{SERIES_DIR}/{page}",
         "changes": len(trend.analysis.changes),
     }
 
@@ -252,11 +241,11 @@ def write_trend_pages(
             "written by ovsperf-results trend; replaced on the next run\n", encoding="utf-8"
         )
         (tmp / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
-        (tmp / "series").mkdir()
-        page_dir = output_dir / "series"
+        (tmp / SERIES_DIR).mkdir()
+        page_dir = output_dir / SERIES_DIR
         for cell, cell_trends in sorted(cells.items()):
             cell_trends.sort(key=lambda t: t.series.key.metric)
-            page = _page_name(*cell)
+            page = series_page_name(*cell)
             figure = _figure(cell_trends, page_dir)
             html = env.get_template("series.html.j2").render(
                 title=title,
@@ -271,7 +260,7 @@ def write_trend_pages(
                 plotly_js=f"../{PLOTLY_JS}",
                 generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
             )
-            (tmp / "series" / page).write_text(html, encoding="utf-8")
+            (tmp / SERIES_DIR / page).write_text(html, encoding="utf-8")
             rows.extend(_row(t, page) for t in cell_trends)
         order = {v.value: i for i, v in enumerate(VERDICT_ORDER)}
         rows.sort(
@@ -284,15 +273,46 @@ def write_trend_pages(
             )
         )
         counts = {v.value: len([r for r in rows if r["verdict"] == v.value]) for v in VERDICT_ORDER}
-        html = env.get_template("index.html.j2").render(
+        html = env.get_template(INDEX_NAME + ".j2").render(
             title=title,
             rows=rows,
             counts=counts,
             filters=filters,
             generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
         )
-        (tmp / "index.html").write_text(html, encoding="utf-8")
+        (tmp / INDEX_NAME).write_text(html, encoding="utf-8")
     log.info(
-        "Trend pages written: '%s' (%d graphs, %d series).", output_dir / "index.html", len(cells), len(rows)
+        "Trend pages written: '%s' (%d graphs, %d series).", output_dir / INDEX_NAME, len(cells), len(rows)
     )
-    return PagesOutcome(output_dir / "index.html", len(cells), len(rows))
+    return PagesOutcome(output_dir / INDEX_NAME, len(cells), len(rows))
+
+
+def write_store_pages(
+    store: ResultStore,
+    output_dir: Path,
+    *,
+    scenario: str | None = None,
+    since: datetime | None = None,
+    metrics: Sequence[str] = THROUGHPUT_METRICS,
+    title: str = "OVS/DPDK performance trends",
+    filters: str = "",
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[PagesOutcome, list[SeriesTrend]] | None:
+    """Analyse the store's series (cached analyses reused) and write their pages; None when there is none.
+
+    What ``ovsperf-results trend`` and ``process-ci-results`` (``trend_pages:``) both run. Series
+    whose builds did not change since the last analysis come from the store's cache, so only
+    the scenarios that gained builds are analysed again.
+
+    :param scenario: only this scenario's series; ``since``: only builds measured from then on.
+    :raises StoreDatabaseError: when the database fails.
+    :raises OSError: when the directory cannot be written (the previous pages stay).
+    """
+    series = store.series(scenario=scenario, since=since, metrics=metrics)
+    if not series:
+        return None
+    if max(len(s.points) for s in series) < 2:
+        log.warning("Every series has one build only: no trend possible yet (pages show the values).")
+    trends = analyse_store_series(store, series, progress=progress)
+    outcome = write_trend_pages(trends, output_dir, title=title, generated=datetime.now(UTC), filters=filters)
+    return outcome, trends

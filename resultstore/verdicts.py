@@ -16,8 +16,10 @@ from reporting.errors import ReportingError
 from resultstore.errors import OverviewError, RenderError
 from resultstore.model import ComparisonRecord, Decision, VerdictRecord
 from resultstore.overview import OVERVIEW_HREF, write_overview
+from resultstore.samples import build_note
 from resultstore.store import ResultStore
 from resultstore.trend import load_sets, trend_for_sets
+from resultstore.trendlinks import link_cells, recorded_pages
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +53,22 @@ def tester_verdict(verdict: VerdictRecord) -> TesterVerdict:
 def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> ComparisonRecord:
     """Regenerate ``comparison``'s report page with its newest verdict; store the new outcome.
 
+    Its trend cells link the series pages recorded for its reports directory, when there are some.
+
     :raises RenderError: when the report cannot be generated (inputs moved away, disk full); the
         previous page is then unchanged.
     :raises StoreDatabaseError: when the database fails.
     """
+    result = store.result(comparison.result_name)
     try:
         # The trend as it was when the result arrived: its series' builds before it.
-        trend = trend_for_sets(
-            store,
-            load_sets(comparison.current_dirs),
-            scenario=comparison.scenario,
-            name=comparison.result_name,
-        )
+        sets = load_sets(comparison.current_dirs)
+        trend = trend_for_sets(store, sets, scenario=comparison.scenario, name=comparison.result_name)
+        pages = recorded_pages(comparison.report_dir.parent)
+        if pages is not None:
+            trend = link_cells(
+                trend, scenario=comparison.scenario, pages_dir=pages, from_dir=comparison.report_dir
+            )
         outcome: ReportOutcome = generate_report(
             list(comparison.baseline_dirs),
             list(comparison.current_dirs),
@@ -73,6 +79,7 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
             overview_href=OVERVIEW_HREF,  # refresh_pages writes the overview beside the report
             trend=trend,
             junit_suite=f"{comparison.scenario or '-'}.{comparison.result_name}",
+            build=build_note(sets, None if result is None else result.metadata),
         )
     except ReportingError as err:
         raise RenderError(

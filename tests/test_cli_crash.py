@@ -24,6 +24,7 @@ COMMANDS = [
         ["submit", "--repo", "http://r/", "--host", "g", "--host", "d", "--distro", "D", "--scenario", "S"],
     ),
     ("ovsperf-remote", "remote.cli", ["check", "--tg", "tg01", "--dut", "dut01"]),
+    ("ovsperf-beaker", "beakerwatch.cli", ["status", "--state", "beaker-state.json"]),
 ]
 
 

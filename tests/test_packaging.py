@@ -29,11 +29,12 @@ DISTRIBUTION = {
     "koji": "koji",
     "rich": "rich",
     "bkr": "beaker-client",
+    "tenacity": "tenacity",
 }
 """Top-level module → the distribution a role must list for it (others come in with those)."""
 
 OURS = {"ovsperf_common", "jobcreator", "vsperf_configs", "reporting", "ciflow", "resultstore"}
-OURS |= {"kojiwatch", "ovsperf_lab", "ovsperf_templates"}
+OURS |= {"kojiwatch", "ovsperf_lab", "ovsperf_templates", "beakerwatch"}
 
 
 def _names(requirements: list[str]) -> set[str]:
@@ -78,6 +79,7 @@ def test_the_base_install_is_what_a_lab_host_needs() -> None:
         ("ciflow.cli", "report"),
         ("resultstore.cli", "report"),
         ("kojiwatch.cli", "koji"),
+        ("beakerwatch.cli", "beaker"),
         ("ovsperf_lab.cli", "lab"),
     ],
 )
@@ -99,4 +101,5 @@ def test_all_is_every_role_and_console_scripts_exist() -> None:
         "ovsperf-lab",
         "ovsperf-koji",
         "ovsperf-remote",
+        "ovsperf-beaker",
     }

@@ -37,7 +37,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(STEP)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        ["bash", str(STEP)], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_without_a_hub_renders_the_job_only(tmp_path: Path) -> None:
@@ -92,7 +94,9 @@ def test_a_configured_hub_is_submitted_to_followed_and_collected(tmp_path: Path)
     assert job_id == f"J:{hub.state.first_job_id}"
     submitted = etree.fromstring(hub.state.uploads[0].encode())
     assert etree.parse(job_xml).getroot().findtext("whiteboard") == submitted.findtext("whiteboard")
-    repos = {r.get("url") for r in submitted.iter("repo") if r.get("name", "").startswith("ovsperf-kickrepo-")}
+    repos = {
+        r.get("url") for r in submitted.iter("repo") if r.get("name", "").startswith("ovsperf-kickrepo-")
+    }
     assert repos == {"http://repo.lab.example.com/ovs/", "http://repo.lab.example.com/dpdk/"}
     hosts = [r.find("hostRequires/and/hostname").get("value") for r in submitted.iter("recipe")]
     assert hosts == ["tg.lab.example.com", "dut.lab.example.com"]
