@@ -28,7 +28,7 @@ LAB_HOST_CODE := vsperf_configs jobcreator/__init__.py jobcreator/catalog.py job
 	jobcreator/model.py ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
 
 # Code that runs inside VSperf's own Python (RHEL 8's python3 is 3.6).
-VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors
+VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors beaker_tasks/vsperf_test/pods
 
 compat:
 	$(VENV)/bin/vermin --no-tips --violations -t=3.9- $(LAB_HOST_CODE)

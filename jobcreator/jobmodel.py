@@ -20,10 +20,16 @@ from jobcreator.errors import option_error
 from ovsperf_common.secrets import url_credentials
 
 DEFAULT_MOONGEN_COMMIT: Final = "7746ff2f0afdbb222aa9cb220b48355e2d19552b"
-"""MoonGen (github.com/emmericp/MoonGen) commit built on the TG: master of 2022-04-10."""
+"""MoonGen (github.com/emmericp/MoonGen) commit built on the TG: master of 2022-04-10.
 
-DEFAULT_TRAFFICGEN_COMMIT: Final = "84ee89aeeaa635928b3228dd380e492a6d3d4a98"
-"""lua-trafficgen (github.com/atheurer/lua-trafficgen) commit: master of 2021-04-27."""
+Its libmoon (dfceafcb, DPDK 17.08 built with warnings ignored) still provides every MoonGen/libmoon
+call ``trafficgen.lua`` at :data:`DEFAULT_TRAFFICGEN_COMMIT` makes (checked by reading both
+trees: docs/beaker_tasks.md, "The upstream pins").
+"""
+
+DEFAULT_TRAFFICGEN_COMMIT: Final = "61caf959e3ad38f490d4fa75a39f6115492680a1"
+"""lua-trafficgen (github.com/atheurer/lua-trafficgen) commit of 2020-08-28: the last one with
+``trafficgen.lua`` (VSperf's MoonGen script; upstream removed it in cc4f4e5 the same day)."""
 
 BEAKER_ARCHES: Final = ("x86_64", "aarch64", "ppc64le", "ppc64", "s390x", "i386")
 """Architectures Beaker knows distro trees for (``distro_arch`` values)."""

@@ -11,7 +11,12 @@ from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line, run_command
 from vsperf_configs.errors import VsperfConfigError
-from vsperf_configs.generate import generate_config
+from vsperf_configs.generate import (
+    DEFAULT_HUGEPAGE_DIR,
+    DEFAULT_POD_DIR,
+    HOST_HUGEPAGE_DIR,
+    generate_config,
+)
 from vsperf_configs.inventory import host_environment, load_inventory, resolve_inventory_path
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,19 @@ def _parser() -> argparse.ArgumentParser:
         help="absolute directory holding ovsperf_telemetry.py: VSperf then captures OVS's PMD counters, "
         "rx queues and thread CPU around each test (the vsperf_test task passes its own)",
     )
+    parser.add_argument(
+        "--pod-dir",
+        type=Path,
+        default=DEFAULT_POD_DIR,
+        help="absolute directory holding ovsperf_nopod.py, the pod VSperf makes for every p2p test "
+        "instead of its Kubernetes one (default: this checkout's beaker_tasks/vsperf_test/pods)",
+    )
+    parser.add_argument(
+        "--hugepage-dir",
+        default=DEFAULT_HUGEPAGE_DIR,
+        help="VSperf's own hugetlbfs mount point (HUGEPAGE_DIR), which VSperf unmounts after each test; "
+        f"never the host's {HOST_HUGEPAGE_DIR} (default: %(default)s)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--list-tests",
@@ -67,7 +85,13 @@ def _run(args: argparse.Namespace) -> int:
     if not args.scenario:
         raise VsperfConfigError("--scenario is required unless --host-env is given.")
     config = generate_config(
-        args.scenario, args.host, inventory_path, args.catalog, args.telemetry_collector_dir
+        args.scenario,
+        args.host,
+        inventory_path,
+        args.catalog,
+        args.telemetry_collector_dir,
+        args.pod_dir,
+        args.hugepage_dir,
     )
     if args.list_tests:
         sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))

@@ -263,6 +263,79 @@ def telemetry_settings(collector_dir: Path) -> list[Setting]:
     ]
 
 
+POD_CLASS = "OvsperfNoPod"
+"""Class name of our no-op VSperf pod (``beaker_tasks/vsperf_test/pods/ovsperf_nopod.py``)."""
+
+POD_MODULE = "ovsperf_nopod.py"
+"""Its module, which the pod directory must hold."""
+
+DEFAULT_POD_DIR = Path(__file__).resolve().parents[1] / "beaker_tasks" / "vsperf_test" / "pods"
+"""The pod directory of this checkout (the vsperf_test task passes its own with ``--pod-dir``)."""
+
+HOST_HUGEPAGE_DIR = "/dev/hugepages"
+"""The host's own hugetlbfs mount (systemd's ``dev-hugepages.mount``), VSperf's default ``HUGEPAGE_DIR``."""
+
+DEFAULT_HUGEPAGE_DIR = "/dev/hugepages-vsperf"
+"""VSperf's own hugetlbfs mount point, which the vsperf_test task mounts before VSperf runs."""
+
+
+def pod_settings(pod_dir: Path) -> list[Setting]:
+    """Return the task layer's pod: VSperf loads our no-op pod instead of its Kubernetes one.
+
+    VSperf 10 makes a pod of class ``POD`` (default ``'Papi'``, which reads a kube-config and fails
+    with "Invalid kube-config file" on a host without Kubernetes) for every ``p2p`` test, loading it
+    from the modules of ``POD_DIR`` (``core/pod_controller.py``, ``core/loader/loader.py``).
+
+    :raises VsperfConfigError: when ``pod_dir`` is not absolute or lacks the module.
+    """
+    if not pod_dir.is_absolute() or not (pod_dir / POD_MODULE).is_file():
+        raise VsperfConfigError(
+            f"--pod-dir '{one_line(pod_dir)}' is not an absolute directory holding {POD_MODULE} "
+            "(VSperf makes a Kubernetes pod for every p2p test without it)."
+        )
+    t = Layer.TASK
+    return [
+        Setting(("POD_DIR",), str(pod_dir), t, "no Kubernetes here: VSperf's 'Papi' pod needs a kube-config"),
+        Setting(("POD",), POD_CLASS, t, "a pod that does nothing, made for every p2p test"),
+    ]
+
+
+def hugepage_settings(hugepage_dir: str) -> list[Setting]:
+    """Return the task layer's ``HUGEPAGE_DIR``: VSperf's own mount, never the host's.
+
+    VSperf (``testcases/testcase.py``, ``tools/hugepages.py``) mounts hugetlbfs at ``HUGEPAGE_DIR``
+    only when no hugetlbfs is mounted anywhere, yet after every test that uses DPDK or a guest it
+    runs ``umount HUGEPAGE_DIR`` whenever any hugetlbfs is mounted. With the default
+    ``/dev/hugepages`` that unmounts the host's mount; QEMU backs guest memory with
+    ``HUGEPAGE_DIR`` (``mem-path``). So it names a mount point of VSperf's own: the vsperf_test
+    task stacks one hugetlbfs mount there per test (each test's ``umount`` takes one, so every
+    test still finds hugetlbfs there) and removes what is left after VSperf.
+
+    :raises VsperfConfigError: when ``hugepage_dir`` is not an absolute, normalised path, or is the
+        host's mount (or a directory above it).
+    """
+    path = Path(hugepage_dir)
+    host = Path(HOST_HUGEPAGE_DIR)
+    if not path.is_absolute() or str(path) != hugepage_dir or ".." in path.parts:
+        raise VsperfConfigError(
+            f"--hugepage-dir '{one_line(hugepage_dir)}' is not an absolute, normalised directory."
+        )
+    if path == host or path in host.parents:
+        raise VsperfConfigError(
+            f"--hugepage-dir '{one_line(hugepage_dir)}' would make VSperf unmount the host's "
+            f"{HOST_HUGEPAGE_DIR} after each test; give a mount point of VSperf's own "
+            f"(default {DEFAULT_HUGEPAGE_DIR})."
+        )
+    return [
+        Setting(
+            ("HUGEPAGE_DIR",),
+            hugepage_dir,
+            Layer.TASK,
+            f"VSperf unmounts it after each test: its own hugetlbfs, never the host's {HOST_HUGEPAGE_DIR}",
+        )
+    ]
+
+
 def merge_layers(layers: Iterable[list[Setting]]) -> tuple[Setting, ...]:
     """Merge layers in order; a later setting with the same target replaces the earlier one.
 
@@ -303,13 +376,18 @@ def generate_config(
     inventory_path: Path,
     catalog_path: Path | None = None,
     telemetry_collector_dir: Path | None = None,
+    pod_dir: Path = DEFAULT_POD_DIR,
+    hugepage_dir: str = DEFAULT_HUGEPAGE_DIR,
 ) -> GeneratedConfig:
     """Build the VSperf conf file for ``scenario_name`` on the DUT ``hostname``.
 
     With ``telemetry_collector_dir`` VSperf also loads our collector from there
-    (:func:`telemetry_settings`).
+    (:func:`telemetry_settings`). VSperf always loads our no-op pod from ``pod_dir``
+    (:func:`pod_settings`) and uses ``hugepage_dir`` as its own hugetlbfs mount
+    (:func:`hugepage_settings`).
 
-    :raises VsperfConfigError: when the catalog cannot be loaded or has no such scenario.
+    :raises VsperfConfigError: when the catalog cannot be loaded or has no such scenario, when
+        ``pod_dir`` lacks our pod, or ``hugepage_dir`` is the host's mount.
     :raises InventoryError: when the inventory cannot be read, has no entry for ``hostname``, the
         entry is not a DUT or lacks what the scenario needs.
     """
@@ -323,6 +401,7 @@ def generate_config(
         layers = [default_settings(), scenario_settings(scenario), inventory_settings(scenario, host)]
         if telemetry_collector_dir is not None:
             layers.append(telemetry_settings(telemetry_collector_dir))
+        layers += [pod_settings(pod_dir), hugepage_settings(hugepage_dir)]
     except FieldError as err:
         raise InventoryError(err.reason, path=inventory.path, host=host.hostname, field=err.field) from err
     settings = merge_layers(layers)

@@ -98,7 +98,7 @@ class Layer(enum.Enum):
     INVENTORY = "inventory"
     """The DUT's inventory entry (NICs, CPU lists, MoonGen host)."""
     TASK = "task"
-    """What the Beaker task adds on the DUT (our VSperf collector for DUT telemetry)."""
+    """What the Beaker task adds on the DUT (our VSperf collector and pod, VSperf's hugepage mount)."""
 
 
 @dataclass(frozen=True)

@@ -65,12 +65,16 @@ build_moongen_fetch() {
     task_phase_start Setup fetch
     mkdir -p "$(dirname "${MOONGEN_BASE_DIR}")" || task_abort "Cannot create the parent of '${MOONGEN_BASE_DIR}'."
     build_moongen_checkout "${TRAFFICGEN_REPO}" "${MOONGEN_BASE_DIR}" "${TRAFFICGEN_COMMIT}"
+    # VSperf runs trafficgen.lua; upstream removed it in cc4f4e5 (2020-08-28): a later commit is
+    # a wrong pin, found here rather than hours later when VSperf starts MoonGen.
+    [[ -f "${MOONGEN_BASE_DIR}/trafficgen.lua" ]] ||
+        task_abort "lua-trafficgen commit ${TRAFFICGEN_COMMIT} has no 'trafficgen.lua' (VSperf's MoonGen script," \
+            "removed upstream in cc4f4e5); pin 61caf959e3ad38f490d4fa75a39f6115492680a1, the last commit with it," \
+            "or check that '${TRAFFICGEN_REPO}' is the lua-trafficgen repository."
     build_moongen_checkout "${MOONGEN_REPO}" "${MOONGEN_BASE_DIR}/MoonGen" "${MOONGEN_COMMIT}"
     task_run "Fetch MoonGen's submodules (libmoon, DPDK)" \
         timeout "${TASK_NET_TIMEOUT_S}" git -C "${MOONGEN_BASE_DIR}/MoonGen" submodule update --init --recursive ||
         task_abort "Cannot fetch MoonGen's submodules (repository down?)."
-    [[ -f "${MOONGEN_BASE_DIR}/trafficgen.lua" ]] ||
-        task_abort "'${MOONGEN_BASE_DIR}/trafficgen.lua' is missing; is ${TRAFFICGEN_REPO} the lua-trafficgen repository?"
     task_phase_end
 }
 

@@ -3,11 +3,14 @@
 #
 # VSPERF_ACTION=setup (DUT, boot 0): tuned cpu-partitioning with the DUT's isolated CPUs, IRQs kept
 #   off them, NetworkManager off the test NICs, VSperf checked out at a pinned commit with its Python
-#   dependencies in a venv, an SSH key pair for reaching the MoonGen host; reboot; (boot 1+) checks.
+#   dependencies in a venv of a Python it runs on (3.6 to 3.9), an SSH key pair for reaching the
+#   MoonGen host; reboot; (boot 1+) checks.
 # VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode; in a
 #   Beaker job, then the perfsync state GUEST_READY for the DUT.
 # VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
-#   wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
+#   with our no-op pod (pods/: VSperf 10 makes a Kubernetes pod per p2p test otherwise) and VSperf's
+#   own hugetlbfs mount (VSPERF_HUGEPAGE_DIR, one mount per test: VSperf unmounts HUGEPAGE_DIR after
+#   each), wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
 #   results directory from its log ("Creating result directory: ..."), check that a CSV exists for
 #   every requested test (VSperf exits 0 when tests fail), keep every version of MoonGen's raw logs
 #   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), turn the DUT telemetry our
@@ -17,8 +20,8 @@
 #
 # Parameters (environment): VSPERF_ACTION, SCENARIO, GUEST, COLLECTOR, VSPERF_COMMIT, INVENTORY, CATALOG,
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
-# VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR, MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL,
-# GUEST_TIMEOUT_S,
+# VSPERF_BASE_PYTHON, VSPERF_PYTHON_CANDIDATES, VSPERF_HUGEPAGE_DIR, VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR,
+# MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL, GUEST_TIMEOUT_S,
 # GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only),
 # VSPERF_RESULTS_FILE (a file to write the results directory's path into, for ovsperf-remote);
 # see README.md.
@@ -37,7 +40,9 @@ set -o nounset -o pipefail
 : "${VSPERF_REPO:=https://github.com/opnfv/vswitchperf}"
 : "${VSPERF_DIR:=/root/vswitchperf}"
 : "${VSPERF_VENV:=/root/vsperf-venv}"
-: "${VSPERF_BASE_PYTHON:=python3}"
+: "${VSPERF_BASE_PYTHON:=}"
+: "${VSPERF_PYTHON_CANDIDATES:=python3.9 python3.8 python3.7 python3.6 python3 /usr/libexec/platform-python}"
+: "${VSPERF_HUGEPAGE_DIR:=/dev/hugepages-vsperf}"
 : "${VSPERF_TIMEOUT_S:=43200}"
 : "${VSPERF_SETUP_REBOOT:=1}"
 : "${MOONGEN_LOG_DIR:=/tmp/moongen}"
@@ -56,6 +61,14 @@ VSPERF_TEST_METADATA="ovsperf-metadata.json"
 VSPERF_TEST_TELEMETRY="ovsperf-telemetry.json"
 # Our VSperf collector (VSperf's pidstat + OVS's PMD counters around each test).
 VSPERF_TEST_COLLECTORS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/collectors"
+# Our VSperf pod, which does nothing: VSperf 10 makes a Kubernetes pod for every p2p test otherwise.
+VSPERF_TEST_PODS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/pods"
+# Python versions VSperf runs on: its pinned requirements need < 3.10 (jinja2 2.7.3 imports
+# collections.Mapping), VSperf itself needs imp (gone in 3.12) and 3.6 (RHEL 8) at least.
+VSPERF_TEST_PYTHON_MIN="3.6"
+VSPERF_TEST_PYTHON_BELOW="3.10"
+# The source name of our hugetlbfs mounts at VSPERF_HUGEPAGE_DIR (/proc/mounts' first field).
+VSPERF_TEST_HUGETLBFS_SOURCE="ovsperf-vsperf"
 
 vsperf_test_inventory() {
     task_find_inventory
@@ -107,11 +120,70 @@ vsperf_test_checkout() {
     [[ "${head}" == "${VSPERF_COMMIT}"* ]] || task_abort "VSperf is at ${head}, not at the pinned ${VSPERF_COMMIT}."
 }
 
+# vsperf_test_python_version PYTHON: print PYTHON's MAJOR.MINOR version; return 1 when it does not run.
+vsperf_test_python_version() {
+    "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
+}
+
+# vsperf_test_python_fits VERSION: return 0 when VSperf runs on Python VERSION (MAJOR.MINOR).
+vsperf_test_python_fits() {
+    local major minor
+    IFS=. read -r major minor <<<"$1"
+    [[ "${major}" =~ ^[0-9]+$ && "${minor}" =~ ^[0-9]+$ ]] || return 1
+    ((major == 3 && minor >= ${VSPERF_TEST_PYTHON_MIN#3.} && minor < ${VSPERF_TEST_PYTHON_BELOW#3.}))
+}
+
+# Choose the Python of VSperf's venv: VSPERF_BASE_PYTHON, else the first candidate VSperf runs on
+# (RHEL 9: python3 is 3.9; RHEL 8: python39 or python36). Sets VSPERF_TEST_PYTHON; aborts otherwise.
+vsperf_test_choose_python() {
+    local candidate version
+    if [[ -n "${VSPERF_BASE_PYTHON}" ]]; then
+        version="$(vsperf_test_python_version "${VSPERF_BASE_PYTHON}")" ||
+            task_abort "VSPERF_BASE_PYTHON '${VSPERF_BASE_PYTHON}' does not run."
+        vsperf_test_python_fits "${version}" ||
+            task_abort "VSPERF_BASE_PYTHON '${VSPERF_BASE_PYTHON}' is Python ${version}; VSperf ${VSPERF_COMMIT:0:8}" \
+                "needs ${VSPERF_TEST_PYTHON_MIN} to <${VSPERF_TEST_PYTHON_BELOW} (its pinned requirements fail on 3.10," \
+                "it imports imp, gone in 3.12): install python39 (RHEL 8) or use RHEL 9's python3."
+        VSPERF_TEST_PYTHON="${VSPERF_BASE_PYTHON}"
+    else
+        VSPERF_TEST_PYTHON=""
+        for candidate in ${VSPERF_PYTHON_CANDIDATES}; do
+            version="$(vsperf_test_python_version "${candidate}")" || continue
+            if vsperf_test_python_fits "${version}"; then
+                VSPERF_TEST_PYTHON="${candidate}"
+                break
+            fi
+        done
+        [[ -n "${VSPERF_TEST_PYTHON}" ]] ||
+            task_abort "No Python VSperf runs on (${VSPERF_TEST_PYTHON_MIN} to <${VSPERF_TEST_PYTHON_BELOW}) among" \
+                "${VSPERF_PYTHON_CANDIDATES}: install python39 (RHEL 8) or use RHEL 9's python3, or set VSPERF_BASE_PYTHON."
+    fi
+    task_log "  VSperf's Python: ${VSPERF_TEST_PYTHON} ($(vsperf_test_python_version "${VSPERF_TEST_PYTHON}"))"
+}
+
+# vsperf_test_check_venv: abort unless VSPERF_VENV's python is one VSperf runs on.
+vsperf_test_check_venv() {
+    local version
+    version="$(vsperf_test_python_version "${VSPERF_VENV}/bin/python")" ||
+        task_abort "'${VSPERF_VENV}/bin/python' does not run."
+    vsperf_test_python_fits "${version}" ||
+        task_abort "'${VSPERF_VENV}' is a Python ${version} venv; VSperf needs ${VSPERF_TEST_PYTHON_MIN} to" \
+            "<${VSPERF_TEST_PYTHON_BELOW}: remove it and run VSPERF_ACTION=setup again."
+}
+
+# Install VSperf's requirements as pinned, except pycrypto (no release since 2013; it does not
+# build on current toolchains): pycryptodome provides the one module VSperf imports from it
+# (Crypto.Cipher.AES in its collectd collector). MarkupSafe 2.1 dropped soft_unicode, which
+# jinja2 2.7.3 imports, hence the constraint.
 vsperf_test_python_deps() {
     if [[ ! -x "${VSPERF_VENV}/bin/python" ]]; then
-        "${VSPERF_BASE_PYTHON}" -m venv "${VSPERF_VENV}" || return 1
+        "${VSPERF_TEST_PYTHON}" -m venv "${VSPERF_VENV}" || return 1
     fi
-    timeout "${TASK_NET_TIMEOUT_S}" "${VSPERF_VENV}/bin/pip" install -q -r "${VSPERF_DIR}/requirements.txt"
+    sed -e 's/^pycrypto[[:space:]]*$/pycryptodome/' "${VSPERF_DIR}/requirements.txt" \
+        >"${VSPERF_VENV}/ovsperf-requirements.txt" || return 1
+    printf 'MarkupSafe<2.1\n' >"${VSPERF_VENV}/ovsperf-constraints.txt" || return 1
+    timeout "${TASK_NET_TIMEOUT_S}" "${VSPERF_VENV}/bin/pip" install -q \
+        -r "${VSPERF_VENV}/ovsperf-requirements.txt" -c "${VSPERF_VENV}/ovsperf-constraints.txt"
 }
 
 vsperf_test_ssh_key() {
@@ -137,6 +209,8 @@ vsperf_test_setup_host() {
         task_run "Restart irqbalance" systemctl restart irqbalance
         task_run "Keep NetworkManager off the test NICs" vsperf_test_unmanage_nics
         vsperf_test_checkout
+        vsperf_test_choose_python
+        [[ ! -x "${VSPERF_VENV}/bin/python" ]] || vsperf_test_check_venv
         task_run "Install VSperf's Python dependencies into ${VSPERF_VENV}" vsperf_test_python_deps ||
             task_abort "Cannot install VSperf's Python dependencies (package index down?)."
         task_run "Create the SSH key pair for the MoonGen host" vsperf_test_ssh_key ||
@@ -157,6 +231,7 @@ vsperf_test_setup_host() {
         task_warn "tuned's active profile is not cpu-partitioning."
     [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
         task_abort "VSperf is not installed in '${VSPERF_DIR}' with '${VSPERF_VENV}'."
+    vsperf_test_check_venv
     task_phase_end
 }
 
@@ -201,7 +276,8 @@ vsperf_test_config() {
     local -a telemetry=()
     [[ "${VSPERF_TELEMETRY}" != "1" ]] || telemetry=(--telemetry-collector-dir "${VSPERF_TEST_COLLECTORS}")
     task_run "Generate the VSperf configuration for ${SCENARIO} on ${DUT_HOSTNAME}" \
-        task_vsperf_config "${args[@]}" ${telemetry[@]+"${telemetry[@]}"} --output "${VSPERF_TEST_CONF}" ||
+        task_vsperf_config "${args[@]}" ${telemetry[@]+"${telemetry[@]}"} --pod-dir "${VSPERF_TEST_PODS}" \
+        --hugepage-dir "${VSPERF_HUGEPAGE_DIR}" --output "${VSPERF_TEST_CONF}" ||
         task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
     listing="$(task_vsperf_config "${args[@]}" --list-tests)" ||
         task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
@@ -328,6 +404,66 @@ vsperf_test_moongen_reachable() {
         test -f "${INV_MOONGEN_BASE_DIR}/trafficgen.lua" -a -x "${INV_MOONGEN_BASE_DIR}/MoonGen/build/MoonGen"
 }
 
+# --- VSperf's own hugetlbfs mount ------------------------------------------------------------
+# VSperf (tools/hugepages.py, testcases/testcase.py) mounts hugetlbfs at HUGEPAGE_DIR before a test
+# only when no hugetlbfs is mounted anywhere, but after every test that uses DPDK or a guest runs
+# `umount HUGEPAGE_DIR` whenever one is. HUGEPAGE_DIR is therefore VSPERF_HUGEPAGE_DIR, never the
+# host's /dev/hugepages, and we stack one hugetlbfs mount there per test: each test's umount takes
+# one, and every test's QEMU still finds hugetlbfs at HUGEPAGE_DIR (its mem-path).
+
+# vsperf_test_hugetlbfs [DIR] [ours|others]: print the hugetlbfs mounts (source mount-point) on DIR
+# (all when DIR is empty), those whose source is ours or the others, bottom first.
+vsperf_test_hugetlbfs() {
+    awk -v dir="${1:-}" -v which="${2:-}" -v ours="${VSPERF_TEST_HUGETLBFS_SOURCE}" '
+        $3 == "hugetlbfs" && (dir == "" || $2 == dir) &&
+            (which == "" || (which == "ours") == ($1 == ours)) { print $1, $2 }' "${TASK_PROC}/mounts"
+}
+
+# vsperf_test_hugepages_release: unmount our mounts on VSPERF_HUGEPAGE_DIR (left by an earlier run
+# or by VSperf), topmost first, as long as the topmost is ours.
+vsperf_test_hugepages_release() {
+    local top
+    while top="$(vsperf_test_hugetlbfs "${VSPERF_HUGEPAGE_DIR}" | tail -n 1)" && [[ -n "${top}" ]]; do
+        [[ "${top%% *}" == "${VSPERF_TEST_HUGETLBFS_SOURCE}" ]] || return 1
+        umount "${VSPERF_HUGEPAGE_DIR}" || return 1
+    done
+}
+
+# vsperf_test_hugepages_mount COUNT: COUNT hugetlbfs mounts of ours on VSPERF_HUGEPAGE_DIR.
+vsperf_test_hugepages_mount() {
+    local i
+    mkdir -p "${VSPERF_HUGEPAGE_DIR}" || return 1
+    for ((i = 0; i < $1; i++)); do
+        mount -t hugetlbfs "${VSPERF_TEST_HUGETLBFS_SOURCE}" "${VSPERF_HUGEPAGE_DIR}" || return 1
+    done
+    (($(vsperf_test_hugetlbfs "${VSPERF_HUGEPAGE_DIR}" ours | wc -l) == $1))
+}
+
+vsperf_test_hugepages_prepare() {
+    local others
+    others="$(vsperf_test_hugetlbfs "${VSPERF_HUGEPAGE_DIR}" others)"
+    [[ -z "${others}" ]] ||
+        task_abort "'${VSPERF_HUGEPAGE_DIR}' is a hugetlbfs mount of the host's (${others%% *}); VSperf unmounts" \
+            "HUGEPAGE_DIR after each test: set VSPERF_HUGEPAGE_DIR to a directory of VSperf's own."
+    task_run "Unmount what an earlier run left on ${VSPERF_HUGEPAGE_DIR}" vsperf_test_hugepages_release ||
+        task_abort "Cannot unmount the old hugetlbfs mounts on '${VSPERF_HUGEPAGE_DIR}'."
+    VSPERF_TEST_HOST_HUGETLBFS="$(vsperf_test_hugetlbfs "" others)"
+    task_run "Mount hugetlbfs on ${VSPERF_HUGEPAGE_DIR} for VSperf (${#VSPERF_TEST_TESTS[@]}x, one per test)" \
+        vsperf_test_hugepages_mount "${#VSPERF_TEST_TESTS[@]}" ||
+        task_abort "Cannot mount hugetlbfs on '${VSPERF_HUGEPAGE_DIR}' for VSperf."
+}
+
+# After VSperf: unmount what is left of ours; the host's hugetlbfs mounts must all still be there.
+vsperf_test_hugepages_restore() {
+    task_run "Unmount VSperf's hugetlbfs mounts left on ${VSPERF_HUGEPAGE_DIR}" vsperf_test_hugepages_release ||
+        task_warn "Cannot unmount the hugetlbfs mounts left on '${VSPERF_HUGEPAGE_DIR}'."
+    local now
+    now="$(vsperf_test_hugetlbfs "" others)"
+    [[ "${now}" == "${VSPERF_TEST_HOST_HUGETLBFS}" ]] ||
+        task_warn "The host's hugetlbfs mounts changed while VSperf ran (before: '${VSPERF_TEST_HOST_HUGETLBFS//$'\n'/, }';" \
+            "after: '${now//$'\n'/, }'); remount them (e.g. systemctl restart dev-hugepages.mount)."
+}
+
 vsperf_test_preflight() {
     task_phase_start Setup preflight
     local hugepages
@@ -335,6 +471,7 @@ vsperf_test_preflight() {
     ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}."
     [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
         task_abort "VSperf is not installed in '${VSPERF_DIR}' (run VSPERF_ACTION=setup first)."
+    vsperf_test_check_venv
     vsperf_test_check_nics
     task_run "MoonGen host ${INV_MOONGEN_ADDRESS} reachable over SSH with a built MoonGen" vsperf_test_moongen_reachable ||
         task_abort "Cannot reach MoonGen at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}:${INV_MOONGEN_BASE_DIR} over SSH."
@@ -344,6 +481,7 @@ vsperf_test_preflight() {
         mv "${MOONGEN_LOG_DIR}" "${MOONGEN_LOG_DIR}.previous" ||
             task_abort "Cannot move the old MoonGen logs '${MOONGEN_LOG_DIR}' aside."
     fi
+    vsperf_test_hugepages_prepare
     task_log_versions "${VSPERF_TEST_NICS[@]}"
     task_phase_end
 }
@@ -404,6 +542,7 @@ vsperf_test_run_vsperf() {
     task_run "Run VSperf for ${SCENARIO} (at most ${VSPERF_TIMEOUT_S} s)" vsperf_test_vsperf
     kill "${keeper}" 2>/dev/null
     wait "${keeper}" 2>/dev/null
+    vsperf_test_hugepages_restore
     # The last version of each log is stable now; number it after those the keeper took.
     VSPERF_TEST_MOONGEN_SEQ="$(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*-moongen-run.log' | wc -l)"
     declare -A VSPERF_TEST_PENDING=()

@@ -9,6 +9,18 @@ test fails (``FAKE_VSPERF_FAIL`` names tests to fail; ``FAKE_VSPERF_NO_RESULTS=1
 With ``COLLECTOR_DIR`` set, it loads the class named ``COLLECTOR`` from the modules there as VSperf's
 ``LoaderServant`` does (over the VSperf modules in ``FAKE_VSPERF_STUB_DIR``) and runs one per test around
 the test's traffic, as ``testcases/testcase.py`` does (``with self._collector:``).
+
+It fails where VSperf 10 (opnfv-10.0.0) fails on a lab host:
+
+* every ``p2p`` test makes a pod of class ``POD`` from ``POD_DIR`` (VSperf's defaults: ``'Papi'``
+  from its own ``pods/``, here the stub's, which raises "Invalid kube-config file" as the real one
+  does without Kubernetes): a configuration that does not select our no-op pod fails the test;
+* hugepages as ``tools/hugepages.py`` handles them, on the fake mount table ``$TASK_PROC/mounts``:
+  before a test hugetlbfs is mounted at ``HUGEPAGE_DIR`` only when none is mounted anywhere, and
+  after it ``umount HUGEPAGE_DIR`` takes the topmost mount there whenever any hugetlbfs is mounted.
+  A test whose teardown unmounts the host's ``/dev/hugepages`` fails (the real VSperf leaves the host
+  without it), and so does a guest test that finds no hugetlbfs at ``HUGEPAGE_DIR`` for QEMU's
+  ``mem-path`` (the real QEMU would silently run the guest without hugepages).
 """
 
 import importlib.util
@@ -19,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.environ["FAKE_VSPERF_LOADER_DIR"])
-from vsperf_loader import load_like_vsperf
+from vsperf_loader import VSPERF_DEFAULTS, load_like_vsperf
 
 MOONGEN_REPORT = (
     "[REPORT]      total: Tx frames: 889281855 Rx Frames: 84115751 frame loss: 805166104, 90.541160% "
@@ -27,6 +39,8 @@ MOONGEN_REPORT = (
 )
 
 DEPLOYMENT = {"phy2phy_tput": "p2p", "pvp_tput": "pvp", "pvvp_tput": "pvvp"}
+HOST_HUGEPAGE_DIR = "/dev/hugepages"
+"""The host's own hugetlbfs mount, VSperf's default ``HUGEPAGE_DIR`` (conf/02_vswitch.conf)."""
 HEADER = (
     "throughput_rx_fps,throughput_rx_mbps,throughput_rx_percent,tx_rate_fps,tx_rate_mbps,tx_rate_percent,"
     "min_latency_ns,max_latency_ns,avg_latency_ns,type,packet_size,id,deployment,vswitch,traffic_type,"
@@ -56,6 +70,78 @@ def load_collector(settings: dict[str, Any]) -> Any:
     return found[settings["COLLECTOR"]], vsperf_settings
 
 
+def load_pod_class(settings: dict[str, Any]) -> Any:
+    """Return the class named ``POD`` among the modules of ``POD_DIR``, as VSperf's loader does.
+
+    VSperf imports each module under its bare file name and reuses a module of that name already
+    imported; ``None`` when no module defines the class (VSperf then calls ``None()``).
+    """
+    stub = os.environ["FAKE_VSPERF_STUB_DIR"]
+    if stub not in sys.path:
+        sys.path.insert(0, stub)
+    pod_dir = Path(settings["POD_DIR"])
+    if settings["POD_DIR"] == VSPERF_DEFAULTS["POD_DIR"]:  # VSperf's own pods/: here, the stub's
+        pod_dir = Path(stub) / "pods"
+    found: dict[str, Any] = {}
+    from pods.pod.pod import IPod  # the stub, as VSperf's own package
+
+    for path in sorted(pod_dir.rglob("[!.]*.py")):
+        module = sys.modules.get(path.stem)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        found.update(
+            {
+                k: v
+                for k, v in vars(module).items()
+                if isinstance(v, type) and issubclass(v, IPod) and not k.startswith("IPod")
+            }
+        )
+    return found.get(settings["POD"])
+
+
+class Mounts:
+    """The fake mount table ``$TASK_PROC/mounts`` as VSperf's ``tools/hugepages.py`` sees and changes it."""
+
+    def __init__(self) -> None:
+        self.path = Path(os.environ["TASK_PROC"]) / "mounts"
+
+    def lines(self) -> list[list[str]]:
+        return [line.split() for line in self.path.read_text().splitlines() if line.strip()]
+
+    def hugetlbfs(self, where: str | None = None) -> list[list[str]]:
+        return [f for f in self.lines() if f[2] == "hugetlbfs" and (where is None or f[1] == where)]
+
+    def mount(self, where: str) -> None:
+        """``mount_hugepages()``: mount only when no hugetlbfs is mounted anywhere."""
+        if not self.hugetlbfs():
+            with self.path.open("a", encoding="utf-8") as table:
+                table.write(f"nodev {where} hugetlbfs rw,relatime,pagesize=1024M 0 0\n")
+
+    def umount(self, where: str) -> str | None:
+        """``umount_hugepages()``: ``umount HUGEPAGE_DIR`` when any hugetlbfs is mounted.
+
+        :returns: an error when it unmounted the host's ``/dev/hugepages``, else None.
+        """
+        if not self.hugetlbfs():
+            return None
+        lines = self.lines()
+        on_dir = [i for i, f in enumerate(lines) if f[1] == where]
+        if not on_dir:
+            log("ERROR", "Unable to umount hugepages.")
+            return None
+        del lines[on_dir[-1]]
+        self.path.write_text("".join(" ".join(f) + "\n" for f in lines))
+        if where == HOST_HUGEPAGE_DIR:
+            return (
+                f"HUGEPAGE_DIR is the host's {HOST_HUGEPAGE_DIR}: VSperf unmounted the host's hugetlbfs "
+                "after the test"
+            )
+        return None
+
+
 def main(argv: list[str]) -> int:
     conf, xunit, tests, i = None, None, [], 0
     while i < len(argv):
@@ -83,9 +169,27 @@ def main(argv: list[str]) -> int:
     results.mkdir(parents=True)
     failing = os.environ.get("FAKE_VSPERF_FAIL", "").split()
     loaded = load_collector(settings)
+    mounts = Mounts()
+    hugepage_dir = settings["HUGEPAGE_DIR"]  # VSperf's default: HOST_HUGEPAGE_DIR
     for index, test in enumerate(tests):
         if test in failing:
             log("ERROR", f"Failed to run test: {test}")
+            log("INFO", "Continuing with next test...")
+            continue
+        mounts.mount(hugepage_dir)  # run_initialize(): _mount_hugepages()
+        try:
+            pod_class = load_pod_class(settings)
+            if DEPLOYMENT[test] == "p2p":
+                pod_class()  # PodController: one pod per p2p test, made before anything runs
+        except Exception as err:  # noqa: BLE001 VSperf's main loop: any error fails the test, the run goes on
+            log("ERROR", f"Failed to run test: {test}")
+            print(f"{type(err).__module__}.{type(err).__name__}: {err}", flush=True)
+            log("INFO", "Continuing with next test...")
+            continue
+        if DEPLOYMENT[test] != "p2p" and not mounts.hugetlbfs(hugepage_dir):
+            log("ERROR", f"Failed to run test: {test}")
+            print(f"RuntimeError: QEMU mem-path {hugepage_dir} is not a hugetlbfs mount", flush=True)
+            mounts.umount(hugepage_dir)
             log("INFO", "Continuing with next test...")
             continue
         collector = None
@@ -108,6 +212,12 @@ def main(argv: list[str]) -> int:
             time.sleep(float(os.environ.get("FAKE_VSPERF_TRIAL_S", "0")))
         if collector is not None:
             collector.stop()
+        broken = mounts.umount(hugepage_dir)  # run_finalize(): _umount_hugepages()
+        if broken is not None:
+            log("ERROR", f"Failed to run test: {test}")
+            print(f"RuntimeError: {broken}", flush=True)
+            log("INFO", "Continuing with next test...")
+            continue
         csv = results / f"result_{index}_{test}_{DEPLOYMENT[test]}.csv"
         csv.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
         log("INFO", f"Write results to file: {csv}")

@@ -53,7 +53,11 @@ SPECIFIC = (
     "virsh",
     "ovs-appctl",
     "ovs-vsctl",
+    "mount",
+    "umount",
 )
+HOST_HUGEPAGES = "hugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=1024M 0 0\n"
+"""The host's own hugetlbfs mount (systemd's dev-hugepages.mount) in the fake /proc/mounts."""
 HARNESS = (
     "rstrnt-report-result",
     "rstrnt-report-log",
@@ -120,6 +124,8 @@ class Lab:
             "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on isolcpus=2-23\n"
         )
         self.set_hugepages(16)
+        proc_mount = "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
+        (self.proc / "mounts").write_text(proc_mount + HOST_HUGEPAGES)
         (self.sysfs / "kernel" / "iommu_groups" / "0").mkdir(parents=True)
         (self.sysfs / "bus" / "pci" / "drivers" / "ixgbe").mkdir(parents=True)
         for index, pci in enumerate(nics):
@@ -129,6 +135,13 @@ class Lab:
         device = self.sysfs / "bus" / "pci" / "devices" / pci
         (device / "net" / netdev).mkdir(parents=True)
         (device / "driver").symlink_to(self.sysfs / "bus" / "pci" / "drivers" / "ixgbe")
+
+    def mounts(self) -> list[tuple[str, str, str]]:
+        """Return (source, mount point, type) of each line of the fake /proc/mounts, bottom first."""
+        return [
+            (fields[0], fields[1], fields[2])
+            for fields in (line.split() for line in (self.proc / "mounts").read_text().splitlines())
+        ]
 
     def driver(self, pci: str) -> str:
         return os.readlink(self.sysfs / "bus" / "pci" / "devices" / pci / "driver").rsplit("/", 1)[-1]
@@ -151,6 +164,8 @@ class Lab:
             "FAKE_VSPERF": str(FAKE_VSPERF),
             "FAKE_VSPERF_STUB_DIR": str(VSPERF_STUB),
             "FAKE_OVS_FIXTURES": str(OVS_FIXTURES),
+            # VSperf's own hugetlbfs mount point: here, never the test machine's /dev.
+            "VSPERF_HUGEPAGE_DIR": str(self.root / "hugepages-vsperf"),
         }
         env.update(params)
         return env

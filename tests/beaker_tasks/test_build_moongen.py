@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import subprocess
+
+from jobcreator.jobmodel import DEFAULT_TRAFFICGEN_COMMIT
+
 from .shims import REPO, Lab
 
-TG = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+TG = DEFAULT_TRAFFICGEN_COMMIT
+"""The pinned lua-trafficgen commit: the git shim has ``trafficgen.lua`` only where upstream has it."""
 MG = "0123456789abcdef0123456789abcdef01234567"
+UPSTREAM_MASTER_2021 = "84ee89aeeaa635928b3228dd380e492a6d3d4a98"
+"""lua-trafficgen master of 2021-04-27 (the old pin): no ``trafficgen.lua`` since cc4f4e5."""
 
 
 def _params(lab: Lab, **extra: str) -> dict[str, str]:
@@ -83,3 +90,41 @@ def test_unpinned_commit_is_refused(lab: Lab) -> None:
     assert run.returncode == 2
     assert "Commit 'master' is not a git commit id" in run.stderr
     assert not run.called("git")
+
+
+def test_a_trafficgen_commit_without_trafficgen_lua_is_warn_and_abort(lab: Lab) -> None:
+    """The old pin (lua-trafficgen master of 2021) has no trafficgen.lua: refused before fetching MoonGen."""
+    run = lab.run("build_moongen", **_params(lab, TRAFFICGEN_COMMIT=UPSTREAM_MASTER_2021))
+    assert run.returncode == 2
+    assert run.reported() == [("build_moongen/fetch", "WARN")]
+    assert (
+        f"lua-trafficgen commit {UPSTREAM_MASTER_2021} has no 'trafficgen.lua' (VSperf's MoonGen script, "
+        "removed upstream in cc4f4e5); pin 61caf959e3ad38f490d4fa75a39f6115492680a1" in run.stderr
+    )
+    assert run.called("rstrnt-abort") == [["-t", "recipe"]]
+    assert not [c for c in run.called("git") if "MoonGen" in " ".join(c)]
+    assert not (lab.root / "lua-trafficgen" / "MoonGen" / "build").exists()
+
+
+def test_moving_the_pin_off_trafficgen_lua_removes_it(lab: Lab) -> None:
+    """A checkout that once had trafficgen.lua loses it when moved to a commit without it, as git does."""
+    assert lab.run("build_moongen", **_params(lab)).returncode == 0
+    assert (lab.root / "lua-trafficgen" / "trafficgen.lua").is_file()
+    run = lab.run("build_moongen", **_params(lab, TRAFFICGEN_COMMIT=UPSTREAM_MASTER_2021))
+    assert run.returncode == 2 and "has no 'trafficgen.lua'" in run.stderr
+    assert not (lab.root / "lua-trafficgen" / "trafficgen.lua").exists()
+
+
+def test_the_built_moongen_needs_its_script(lab: Lab) -> None:
+    """The stand-in MoonGen fails as the real one does when VSperf's script is not there."""
+    base = lab.root / "lua-trafficgen"
+    assert lab.run("build_moongen", **_params(lab)).returncode == 0
+    ran = subprocess.run(
+        ["./MoonGen/build/MoonGen", "trafficgen.lua"], cwd=base, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0 and "fake MoonGen ran trafficgen.lua" in ran.stdout
+    (base / "trafficgen.lua").unlink()
+    ran = subprocess.run(
+        ["./MoonGen/build/MoonGen", "trafficgen.lua"], cwd=base, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 1 and "cannot open trafficgen.lua" in ran.stderr

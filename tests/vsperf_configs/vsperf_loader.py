@@ -48,6 +48,10 @@ VSPERF_DEFAULTS: dict[str, Any] = {
     "VSWITCH_PMD_CPU_MASK": "30",
     "WHITELIST_NICS": [],
     "GUEST_IMAGE": [""],
+    # conf/12_k8s.conf: the Kubernetes pod VSperf makes for every p2p test; conf/02_vswitch.conf.
+    "POD_DIR": "/root/vswitchperf/pods/",
+    "POD": "Papi",
+    "HUGEPAGE_DIR": "/dev/hugepages",
 }
 
 
