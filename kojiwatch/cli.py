@@ -25,7 +25,7 @@ from kojiwatch.model import (
     SubmittedJob,
     WatchConfig,
 )
-from kojiwatch.repo import prepare_repo, write_repo_record
+from kojiwatch.repo import prepare_repo, read_repo_record, write_repo_record
 from kojiwatch.submit import submit_scenarios, write_job_ids
 from kojiwatch.watch import Watcher
 from ovsperf_common.exitcodes import ExitCode
@@ -82,6 +82,25 @@ def _add_lab(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--reserve", type=float, help="hours to keep the hosts reserved after the run (fractions allowed)"
     )
+    group.add_argument(
+        "--collector",
+        metavar="USER@HOST:/PATH",
+        help="rsync destination the DUT pushes the results to (COLLECTOR); default: none, the "
+        "collector pulls them from Beaker ('ovsperf-beaker collect')",
+    )
+    group.add_argument(
+        "--task-repo",
+        metavar="URL",
+        help="fetch the /ovsperf tasks from URL#beaker_tasks/<task> instead of Beaker's task library",
+    )
+    group.add_argument(
+        "--inventory",
+        metavar="PATH",
+        help="host inventory for the tasks (INVENTORY), relative to the task repository root or absolute",
+    )
+    group.add_argument(
+        "--catalog", type=Path, metavar="FILE", help="scenario catalog (default: the packaged one)"
+    )
     # Accepted so that existing job definitions keep working; jobcreator now runs in-process.
     group.add_argument("--jobcreator", help=argparse.SUPPRESS)
     group.add_argument(
@@ -137,7 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="submit one Beaker job per scenario (as 'jobcreator --autosubmit'); print job ids",
         epilog=EPILOG,
     )
-    sub_p.add_argument("--repo", action="append", required=True, help="kick repo URL (repeatable)")
+    sub_p.add_argument("--repo", action="append", help="kick repo URL (repeatable)")
+    sub_p.add_argument(
+        "--repo-json",
+        type=Path,
+        metavar="FILE",
+        help="repo record of 'prepare-repo --output-json': its URL is a kick repo (after any --repo) "
+        "and its build NVRs are recorded with the job ids",
+    )
     sub_p.add_argument("--tag", default="ovsperf", help="Beaker whiteboard text (default 'ovsperf')")
     sub_p.add_argument("--ids-file", type=Path, help="write the submitted job ids as JSON here")
     _add_lab(sub_p)
@@ -159,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-hub-failures", type=int, default=6, help="consecutive failed polls before giving up"
     )
     watch.add_argument("--whiteboard", default="ovsperf-koji watch", help="prefix of the Beaker whiteboard")
+    watch.add_argument(
+        "--ids-dir",
+        type=Path,
+        help="write each build's job ids (as 'submit --ids-file') to DIR/<repo name>.json, "
+        "for 'ovsperf-beaker track'",
+    )
     _add_koji(watch)
     _add_publish(watch)
     _add_lab(watch)
@@ -170,7 +202,13 @@ def _client(args: argparse.Namespace) -> KojiClient:
     return KojiClient(server)
 
 
-def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> SubmitRequest:
+def _request(
+    args: argparse.Namespace,
+    repo_urls: tuple[str, ...],
+    tag: str,
+    builds: tuple[str, ...] = (),
+    koji_tag: str | None = None,
+) -> SubmitRequest:
     hosts = args.host
     if len(hosts) != 2:
         raise KojiWatchError(f"Give exactly two --host (generator, DUT), got {len(hosts)}: {hosts}.")
@@ -184,6 +222,12 @@ def _request(args: argparse.Namespace, repo_urls: tuple[str, ...], tag: str) -> 
         baseline=args.baseline,
         reserve_h=args.reserve,
         job_xml_dir=args.job_xml_dir,
+        builds=builds,
+        koji_tag=koji_tag,
+        collector=args.collector,
+        task_repo=args.task_repo,
+        inventory=args.inventory,
+        catalog_path=args.catalog,
     )
 
 
@@ -235,7 +279,17 @@ def _print_ids(job_ids: Iterable[str]) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    request = _request(args, tuple(args.repo), args.tag)
+    repos = tuple(args.repo or ())
+    record = None if args.repo_json is None else read_repo_record(args.repo_json)
+    if record is not None:
+        repos = tuple(dict.fromkeys((*repos, record.url)))
+    request = _request(
+        args,
+        repos,
+        args.tag,
+        () if record is None else record.builds,
+        None if record is None else record.koji_tag,
+    )
     try:
         jobs = submit_scenarios(request)
     except BatchSubmitError as err:
@@ -264,6 +318,9 @@ def _watch(args: argparse.Namespace) -> int:
     )
     # Fail on bad lab arguments before touching Koji.
     _request(args, ("http://placeholder.invalid/",), args.whiteboard)
+    ids_dir: Path | None = args.ids_dir
+    if ids_dir is not None and not ids_dir.is_dir():
+        raise KojiWatchError(f"--ids-dir '{ids_dir}' is not a directory.")
     prepare = functools.partial(
         _prepare_bound,
         publish_dir=args.publish_dir,
@@ -273,13 +330,19 @@ def _watch(args: argparse.Namespace) -> int:
 
     def request_for(repo: PreparedRepo) -> SubmitRequest:
         nvrs = " ".join(b.nvr for b in repo.builds)
-        request = _request(args, (repo.url,), f"{args.whiteboard} {nvrs}".strip())
+        builds = tuple(b.nvr for b in repo.builds)
+        request = _request(args, (repo.url,), f"{args.whiteboard} {nvrs}".strip(), builds, args.tag)
         if request.job_xml_dir is None:
             return request
         return dataclasses.replace(request, job_xml_dir=request.job_xml_dir / repo.path.name)
 
+    def write_ids(request: SubmitRequest, jobs: list[SubmittedJob]) -> None:
+        if ids_dir is not None:
+            name = request.repo_urls[0].rstrip("/").rsplit("/", 1)[-1]
+            write_job_ids(ids_dir / f"{name}.json", request, jobs)
+
     client = _client(args)
-    watcher = Watcher(client, config, prepare, request_for)
+    watcher = Watcher(client, config, prepare, request_for, on_jobs=write_ids)
     try:
         watcher.run()
     finally:

@@ -170,6 +170,11 @@ class BuildSelection:
     tag: str | None = None
     """For BUILD/TASK: the build must be tagged into this tag, ``None`` for no check."""
 
+    @property
+    def koji_tag(self) -> str | None:
+        """Return the Koji tag the selected builds are in: the LATEST_TAGGED tag, else ``tag``."""
+        return self.ref if self.kind is SelectionKind.LATEST_TAGGED else self.tag
+
     def __post_init__(self) -> None:
         """Validate ids and package names.
 
@@ -197,6 +202,20 @@ class PreparedRepo:
     """Builds whose RPMs are in the repo (empty for a scratch task)."""
     rpms: tuple[RpmFile, ...]
     """RPMs in the repo, sorted by file name."""
+    koji_tag: str | None = None
+    """The Koji tag the builds were selected in or checked against; ``None`` when no tag was involved."""
+
+
+@dataclass(frozen=True)
+class RepoRecord:
+    """What ``prepare-repo --output-json`` recorded about a repo, as ``submit --repo-json`` reads it."""
+
+    url: str
+    """URL of the repo (the kick repo of the jobs)."""
+    builds: tuple[str, ...]
+    """NVRs of the Koji builds in it (empty for a scratch task)."""
+    koji_tag: str | None = None
+    """The Koji tag the builds were selected in, when known."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +240,22 @@ class SubmitRequest:
     """Hours to keep the hosts reserved after the run (``--reserve``) [h]; ``None`` for none."""
     job_xml_dir: Path | None = None
     """Keep each rendered Beaker job as ``<dir>/<scenario>.xml`` (jobcreator ``--output``), or not."""
+    builds: tuple[str, ...] = ()
+    """NVRs of the Koji builds in the repos under test, when known; recorded with the job ids so the
+    results can name what was tested."""
+    koji_tag: str | None = None
+    """The Koji tag the builds were selected in, when known (recorded with the job ids)."""
+    collector: str | None = None
+    """rsync destination ``vsperf_test`` pushes the results to (jobcreator ``--collector``, ``COLLECTOR``);
+    ``None``: the results stay in Beaker and the collector pulls them (``ovsperf-beaker collect``)."""
+    task_repo: str | None = None
+    """URL of an archive or git repository holding ``beaker_tasks/`` (jobcreator ``--task-repo``);
+    ``None``: the ``/ovsperf/*`` tasks are installed in Beaker's task library."""
+    inventory: str | None = None
+    """Host inventory for the tasks (jobcreator ``--inventory``, ``INVENTORY``), relative to the task
+    repository root or absolute."""
+    catalog_path: Path | None = None
+    """Scenario catalog (jobcreator ``--catalog``); ``None``: the packaged one."""
 
     def __post_init__(self) -> None:
         """Reject empty inputs and non-URL repos before anything is submitted.

@@ -23,6 +23,7 @@ from kojiwatch.model import (
     BuildState,
     KojiBuild,
     PreparedRepo,
+    RepoRecord,
     RpmFile,
     SelectionKind,
 )
@@ -220,11 +221,11 @@ def prepare_repo(
         createrepo(tmp)
         atomic_write_text(tmp / REPO_FILE_NAME, repo_file_text(name, url))
     log.info("Published repo '%s' with %d RPMs (%d B) at %s", target, len(rpms), total_bytes, url)
-    return PreparedRepo(path=target, url=url, builds=builds, rpms=rpms)
+    return PreparedRepo(path=target, url=url, builds=builds, rpms=rpms, koji_tag=selection.koji_tag)
 
 
 def write_repo_record(path: Path, repo: PreparedRepo) -> None:
-    """Write ``{"url", "path", "builds": [nvr], "rpms": [file name]}`` for ``repo`` as JSON, atomically.
+    """Write ``repo`` as JSON, atomically: ``{"url", "path", "builds": [nvr], "rpms": [name], "koji_tag"}``.
 
     :raises RepoError: when the file cannot be written.
     """
@@ -233,8 +234,35 @@ def write_repo_record(path: Path, repo: PreparedRepo) -> None:
         "path": str(repo.path),
         "builds": [build.nvr for build in repo.builds],
         "rpms": [rpm.filename for rpm in repo.rpms],
+        "koji_tag": repo.koji_tag,
     }
     try:
         atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     except OSError as err:
         raise RepoError(f"Cannot write repo record '{path}': {err.strerror}.") from err
+
+
+def read_repo_record(path: Path) -> RepoRecord:
+    """Read a record :func:`write_repo_record` wrote: the repo URL, its build NVRs and Koji tag.
+
+    :raises RepoError: when the file cannot be read or is not JSON, its ``url`` is not a string,
+        its ``builds`` not a list of strings, or its ``koji_tag`` neither a string nor null.
+    """
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise RepoError(f"Cannot read repo record '{path}': {err.strerror}.") from err
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RepoError(f"Repo record '{path}' is not JSON: {err}.") from err
+    if not isinstance(record, dict):
+        raise RepoError(f"Repo record '{path}' is not a JSON object.")
+    url = record.get("url")
+    builds = record.get("builds", [])
+    koji_tag = record.get("koji_tag")
+    if not isinstance(url, str) or not url:
+        raise RepoError(f"Repo record '{path}' has no 'url' string.")
+    if not isinstance(builds, list) or not all(isinstance(nvr, str) for nvr in builds):
+        raise RepoError(f"Repo record '{path}': 'builds' is not a list of NVR strings.")
+    if koji_tag is not None and not isinstance(koji_tag, str):
+        raise RepoError(f"Repo record '{path}': 'koji_tag' is not a string.")
+    return RepoRecord(url=url, builds=tuple(builds), koji_tag=koji_tag)

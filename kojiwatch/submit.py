@@ -39,22 +39,37 @@ def check_scenarios(scenarios: Iterable[str], catalog_path: Path | None = None) 
         raise BatchSubmitError(f"Nothing submitted: {err}") from err
 
 
-def job_request(request: SubmitRequest, scenario: str, catalog_path: Path | None = None) -> JobRequest:
-    """Return the jobcreator request that submits ``scenario`` for ``request``.
+def job_options(request: SubmitRequest) -> JobOptions:
+    """Return the jobcreator options every scenario of ``request`` is submitted with.
 
-    :raises JobCreatorError: when an option is invalid (host, distro, repository URL, reservation).
+    :raises JobCreatorError: when an option is invalid (host, distro, repository URL, reservation,
+        collector, task repository, inventory), naming the jobcreator option.
     """
-    options = JobOptions(
+    return JobOptions(
         trafficgen_host=request.generator_host,
         dut_host=request.dut_host,
         distro=request.distro,
         kick_repos=tuple(request.repo_urls),
         tag=request.tag,
         reserve_hours=request.reserve_h,
+        collector=request.collector,
+        task_repo=request.task_repo,
+        inventory=request.inventory,
     )
+
+
+def job_request(request: SubmitRequest, scenario: str) -> JobRequest:
+    """Return the jobcreator request that submits ``scenario`` for ``request``.
+
+    :raises JobCreatorError: when an option is invalid (see :func:`job_options`).
+    """
     output = None if request.job_xml_dir is None else request.job_xml_dir / f"{scenario}.xml"
     return JobRequest(
-        scenario_name=scenario, options=options, catalog_path=catalog_path, output=output, autosubmit=True
+        scenario_name=scenario,
+        options=job_options(request),
+        catalog_path=request.catalog_path,
+        output=output,
+        autosubmit=True,
     )
 
 
@@ -63,17 +78,20 @@ def submit_scenarios(
     *,
     already_submitted: Iterable[str] = (),
     on_submitted: Callable[[SubmittedJob], None] | None = None,
-    catalog_path: Path | None = None,
 ) -> list[SubmittedJob]:
     """Submit ``request.scenarios`` in order; return the jobs submitted now.
 
     ``already_submitted`` names scenarios to skip (a resumed watch run); ``on_submitted`` is called
     right after each success so a caller can record it before the next submission.
 
-    :raises BatchSubmitError: before any submission when a scenario is unknown; after the loop
-        when any submission failed (``failed`` and ``submitted`` set).
+    :raises BatchSubmitError: before any submission when a scenario is unknown or an option is
+        invalid; after the loop when any submission failed (``failed`` and ``submitted`` set).
     """
-    check_scenarios(request.scenarios, catalog_path)
+    check_scenarios(request.scenarios, request.catalog_path)
+    try:
+        job_options(request)
+    except JobCreatorError as err:
+        raise BatchSubmitError(f"Nothing submitted: {err}") from err
     if request.job_xml_dir is not None:
         try:
             request.job_xml_dir.mkdir(parents=True, exist_ok=True)
@@ -89,7 +107,7 @@ def submit_scenarios(
             log.info("Scenario '%s' was already submitted; skipping.", scenario)
             continue
         try:
-            job_id = create_job(job_request(request, scenario, catalog_path)).job_id
+            job_id = create_job(job_request(request, scenario)).job_id
         except JobCreatorError as err:
             log.error("Submission of scenario '%s' failed: %s", scenario, err)
             failed[scenario] = " ".join(str(err).split())
@@ -113,19 +131,24 @@ def submit_scenarios(
 
 
 def write_job_ids(path: Path, request: SubmitRequest, jobs: Iterable[SubmittedJob]) -> None:
-    """Write the submitted jobs as JSON (atomically): repos, baseline, distro, hosts, and per scenario its id.
+    """Write the submitted jobs as JSON (atomically): repos, builds, hosts, and per scenario its id.
 
-    Shape: ``{"repos": [url], "baseline": str|null, "distro": str, "hosts": [gen, dut],
-    "tag": str, "jobs": [{"scenario": str, "job_id": "J:<id>"}]}``.
+    Shape: ``{"repos": [url], "builds": [nvr], "koji_tag": str|null, "baseline": str|null, "distro": str,
+    "hosts": [gen, dut], "tag": str, "collector": str|null, "jobs": [{"scenario": str,
+    "job_id": "J:<id>"}]}``; ``builds`` is empty when the NVRs are not known (a scratch task, a
+    ``--repo`` given without ``--repo-json``). ``ovsperf-beaker track`` reads this file.
 
     :raises BatchSubmitError: when the file cannot be written.
     """
     record = {
         "repos": list(request.repo_urls),
+        "builds": list(request.builds),
+        "koji_tag": request.koji_tag,
         "baseline": request.baseline,
         "distro": request.distro,
         "hosts": [request.generator_host, request.dut_host],
         "tag": request.tag,
+        "collector": request.collector,
         "jobs": [{"scenario": job.scenario, "job_id": job.job_id} for job in jobs],
     }
     try:

@@ -53,6 +53,8 @@ PrepareFn = Callable[[KojiClient, BuildSelection], PreparedRepo]
 """Builds and publishes the repo for one build (``prepare_repo`` with the publish settings bound)."""
 RequestFn = Callable[[PreparedRepo], SubmitRequest]
 """Makes the submit request (hosts, distro, scenarios, whiteboard) for a prepared repo."""
+JobsFn = Callable[[SubmitRequest, list[SubmittedJob]], None]
+"""Told a build's request and all its jobs so far, after each submission attempt that has any."""
 
 
 class Watcher:
@@ -66,13 +68,19 @@ class Watcher:
         request_for: RequestFn,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        on_jobs: JobsFn | None = None,
     ) -> None:
-        """Bind the hub connection, the settings and the two actions; nothing runs yet."""
+        """Bind the hub connection, the settings and the actions; nothing runs yet.
+
+        ``on_jobs`` (e.g. writing an ids file for ``ovsperf-beaker track``) may raise
+        :class:`BatchSubmitError`; the build is then retried on the next poll, without resubmitting.
+        """
         self.client = client
         self.config = config
         self.prepare = prepare
         self.request_for = request_for
         self.sleep = sleep
+        self.on_jobs = on_jobs
         self.failures: list[str] = []
         """One line per build that failed in this session (the exit status depends on it)."""
         self.submitted: list[tuple[str, str]] = []
@@ -188,7 +196,11 @@ class Watcher:
 
             request = self.request_for(repo)
             state.update(build.build_id, baseline=request.baseline)
-            submit_scenarios(request, already_submitted=tuple(jobs), on_submitted=record)
+            try:
+                submit_scenarios(request, already_submitted=tuple(jobs), on_submitted=record)
+            finally:
+                if self.on_jobs is not None and jobs:
+                    self.on_jobs(request, [SubmittedJob(scenario=s, job_id=j) for s, j in jobs.items()])
         except BuildRejectedError as err:
             state.update(build.build_id, status="skipped", reason=str(err))
             log.warning("Not testing '%s': %s", build.nvr, err)

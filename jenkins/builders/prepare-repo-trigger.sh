@@ -22,10 +22,11 @@ if [[ -n "${KOJI_OWNER:-}" ]]; then
 fi
 # shellcheck source=jenkins/builders/env.sh
 . "${WORKSPACE}/jenkins/builders/env.sh"
-rm -f "${OUT}/not-in-tag"
+ovsperf_require ovsperf-koji
+rm -f "${OUT}/not-in-tag" "${OUT}/repo.json" "${OUT}/repo-url.txt"
 # ${A[@]+"${A[@]}"}: an empty array under nounset is an error in bash < 4.4 (RHEL 7 agents).
 rc=0
-"${OVSPERF_KOJI}" prepare-repo "${WHICH[@]}" --package "${PACKAGE}" ${OWNER[@]+"${OWNER[@]}"} \
+"${OVSPERF_VENV}/bin/ovsperf-koji" prepare-repo "${WHICH[@]}" --package "${PACKAGE}" ${OWNER[@]+"${OWNER[@]}"} \
     --tag "${KOJI_TAG}" --tag-wait-s "${KOJI_TAG_WAIT_S}" ${KOJI_ARGS[@]+"${KOJI_ARGS[@]}"} \
     --publish-dir "${REPO_PUBLISH_DIR}" --base-url "${REPO_BASE_URL}" \
     --output-json "${OUT}/repo.json" >"${OUT}/repo-url.txt" || rc=$?

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,41 +10,16 @@ import yaml
 from lxml import etree
 
 from jobcreator.catalog import load_catalog
+from tests.jenkins.jjb import JENKINS_DIR, params, render, shell_commands
 
-ROOT = Path(__file__).resolve().parents[2]
-JENKINS_DIR = ROOT / "jenkins"
-JJB = Path(sys.executable).parent / "jenkins-jobs"
 TRIGGER = "com.redhat.jenkins.plugins.ci.CIBuildTrigger"
 AMQ = "com.redhat.jenkins.plugins.ci.provider.data.ActiveMQSubscriberProviderData"
 PACKAGES = ("openvswitch", "dpdk")
 
 
-def render(src: Path, out: Path) -> dict[str, etree._Element]:
-    """Run ``jenkins-jobs test -r SRC -o OUT --config-xml``; return job name → parsed config.xml."""
-    proc = subprocess.run(
-        [str(JJB), "-l", "warning", "test", "-r", str(src), "-o", str(out), "--config-xml"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=src,
-    )
-    assert proc.returncode == 0, proc.stderr
-    # Nothing deprecated in our YAML (JJB 6 warns e.g. for !include-raw: and old git options).
-    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line and "Config file" not in line]
-    assert warnings == [], warnings
-    return {p.parent.name: etree.parse(str(p)).getroot() for p in sorted(out.glob("*/config.xml"))}
-
-
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, etree._Element]:
     return render(JENKINS_DIR, tmp_path_factory.mktemp("jjb"))
-
-
-def params(job: etree._Element) -> dict[str, str]:
-    defs = job.find("properties/hudson.model.ParametersDefinitionProperty/parameterDefinitions")
-    assert defs is not None
-    return {str(p.findtext("name")): p.findtext("defaultValue") or "" for p in defs}
 
 
 def checks(job: etree._Element) -> dict[str, str]:
@@ -56,8 +29,15 @@ def checks(job: etree._Element) -> dict[str, str]:
     }
 
 
-def shell_commands(job: etree._Element) -> list[str]:
-    return [str(c.text) for c in job.iterfind("builders/hudson.tasks.Shell/command")]
+def rendered_install(extras: str) -> str:
+    """The install builder as jenkins-jobs renders it for ``extras`` (Jinja2; no trailing newline)."""
+    text = (JENKINS_DIR / "builders" / "install.sh").read_text()
+    assert text.count("{{ extras }}") == 1 and text.count("{") - text.count("${") == 2
+    return text.replace("{{ extras }}", extras).removesuffix("\n")
+
+
+def builder(name: str) -> str:
+    return (JENKINS_DIR / "builders" / name).read_text()
 
 
 def test_one_trigger_job_per_package_and_one_nightly(jobs: dict[str, etree._Element]) -> None:
@@ -72,11 +52,21 @@ def test_one_trigger_job_per_package_and_one_nightly(jobs: dict[str, etree._Elem
 def test_collector_job_publishes_junit_of_each_pass(jobs: dict[str, etree._Element]) -> None:
     job = jobs["ovsperf-process-results"]
     assert job.findtext("assignedNode") == "ovsperf-collector"
-    assert params(job) == {"CIFLOW_CONFIG": "/etc/ovsperf/ciflow.yaml"}
+    assert params(job) == {
+        "CIFLOW_CONFIG": "/etc/ovsperf/ciflow.yaml",
+        "CI_IN": "/srv/ovsperf/ci_in",
+        "BEAKER_STATE": "/srv/ovsperf/beaker-state.json",
+        "COLLECT_DEADLINE_S": "1800",
+    }
     assert job.findtext("triggers/hudson.triggers.TimerTrigger/spec") == "H/15 * * * *"
     commands = shell_commands(job)
-    expected = [(JENKINS_DIR / "builders" / f).read_text() for f in ("install.sh", "process-results.sh")]
-    assert commands == expected
+    # The collector installs what ovsperf-beaker (beaker) and process-ci-results (report) import.
+    assert commands == [rendered_install("beaker,report"), builder("process-results.sh")]
+    assert "OVSPERF_EXTRAS='beaker,report'" in commands[0]
+    collect = (
+        '"${OVSPERF_VENV}/bin/ovsperf-beaker" collect --once --state "${BEAKER_STATE}" --ci-in "${CI_IN}"'
+    )
+    assert collect in commands[1]
     assert '--junit "${OUT}/ovsperf-junit.xml"' in commands[1]
     shells = job.findall("builders/hudson.tasks.Shell")
     assert shells[1].findtext("unstableReturn") == "1"
@@ -139,6 +129,11 @@ def test_trigger_job_parameters_and_tag_filter(jobs: dict[str, etree._Element], 
         "RESERVE_HOURS": "",
         "REPO_PUBLISH_DIR": "/var/www/html/ovsperf-repos",
         "REPO_BASE_URL": "http://jenkins-agent.example.com/ovsperf-repos",
+        "TASK_REPO": "",
+        "INVENTORY": "",
+        "SCENARIO_CATALOG": "",
+        "COLLECTOR": "",
+        "BEAKER_STATE": "/srv/ovsperf/beaker-state.json",
     }
     ci_message = job.find(
         "properties/hudson.model.ParametersDefinitionProperty/parameterDefinitions/"
@@ -178,10 +173,13 @@ def test_nightly_runs_on_a_timer_with_latest_tagged_builds(jobs: dict[str, etree
 def test_builders_run_our_scripts_verbatim(jobs: dict[str, etree._Element], name: str) -> None:
     commands = shell_commands(jobs[name])
     prepare = "prepare-repo-nightly.sh" if name.endswith("nightly") else "prepare-repo-trigger.sh"
-    expected = [(JENKINS_DIR / "builders" / f).read_text() for f in ("install.sh", prepare, "submit.sh")]
-    assert commands == expected
-    assert '"${OVSPERF_KOJI}" prepare-repo' in commands[1]
-    assert '"${OVSPERF_KOJI}" submit' in commands[2]
+    # ovsperf-koji (koji) and ovsperf-beaker track (beaker): the install line names both groups.
+    assert commands == [rendered_install("koji,beaker"), builder(prepare), builder("submit.sh")]
+    assert '"${OVSPERF_VENV}/bin/ovsperf-koji" prepare-repo' in commands[1]
+    assert '"${OVSPERF_VENV}/bin/ovsperf-koji" submit' in commands[2]
+    assert '"${OVSPERF_VENV}/bin/ovsperf-beaker" track --state "${TRACK_STATE}"' in commands[2]
+    assert 'TRACK_STATE="${BEAKER_STATE:-}"' in commands[2]
+    assert '--build-url "${BUILD_URL}"' in commands[2]
     for command in commands:
         assert command.startswith("#!/bin/bash\n")
         assert "set -o errexit -o nounset -o pipefail" in command
@@ -234,6 +232,13 @@ def test_project_values_are_parameters_not_hard_coded(tmp_path: Path) -> None:
             "nightly-schedule": "H 4 * * 1-5",
             "nightly-packages": "openvswitch3.3 dpdk",
             "ciflow-config": "/srv/ovsperf/ciflow.yaml",
+            "ci-in": "/srv/ovsperf/incoming",
+            "beaker-state": "/nfs/ovsperf/jobs.json",
+            "collect-deadline-s": 60,
+            "collector-extras": "beaker,report,postgresql",
+            "task-repo": "https://git.lab/ovsperf.tar.gz",
+            "inventory": "lab/inventory.yaml",
+            "scenario-catalog": "/etc/ovsperf/scenarios.yaml",
             "process-schedule": "H/5 * * * *",
         }
     )
@@ -241,7 +246,13 @@ def test_project_values_are_parameters_not_hard_coded(tmp_path: Path) -> None:
     jobs = render(src, tmp_path / "out")
     assert sorted(jobs) == ["site-nightly", "site-openvswitch3.3-koji-build", "site-process-results"]
     collector = jobs.pop("site-process-results")
-    assert params(collector) == {"CIFLOW_CONFIG": "/srv/ovsperf/ciflow.yaml"}
+    assert params(collector) == {
+        "CIFLOW_CONFIG": "/srv/ovsperf/ciflow.yaml",
+        "CI_IN": "/srv/ovsperf/incoming",
+        "BEAKER_STATE": "/nfs/ovsperf/jobs.json",
+        "COLLECT_DEADLINE_S": "60",
+    }
+    assert shell_commands(collector)[0] == rendered_install("beaker,report,postgresql")
     assert collector.findtext("triggers/hudson.triggers.TimerTrigger/spec") == "H/5 * * * *"
     trigger_job = jobs["site-openvswitch3.3-koji-build"]
     assert checks(trigger_job) == {
@@ -261,5 +272,12 @@ def test_project_values_are_parameters_not_hard_coded(tmp_path: Path) -> None:
             "tg1.lab",
             "dut1.lab",
         )
+        assert (p["BEAKER_STATE"], p["TASK_REPO"], p["INVENTORY"], p["SCENARIO_CATALOG"]) == (
+            "/nfs/ovsperf/jobs.json",
+            "https://git.lab/ovsperf.tar.gz",
+            "lab/inventory.yaml",
+            "/etc/ovsperf/scenarios.yaml",
+        )
+        assert shell_commands(job)[0] == rendered_install("koji,beaker")
     assert jobs["site-nightly"].findtext("triggers/hudson.triggers.TimerTrigger/spec") == "H 4 * * 1-5"
     assert params(jobs["site-nightly"])["PACKAGES"] == "openvswitch3.3 dpdk"

@@ -67,6 +67,7 @@ def test_build_by_id_makes_repo_of_x86_64_and_noarch(
         "path": str(web.root / "openvswitch-3.1.0-1.fc39"),
         "builds": ["openvswitch-3.1.0-1.fc39"],
         "rpms": ["openvswitch-3.1.0-1.fc39.x86_64.rpm", "openvswitch-python-3.1.0-1.fc39.noarch.rpm"],
+        "koji_tag": TAG,
     }
     # Nothing but the published repo in the publish directory (no temporaries left).
     assert sorted(p.name for p in web.root.iterdir()) == ["openvswitch-3.1.0-1.fc39"]

@@ -68,10 +68,13 @@ def test_each_scenario_submitted_and_ids_collected(
     assert "Submitted job 'J:4202' for scenario 'OVS_DPDK2q'." in err  # jobcreator's own log is kept
     assert json.loads(ids.read_text()) == {
         "repos": [REPO],
+        "builds": [],
+        "koji_tag": None,
         "baseline": "ovs-3.0.0",
         "distro": "RHEL-9.4.0",
         "hosts": ["gen.example.com", "dut.example.com"],
         "tag": "jenkins ovsperf-nightly #7",
+        "collector": None,
         "jobs": [
             {"scenario": "OVS_DPDK1q", "job_id": "J:4201"},
             {"scenario": "OVS_DPDK2q", "job_id": "J:4202"},

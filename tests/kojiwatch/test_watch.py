@@ -14,42 +14,10 @@ from kojiwatch.cli import main
 from kojiwatch.model import RetryPolicy
 from kojiwatch.state import state_lock
 from ovsperf_common.exitcodes import ExitCode
-from tests.kojiwatch.cliutil import koji_args
-from tests.kojiwatch.conftest import OWNER, TAG
+from tests.kojiwatch.cliutil import watch_argv
+from tests.kojiwatch.conftest import TAG
 from tests.kojiwatch.fakebeaker import RecordingBeaker
 from tests.kojiwatch.fakes import FakeKojiHub, StaticHttpServer
-
-
-def watch_argv(hub: FakeKojiHub, web: StaticHttpServer, state: Path, *extra: str) -> list[str]:
-    return [
-        "watch",
-        "--tag",
-        TAG,
-        "--package",
-        "openvswitch",
-        "--package",
-        "dpdk",
-        "--owner",
-        OWNER,
-        "--state-file",
-        str(state),
-        *koji_args(hub, web),
-        "--host",
-        "gen.example.com",
-        "--host",
-        "dut.example.com",
-        "--distro",
-        "RHEL-9.4.0",
-        "--scenario",
-        "OVS_DPDK1q,OVS_DPDK2q",
-        "--interval-s",
-        "0",
-        "--retry-initial-s",
-        "0.05",
-        "--retry-max-s",
-        "0.2",
-        *extra,
-    ]
 
 
 @dataclass
