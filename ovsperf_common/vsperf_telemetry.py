@@ -30,8 +30,8 @@ from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.ovsstats import (
     counter_delta,
     parse_pmd_rxq,
-    parse_pmd_stats,
     parse_thread_stat,
+    pmd_counters,
     pmd_totals,
     thread_cpu,
 )
@@ -134,10 +134,10 @@ def convert_capture(raw: Mapping[str, Any], csv_name: str) -> dict[str, Any]:
         "pmd_perf_show": after.get("pmd_perf_show") if isinstance(after.get("pmd_perf_show"), str) else None,
     }
     stats = after.get("pmd_stats_show")
-    if isinstance(stats, str):
-        entry["pmds"] = parse_pmd_stats(stats)
-        if not [k for k in entry["pmds"] if k != "main"]:
-            notes.append("pmd-stats-show: no PMD thread (kernel datapath?): not collected")
+    stats = stats if isinstance(stats, str) else None
+    entry["pmds"] = pmd_counters(stats, entry["pmd_perf_show"])
+    if stats is not None and not [k for k in entry["pmds"] if k != "main"]:
+        notes.append("pmd-stats-show: no PMD thread (kernel datapath?): not collected")
     rxq = after.get("pmd_rxq_show")
     if isinstance(rxq, str):
         entry["rxq"] = [vars(r) for r in parse_pmd_rxq(rxq)]

@@ -2,12 +2,13 @@
 
 Around a measured trial (:class:`TelemetryCollector`): ``ovs-appctl dpif-netdev/pmd-stats-clear``
 before; after it ``pmd-stats-show`` (packets, EMC / SMC / megaflow hits, upcalls, idle and
-processing cycles, OVS's own average processing cycles per packet), ``pmd-perf-show`` (kept as
-text), ``pmd-rxq-show`` (queue → PMD placement and usage), the ports' live counters (rx/tx
-packets and drops from ``ovs-ofctl dump-ports``: the database's ``statistics`` column lags by up
-to ``stats-update-interval``, 5 s; the change over the window), and the CPU time of every thread of
-``ovs-vswitchd`` and of the generator from ``/proc/<pid>/task/*/stat`` (utime + stime, ``proc(5)``;
-the change over the window divided by the wall time).
+processing cycles, OVS's own average processing cycles per packet; in OVS 4.0 an alias that
+prints ``pmd-perf-show``), ``pmd-rxq-show`` (queue → PMD placement and usage), ``pmd-perf-show``
+(kept as text; the counters are read from it when ``pmd-stats-show`` gave none), the ports' live
+counters (rx/tx packets and drops from ``ovs-ofctl dump-ports``: the database's ``statistics``
+column lags by up to ``stats-update-interval``, 5 s; the change over the window), and the CPU
+time of every thread of ``ovs-vswitchd`` and of the generator from ``/proc/<pid>/task/*/stat``
+(utime + stime, ``proc(5)``; the change over the window divided by the wall time).
 
 Derived figures (cycles per packet, PMD busy %, hits by level) come from OVS's own counters by
 the formulas in :mod:`ovsperf_common.ovsstats`, which the Beaker task's telemetry shares.
@@ -30,7 +31,7 @@ from ovsperf_common.ovsstats import (
     RxqPlacement,
     counter_delta,
     parse_pmd_rxq,
-    parse_pmd_stats,
+    pmd_counters,
     pmd_totals,
     read_thread_ticks,
     thread_cpu,
@@ -60,7 +61,7 @@ class TrialTelemetry:
     flows: int = 1
     """Flows per direction of the trial [1]."""
     pmds: dict[str, dict[str, float]] = field(default_factory=dict)
-    """PMD thread → counters of ``pmd-stats-show`` (``main`` is the non-PMD threads)."""
+    """PMD thread → counters of ``pmd-stats-show`` or ``pmd-perf-show`` (``main``: the non-PMD threads)."""
     rxq: list[RxqPlacement] = field(default_factory=list)
     ports: dict[str, dict[str, float | None]] = field(default_factory=dict)
     """Interface → change of each statistics counter over the window (None: went backwards)."""
@@ -164,16 +165,15 @@ class TelemetryCollector:
             frame_size, load_pps, duration_s, loss_ratio, valid, wall, flows=flows, notes=self._notes
         )
         stats = self._try("pmd-stats-show", lambda: self.appctl("dpif-netdev/pmd-stats-show"))
-        if stats is not None:
-            telemetry.pmds = parse_pmd_stats(stats)
-            if not [k for k in telemetry.pmds if k != "main"]:
-                telemetry.notes.append("pmd-stats-show: no PMD thread (kernel datapath?): not collected")
         rxq = self._try("pmd-rxq-show", lambda: self.appctl("dpif-netdev/pmd-rxq-show"))
         if rxq is not None:
             telemetry.rxq = parse_pmd_rxq(rxq)
         telemetry.perf_show = self._try(
             "pmd-perf-show", lambda: self.appctl("dpif-netdev/pmd-perf-show", "-nh")
         )
+        telemetry.pmds = pmd_counters(stats, telemetry.perf_show)
+        if stats is not None and not [k for k in telemetry.pmds if k != "main"]:
+            telemetry.notes.append("pmd-stats-show: no PMD thread (kernel datapath?): not collected")
         ports = self._try("port counters", self.ports)
         if ports is not None and self._ports:
             for port, counters in ports.items():

@@ -210,7 +210,7 @@ class TelemetryPoint:
     pmd_busy_percent: float | None
     """Processing cycles / (idle + processing) of the PMDs [%]."""
     hits_percent: tuple[tuple[str, float | None], ...]
-    """(counter, share of received packets [%]) in lookup order: simple match, EMC, SMC, megaflow, upcalls."""
+    """(counter, share of datapath passes [%]) in lookup order: simple match, EMC, SMC, megaflow, upcalls."""
     threads: tuple[tuple[str, str, float | None], ...]
     """(process, thread name, CPU [% of one CPU]) of the busiest threads."""
     rxq: tuple[tuple[str, str, int, float | None], ...]

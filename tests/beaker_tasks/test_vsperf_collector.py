@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ovsperf_common.ovsstats import parse_pmd_stats, pmd_totals
 from ovsperf_common.vsperf_telemetry import convert_capture
 from ovsperf_lab.ovs import OvsSandbox
 from tests.ovsperf_lab.conftest import ovs, run_state, state_root  # noqa: F401 - fixtures
@@ -105,6 +106,12 @@ def test_collector_captures_a_real_pmd_around_the_test(
     # The counters were cleared at start: the window's packets, not everything since OVS started.
     seconds_at_most = raw["wall_s"] + 1
     assert totals["packets"] < 100e6 * seconds_at_most
+    # The same window as pmd-perf-show printed it a moment later (OVS 4.0 prints that format for
+    # pmd-stats-show too): read by what it prints, the same figures within the moment's drift.
+    perf = pmd_totals(parse_pmd_stats(raw["after"]["pmd_perf_show"]))
+    assert perf["packets"] is not None and perf["packets"] >= totals["packets"]
+    assert perf["cycles_per_packet"] == pytest.approx(totals["cycles_per_packet"], rel=0.1)
+    assert perf["pmd_busy_percent"] == pytest.approx(totals["pmd_busy_percent"], abs=5)
     assert sorted((q["port"], q["queue"]) for q in entry["rxq"]) == [("null0", 0), ("null1", 0)]
     assert {q["pmd"] for q in entry["rxq"]} == {f"pmd-c{ovs.config.pmd_cpus[0]:02d}"}
     pmd_threads = [t for t in entry["threads"]["ovs-vswitchd"] if t["name"].startswith("pmd")]

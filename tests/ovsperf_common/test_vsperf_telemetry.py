@@ -66,6 +66,22 @@ def test_a_capture_becomes_one_whole_test_window() -> None:
     assert entry["notes"] == []
 
 
+def test_without_pmd_stats_show_the_counters_come_from_pmd_perf_show() -> None:
+    # OVS 4.0 dropped pmd-stats-show (commit 4060c1c2e; only an alias is left): whichever of the
+    # two commands gave PMD threads is read. Input: lib/dpif-netdev-unixctl.man's example.
+    from tests.ovsperf_common.test_ovsstats import MAN_PAGE
+
+    raw = capture()
+    raw["after"]["pmd_stats_show"] = None  # not collected: the command failed
+    raw["after"]["pmd_perf_show"] = MAN_PAGE
+    entry = convert_capture(raw, "result_0_phy2phy_tput_p2p.csv")
+    assert entry["totals"]["packets"] == 2399607
+    assert entry["totals"]["cycles_per_packet"] == pytest.approx(848)
+    assert entry["totals"]["pmd_busy_percent"] == pytest.approx(84.1, abs=0.05)
+    assert entry["pmds"]["pmd-c01"]["packets_received"] == 2399607
+    assert entry["pmd_perf_show"] == MAN_PAGE
+
+
 def test_a_counter_going_backwards_is_none_with_a_note() -> None:
     raw = capture()
     raw["after"]["ports"] = ports(50)  # OVS restarted its port, or the counter wrapped

@@ -1,5 +1,6 @@
 """ovsperf_lab.telemetry: OVS's PMD counters, rx-queue placement, thread CPU, and what happens when
-they cannot be read (fixtures: OVS 3.1 as Debian 12 ships it, and the OVS 2.9 wording)."""
+they cannot be read (fixtures: OVS 3.1 as Debian 12 ships it, and the OVS 2.6-2.8 wording; every
+other OVS version's format: tests/ovsperf_common/test_ovsstats.py)."""
 
 from __future__ import annotations
 
@@ -34,12 +35,13 @@ def test_pmd_stats_of_ovs_3_1() -> None:
     assert totals["packets"] == 7831812
 
 
-def test_pmd_stats_of_ovs_2_9_wording() -> None:
-    stats = parse_pmd_stats(text("pmd-stats-show-2.9.txt"))
+def test_pmd_stats_of_ovs_2_8_wording() -> None:
+    # OVS 2.6-2.8 (lib/dpif-netdev.c "\temc hits:%llu"; 2.9 added "packets received").
+    stats = parse_pmd_stats(text("pmd-stats-show-2.8.txt"))
     pmd = stats["pmd-c22"]
     assert pmd["idle_cycles"] == 4948219259  # "polling cycles" then
     totals = TrialTelemetry(64, 1e6, 10.0, 0.0, True, 10.0, pmds=stats).totals()
-    assert totals["packets"] == 17461158  # no "packets received": the hits sum to it
+    assert totals["packets"] == 17461158  # no "packets received": the lookups sum to it
     assert totals["cycles_per_packet"] == pytest.approx(814.43, abs=0.01)
     assert totals["emc_hits_percent"] == 100.0
     assert totals["smc_hits_percent"] is None  # not counted by that OVS: unknown, not 0
@@ -143,3 +145,37 @@ def test_kernel_datapath_has_no_pmd_and_says_so() -> None:
     assert telemetry.totals() == {"packets": None, "cycles_per_packet": None, "pmd_busy_percent": None}
     assert any("no PMD thread" in n for n in telemetry.notes)
     assert any(n.startswith("pmd-stats-clear: not collected") for n in telemetry.notes)
+
+
+def test_collector_reads_pmd_perf_show_when_pmd_stats_show_is_gone() -> None:
+    # An OVS without pmd-stats-show (OVS 4.0 keeps it only as an undocumented alias): the same
+    # counters from pmd-perf-show (the example of lib/dpif-netdev-unixctl.man).
+    from tests.ovsperf_common.test_ovsstats import MAN_PAGE
+
+    class PerfOnly(FakeOvs):
+        def appctl(self, *args: str) -> str:
+            if args[0] == "dpif-netdev/pmd-perf-show":
+                self.calls.append(args)
+                return MAN_PAGE
+            return super().appctl(*args)
+
+    ovs = PerfOnly("", fail={"dpif-netdev/pmd-stats-show"})
+    collector = TelemetryCollector(ovs.appctl, ovs.ports, {})
+    collector.start()
+    telemetry = collector.finish(64, 1e6, 1.0, 0.0, True)
+    totals = telemetry.totals()
+    assert totals["packets"] == 2399607
+    assert totals["cycles_per_packet"] == pytest.approx(848)
+    assert totals["pmd_busy_percent"] == pytest.approx(84.1, abs=0.05)
+    assert telemetry.perf_show == MAN_PAGE
+    assert not any("no PMD thread" in n for n in telemetry.notes)
+    assert any(n.startswith("pmd-stats-show: not collected") for n in telemetry.notes)
+
+
+def test_collector_reads_ovs_4_0_pmd_stats_show() -> None:
+    from tests.ovsperf_common.test_ovsstats import OVS_4_0
+
+    telemetry = TrialTelemetry(64, 1e6, 1.0, 0.0, True, 1.0, pmds=parse_pmd_stats(OVS_4_0))
+    totals = telemetry.totals()
+    assert (totals["packets"], totals["emc_hits_percent"]) == (20, pytest.approx(95.0))
+    assert totals["miss_with_success_upcall_percent"] == pytest.approx(5.0)
