@@ -2,7 +2,7 @@
 
 A delivery is built in a hidden sibling ``ci_in/.incoming-<name>/`` (``process-ci-results``
 ignores hidden entries), ``ovsperf-metadata.json`` is written last, and the directory is renamed
-to ``ci_in/<name>`` with ``renameat2(RENAME_NOREPLACE)`` (:func:`ciflow.moves.rename_no_replace`):
+to ``ci_in/<name>`` with ``renameat2(RENAME_NOREPLACE)`` (:func:`ovsperf_common.atomicio.rename_no_replace`):
 atomic, and never over an existing delivery. Whatever fails on the way removes the hidden
 directory, and with it every byte of the tarball.
 
@@ -30,10 +30,9 @@ from typing import Any
 from beakerwatch.errors import BeakerWatchError, UnusableResultsError
 from beakerwatch.fetch import Limits
 from beakerwatch.model import JobState, Outcome, TrackedJob
-from beakerwatch.state import build_to_json
 from beakerwatch.unpack import unpack
-from ciflow.moves import rename_no_replace
 from ovsperf_common import metadata
+from ovsperf_common.atomicio import rename_no_replace
 from ovsperf_common.fields import safe_name
 from ovsperf_common.metadata import BUILD_KEY, INFRASTRUCTURE_FAILURE_KEY, METADATA_FILE, RunMetadata
 from ovsperf_common.runner import one_line
@@ -120,7 +119,7 @@ def _common_extra(job: TrackedJob, outcome: Outcome) -> dict[str, Any]:
     if outcome.recipe_id is not None:
         extra["beaker_recipe_id"] = outcome.recipe_id
     if job.build is not None:
-        extra[BUILD_KEY] = build_to_json(job.build)
+        extra[BUILD_KEY] = job.build.to_json()
     return extra
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from beakerwatch.errors import UnusableResultsError
 from beakerwatch.hub import RetryPolicy, with_retries
 from ovsperf_common.deadline import Deadline
+from ovsperf_common.resultdir import MAX_DELIVERY_ENTRIES
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,8 @@ class Limits:
     """Largest compressed download [B]."""
     max_unpacked_bytes: int
     """Largest uncompressed tar stream [B] (headers and padding included)."""
-    max_members: int = 200_000
-    """Most entries (files, directories) in the tarball [1] (``ciflow``'s inbox scans no more)."""
+    max_members: int = MAX_DELIVERY_ENTRIES
+    """Most entries (files, directories) in the tarball [1] (``process-ci-results`` scans no more)."""
 
 
 @dataclass(frozen=True)

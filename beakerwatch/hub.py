@@ -31,7 +31,7 @@ import tenacity
 from bkr.common.hub import HubProxy
 
 from beakerwatch.errors import BeakerWatchError, HubError
-from jobcreator.submit import ClientConfig, _fault_text
+from jobcreator.submit import ClientConfig, fault_text
 from ovsperf_common.deadline import Deadline, run_within
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class BeakerHub:
         try:
             return with_retries(what, call, self.policy, self.deadline)
         except xmlrpc.client.Fault as fault:
-            raise BeakerWatchError(f"Beaker hub '{self.url}' refused {what}: {_fault_text(fault)}") from fault
+            raise BeakerWatchError(f"Beaker hub '{self.url}' refused {what}: {fault_text(fault)}") from fault
         except xmlrpc.client.ProtocolError as err:
             raise HubError(
                 f"Beaker hub '{self.url}' answered HTTP {err.errcode} {err.errmsg} to {what}; "

@@ -20,11 +20,8 @@ so a reader never sees a half-written file. Every reader and writer holds :func:
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -34,9 +31,9 @@ from beakerwatch.model import JobState, TrackedJob
 from jobcreator.jobmodel import is_job_id
 from ovsperf_common import fields
 from ovsperf_common.atomicio import atomic_write_text
-from ovsperf_common.deadline import Deadline, DeadlineExceededError
 from ovsperf_common.errors import FieldError
-from ovsperf_common.metadata import BUILD_KEY, BuildRecord, MetadataError, build_record
+from ovsperf_common.filelock import LockError, LockTimeoutError, exclusive_lock
+from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
 
 log = logging.getLogger(__name__)
 
@@ -67,46 +64,25 @@ def state_lock(state: Path, timeout_s: float) -> Iterator[None]:
     """Hold the exclusive ``flock`` of ``<state>.lock`` while the ``with`` block runs.
 
     Waits for another ``ovsperf-beaker`` holding it at most ``timeout_s`` [s]; the lock dies with
-    its process, so a killed pass never blocks the next one.
+    its process, so a killed pass never blocks the next one
+    (:func:`ovsperf_common.filelock.exclusive_lock`).
 
     :raises StateFileError: when the lock file cannot be opened, or ``timeout_s`` passes first.
     """
     path = lock_path(state)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    except OSError as err:
-        raise StateFileError(f"Cannot open lock file '{path}': {err.strerror}.") from err
-    try:
-
-        def try_lock() -> bool | None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                if err.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-                    raise StateFileError(f"Cannot lock '{path}': {err.strerror}.") from err
-                return None
-            return True
-
+    with contextlib.ExitStack() as held:
         try:
-            Deadline.in_seconds(timeout_s, f"the lock '{path}' (another ovsperf-beaker holds it)").poll(
-                try_lock, interval_s=0.05, log=log
+            held.enter_context(
+                exclusive_lock(
+                    path, timeout_s=timeout_s, what=f"the lock '{path}' (another ovsperf-beaker holds it)"
+                )
             )
-        except DeadlineExceededError as err:
-            raise StateFileError(f"{err} Is a collect pass stuck? Its pid: {_holder(fd)}.") from err
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _holder(fd: int) -> str:
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return os.pread(fd, 32, 0).decode("ascii").strip() or "unknown"
-    return "unknown"
+        except LockTimeoutError as err:
+            pid = "unknown" if err.holder_pid is None else err.holder_pid
+            raise StateFileError(f"{err} Is a collect pass stuck? Its pid: {pid}.") from err
+        except LockError as err:
+            raise StateFileError(str(err)) from err
+        yield
 
 
 def load(state: Path) -> list[TrackedJob]:
@@ -201,18 +177,11 @@ def _job_from_json(raw: object, where: str) -> TrackedJob:
     )
 
 
-def build_to_json(build: BuildRecord | None) -> dict[str, Any] | None:
-    """Return the ``"build"`` object of :class:`~ovsperf_common.metadata.BuildRecord` (``None`` → null)."""
-    if build is None:
-        return None
-    return {"nvrs": list(build.nvrs), "tag": build.tag, "jenkins_build_url": build.jenkins_build_url}
-
-
 def _job_to_json(job: TrackedJob) -> dict[str, Any]:
     return {
         "job_id": job.job_id,
         "scenario": job.scenario,
-        BUILD_KEY: build_to_json(job.build),
+        BUILD_KEY: None if job.build is None else job.build.to_json(),
         "tracked_at": job.tracked_at,
         "state": job.state.value,
         "beaker_status": job.beaker_status,

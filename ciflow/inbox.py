@@ -17,8 +17,6 @@ progress and the pass lock live.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import logging
 import os
 import re
@@ -29,14 +27,13 @@ from pathlib import Path
 
 from ciflow.errors import CiflowError
 from ciflow.model import EntryState, InboxEntry
+from ovsperf_common.filelock import LockError, exclusive_lock, holder_pid
 from ovsperf_common.metadata import METADATA_FILE
+from ovsperf_common.resultdir import MAX_DELIVERY_ENTRIES
 from resultstore.errors import InvalidRecordError
 from resultstore.model import check_name
 
 log = logging.getLogger(__name__)
-
-MAX_TREE_ENTRIES = 200_000
-"""A result with more files than this is rejected rather than scanned forever [1]."""
 
 FAILED_SUFFIXES = (".FAILED.txt", ".FAILED.json")
 """Reason files written beside failed results; ignored if they are moved back into ``ci_in``."""
@@ -50,39 +47,22 @@ def pass_lock(lock_path: Path) -> Iterator[bool]:
     """Hold an exclusive ``flock`` on ``lock_path`` while the ``with`` block runs.
 
     Yields True when the lock was taken, False when another pass holds it (the caller then does
-    nothing). The lock dies with the process, so a crashed pass never blocks the next one.
+    nothing). The lock dies with the process, so a crashed pass never blocks the next one
+    (:func:`ovsperf_common.filelock.exclusive_lock`).
 
-    :raises CiflowError: when the lock file cannot be created.
+    :raises CiflowError: when the lock file cannot be created or locked.
     """
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    except OSError as err:
-        raise CiflowError(f"Cannot open lock file '{lock_path}': {err.strerror}.") from err
-    try:
+    with contextlib.ExitStack() as held:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-                raise CiflowError(f"Cannot lock '{lock_path}': {err.strerror}.") from err
-            holder = _read_holder(fd)
-            log.info("Another pass%s holds '%s'; nothing to do.", holder, lock_path)
-            yield False
-            return
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _read_holder(fd: int) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(os.pread(fd, 32, 0).decode("ascii").strip())
-        return f" (pid {pid})"
-    return ""
+            taken = held.enter_context(exclusive_lock(lock_path))
+        except LockError as err:
+            raise CiflowError(str(err)) from err
+        if not taken:
+            pid = holder_pid(lock_path)
+            log.info(
+                "Another pass%s holds '%s'; nothing to do.", "" if pid is None else f" (pid {pid})", lock_path
+            )
+        yield taken
 
 
 def scan(
@@ -161,8 +141,8 @@ def _classify_tree(root: Path, *, quiet_period_s: float, marker_timeout_s: float
         newest = max(newest, st.st_ctime, st.st_mtime)
         for child in children:
             count += 1
-            if count > MAX_TREE_ENTRIES:
-                return InboxEntry(name, root, EntryState.REJECTED, f"more than {MAX_TREE_ENTRIES} files.")
+            if count > MAX_DELIVERY_ENTRIES:
+                return InboxEntry(name, root, EntryState.REJECTED, f"more than {MAX_DELIVERY_ENTRIES} files.")
             try:
                 cst = child.stat(follow_symlinks=False)
             except FileNotFoundError:

@@ -10,7 +10,6 @@ was.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import logging
 import os
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 
 from ciflow.errors import MoveError
+from ovsperf_common.atomicio import rename_no_replace
 
 log = logging.getLogger(__name__)
 
@@ -30,35 +30,7 @@ MOVING_SUFFIX = ".moving"
 MOVED_AWAY_SUFFIX = ".moved-away"
 """Suffix of the hidden name a source gets once its copy is complete, before it is removed."""
 
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
 _MAX_SUFFIX = 1000
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_renameat2 = getattr(_libc, "renameat2", None)
-
-
-def rename_no_replace(source: Path, destination: Path) -> None:
-    """Rename ``source`` to ``destination`` atomically, failing if ``destination`` exists.
-
-    Uses ``renameat2(2)`` with ``RENAME_NOREPLACE`` (Linux ≥ 3.15, glibc ≥ 2.28); on file systems
-    without it, checks then renames (safe because passes are serialised by the pass lock).
-
-    :raises FileExistsError: when ``destination`` exists.
-    :raises OSError: as ``rename(2)`` does (``EXDEV`` across file systems).
-    """
-    if _renameat2 is not None:
-        result = _renameat2(
-            _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(destination), _RENAME_NOREPLACE
-        )
-        if result == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS):
-            raise OSError(err, os.strerror(err), str(source), None, str(destination))
-    if os.path.lexists(destination):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(destination))
-    os.rename(source, destination)
 
 
 def free_destination(directory: Path, name: str) -> Path:

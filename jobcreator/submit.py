@@ -124,8 +124,12 @@ def load_client_config(environ: Mapping[str, str] | None = None) -> ClientConfig
     return config
 
 
-def _fault_text(fault: xmlrpc.client.Fault) -> str:
-    """Return a Fault's message without Beaker's ``<class '…'>:`` prefix."""
+def fault_text(fault: xmlrpc.client.Fault) -> str:
+    """Return a Fault's message without Beaker's ``<class '…'>:`` prefix, for error messages.
+
+    Beaker's hub sends ``faultString`` as ``"<class 'bkr.common.bexceptions.BX'>: <message>"``;
+    the class name tells the user nothing.
+    """
     return _FAULT_PREFIX_RE.sub("", str(fault.faultString)).strip()
 
 
@@ -193,7 +197,7 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
         except xmlrpc.client.Fault as fault:
             raise SubmitError(
                 f"Beaker hub '{hub_url}' refused the {config.auth_method} login"
-                f"{f' of {user!r}' if user else ''}: {_fault_text(fault)}"
+                f"{f' of {user!r}' if user else ''}: {fault_text(fault)}"
             ) from fault
         except (gssapi.raw.GSSError, AuthenticationError) as err:
             raise SubmitError(f"{config.auth_method} login to Beaker hub '{hub_url}' failed: {err}") from err
@@ -203,7 +207,7 @@ def submit_job(job_xml: str, settings: HubSettings, config: ClientConfig | None 
                 "Job upload", lambda: hub.jobs.upload(job_xml, False), settings, deadline, resend_safe=False
             )
         except xmlrpc.client.Fault as fault:
-            raise SubmitError(f"Beaker hub '{hub_url}' rejected the job: {_fault_text(fault)}") from fault
+            raise SubmitError(f"Beaker hub '{hub_url}' rejected the job: {fault_text(fault)}") from fault
     except ImproperlyConfigured as err:
         raise SubmitError(f"Beaker client configuration {config.describe()}: {err}") from err
     except xmlrpc.client.ProtocolError as err:

@@ -8,11 +8,15 @@ Only what is ours is replaced: a target that exists and is not a regular file (a
 as ``/dev/null``, a FIFO, a socket, a directory, a symbolic link) is refused with
 :class:`UnsafeTargetError`, never renamed over — as root, ``--output /dev/null`` must not replace
 ``/dev/null``.
+
+:func:`rename_no_replace` is the other half: a rename that never replaces what is at its
+destination (a result moved into ``ci_failed``, a delivery renamed into ``ci_in``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import shutil
@@ -25,12 +29,42 @@ TEMPORARY_SUFFIXES = (".tmp", ".old")
 """Suffixes of the hidden ``.<name>.<random><suffix>`` siblings the writers here create; a killed
 process can leave them behind (``process-ci-results`` sweeps its reports directory for them)."""
 
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+_renameat2 = getattr(_libc, "renameat2", None)
+
 
 class UnsafeTargetError(OSError):
     """The output path exists and is not a regular file; it is left untouched.
 
     An ``OSError`` so that every caller that already reports write failures reports this one too.
     """
+
+
+def rename_no_replace(source: Path, destination: Path) -> None:
+    """Rename ``source`` to ``destination`` atomically, failing if ``destination`` exists.
+
+    Uses ``renameat2(2)`` with ``RENAME_NOREPLACE`` (Linux >= 3.15, glibc >= 2.28). On file systems
+    without it, checks then renames: that is safe only where the callers serialise themselves
+    (``process-ci-results`` holds its pass lock while it moves).
+
+    :raises FileExistsError: when ``destination`` exists (even an empty directory, which plain
+        ``rename(2)`` would replace).
+    :raises OSError: as ``rename(2)`` does (``EXDEV`` across file systems).
+    """
+    if _renameat2 is not None:
+        result = _renameat2(
+            _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(destination), _RENAME_NOREPLACE
+        )
+        if result == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS):
+            raise OSError(err, os.strerror(err), str(source), None, str(destination))
+    if os.path.lexists(destination):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(destination))
+    os.rename(source, destination)
 
 
 def check_replaceable(path: Path) -> None:

@@ -104,6 +104,10 @@ class BuildRecord:
         """Return the build's name for people: its NVRs joined with ``' + '``."""
         return " + ".join(self.nvrs)
 
+    def to_json(self) -> dict[str, Any]:
+        """Return the ``"build"`` object as the file holds it (what :func:`build_record` reads)."""
+        return {"nvrs": list(self.nvrs), "tag": self.tag, "jenkins_build_url": self.jenkins_build_url}
+
 
 def build_record(value: Any) -> BuildRecord | None:
     """Return the :class:`BuildRecord` of a ``"build"`` value; None when absent (None).

@@ -33,6 +33,10 @@ RESULT_CSV_RE = re.compile(r"^result_(?:(\d+)_)?(.+)_([a-z0-9]+)\.csv$")
 MAX_SEARCH_DEPTH = 3
 """How deep below a delivery results directories are looked for [levels]."""
 
+MAX_DELIVERY_ENTRIES = 200_000
+"""Most entries (files, directories) a delivery may hold [1]: ``process-ci-results`` rejects a
+larger one rather than scan it for ever, ``ovsperf-beaker`` refuses a larger results tarball."""
+
 
 @dataclass(frozen=True)
 class ResultCsvName:

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "resultstore": {"ovsperf_common", "templates", "reporting"},
     "ciflow": {"ovsperf_common", "jobcreator", "reporting", "resultstore"},
     "remote": {"ovsperf_common", "jobcreator", "vsperf_configs"},
-    "beakerwatch": {"ovsperf_common", "jobcreator", "ciflow"},
+    "beakerwatch": {"ovsperf_common", "jobcreator"},
 }
 """Package → the packages it may import (those to its left in docs/architecture.md)."""
 

@@ -17,8 +17,9 @@ from ciflow.model import (
     PassSummary,
     ResultOutcome,
 )
-from ciflow.moves import free_destination, move_result, rename_no_replace
+from ciflow.moves import free_destination, move_result
 from ciflow.resultdir import read_metadata, vsperf_result_dirs
+from ovsperf_common.atomicio import rename_no_replace
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.resultdir import fingerprint
 from tests.ciflow.helpers import CANDIDATE, MARKER, REPEATS, deliver
