@@ -252,7 +252,8 @@ def read_submitted(request: TrackRequest) -> tuple[list[tuple[str, str]], BuildR
     """Return ``[(job id, scenario)]`` from the ids file and the build they test.
 
     NVRs come from ``--nvr``, else the repo record's ``builds``, else the ids file's ``builds``;
-    without any, the build is ``None`` (the report then names the run by its packages).
+    without any, the build is ``None`` (the report then names the run by its packages). The Koji tag
+    is ``--koji-tag``, else the ids file's ``koji_tag`` (``ovsperf-koji submit --repo-json`` writes it).
 
     :raises BeakerWatchError: naming the file and field when a file is unreadable or malformed, or
         the Jenkins build URL carries credentials.
@@ -276,6 +277,8 @@ def read_submitted(request: TrackRequest) -> tuple[list[tuple[str, str]], BuildR
             )
             submitted.append((job_id, scenario))
         nvrs = request.nvrs or _nvr_list(top.get("builds"), "builds")
+        raw_tag = top.get("koji_tag")
+        file_tag = None if raw_tag is None else fields.string(raw_tag, "koji_tag")
     except FieldError as err:
         raise BeakerWatchError(err.located(request.ids_file)) from err
     if request.repo_json is not None and not request.nvrs:
@@ -288,7 +291,8 @@ def read_submitted(request: TrackRequest) -> tuple[list[tuple[str, str]], BuildR
         why = url_credentials(request.build_url)
         if why is not None:
             raise BeakerWatchError(f"The Jenkins build URL is refused: {why}; pass it without credentials.")
-    build = BuildRecord(tuple(nvrs), request.koji_tag or None, request.build_url or None) if nvrs else None
+    tag = request.koji_tag or file_tag or None
+    build = BuildRecord(tuple(nvrs), tag, request.build_url or None) if nvrs else None
     return submitted, build
 
 

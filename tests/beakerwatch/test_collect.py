@@ -157,3 +157,16 @@ def test_build_url_with_credentials_is_refused(lab: Lab, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "hunter2" not in err and "password" in err
     assert not lab.state.exists()
+
+
+def test_koji_tag_from_the_ids_file_unless_given(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    job = lab.submit()
+    lab.write_ids([job])
+    record = json.loads(lab.ids_file.read_text())
+    lab.ids_file.write_text(json.dumps({**record, "koji_tag": "fdp-el9-ovs"}))
+    argv = ["track", "--state", str(lab.state), "--ids-file", str(lab.ids_file)]
+    assert main(argv) == ExitCode.OK
+    assert json.loads(lab.state.read_text())["jobs"][0]["build"]["tag"] == "fdp-el9-ovs"
+    lab.ids_file.write_text(json.dumps({**record, "koji_tag": "bad\ntag"}))
+    assert main([*argv, "--state", str(lab.tmp / "other.json")]) == ExitCode.ERROR
+    assert "koji_tag" in capsys.readouterr().err
