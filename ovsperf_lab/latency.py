@@ -91,8 +91,9 @@ class LatencySummary:
 def summarize(directions: Sequence[DirectionResult]) -> LatencySummary | None:
     """Merge the histograms of ``directions`` into one summary; ``None`` when none has latency.
 
-    Percentiles come from the merged histogram, so they are of every frame received; min, max and
-    mean are the generator's exact values.
+    Percentiles come from the merged histogram, so they are of every frame received, each the
+    highest value of its bucket (within 0.1 %, 3 significant digits) clamped to [min, max]; min,
+    max and mean are the generator's exact values.
     """
     measured = [
         d
@@ -109,12 +110,16 @@ def summarize(directions: Sequence[DirectionResult]) -> LatencySummary | None:
         record_buckets(histogram, d.latency_histogram or ())
     frames = histogram.get_total_count()
     weights = sum(d.rx_packets for d in measured) or 1
-    values = {key: float(histogram.get_value_at_percentile(p)) for key, p in PERCENTILES}
+    low = min(d.latency_min_ns for d in measured if d.latency_min_ns is not None)
+    high = max(d.latency_max_ns for d in measured if d.latency_max_ns is not None)
+    # HdrHistogram answers a percentile with the highest value of its bucket, which can lie above
+    # the exact maximum: a percentile is kept within the exact extremes.
+    values = {key: min(max(float(histogram.get_value_at_percentile(p)), low), high) for key, p in PERCENTILES}
     return LatencySummary(
         rx_packets=frames,
-        min_ns=min(d.latency_min_ns for d in measured if d.latency_min_ns is not None),
+        min_ns=low,
         avg_ns=sum((d.latency_avg_ns or 0.0) * d.rx_packets for d in measured) / weights,
-        max_ns=max(d.latency_max_ns for d in measured if d.latency_max_ns is not None),
+        max_ns=high,
         hdrh=histogram.encode().decode("ascii"),
         **values,
     )

@@ -129,7 +129,8 @@ class DirectionResult:
     """99.9th-percentile latency [ns]; ``None`` when no frame was received."""
     latency_histogram: tuple[tuple[float, int], ...] | None = None
     """Latency histogram as ``(bucket middle [ns], frames [1])`` pairs, ascending, non-empty
-    buckets only (each middle within 0.4 % of every value in its bucket; ``docs/trafficgen.md``);
+    buckets only (HdrHistogram's layout at 1 ns and 3 significant digits; each middle is the
+    bucket's median equivalent value, within 0.05 % of every value in it; ``docs/trafficgen.md``);
     ``None`` when the trial did not ask for it (:attr:`TrialSpec.latency_histogram`)."""
 
     per_size: tuple[tuple[int, int, int], ...] | None = None

@@ -1,22 +1,22 @@
 """Compare latency at shares of the PDR load, baseline against current; pure, no I/O.
 
 Several runs on a side (repeats, several directories) are merged the HdrHistogram way: their
-histograms are decoded and added (``HdrHistogram.add``), and the percentiles are read from the sum,
-so a p99.9 is of every frame measured, not a mean of p99.9s. Without histograms the percentiles
-of the runs are averaged. Min and max are the extremes over the runs.
+histograms are decoded one at a time within fixed bounds (:mod:`reporting.hdrdecode`) and added
+into a histogram that covers every run's range, and the percentiles are read from the sum, so a
+p99.9 is of every frame measured, not a mean of p99.9s. Without usable histograms the
+percentiles of the runs are averaged. Min and max are the extremes over the runs; no percentile
+is shown outside them.
 """
 
 from __future__ import annotations
 
-import binascii
-import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 
-from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLengthException
 from hdrh.histogram import HdrHistogram
 
 from ovsperf_common.framemix import TrafficKey
+from reporting.hdrdecode import HistogramError, add_covering, decode_bounded
 from reporting.model import LatencyCell
 from reporting.resultmodel import LatencyPoint, TestRun
 
@@ -25,54 +25,78 @@ PERCENTILE_KEYS = (("p50_ns", 50.0), ("p90_ns", 90.0), ("p99_ns", 99.0), ("p999_
 
 
 def decode(hdrh: str | None) -> HdrHistogram | None:
-    """Return the histogram of a base64 HdrHistogram V2 string; ``None`` when absent or unreadable."""
+    """Return the histogram of a base64 HdrHistogram V2 string; ``None`` when absent or unusable.
+
+    Unusable: not such a string, or one that would inflate or allocate beyond the bounds of
+    :mod:`reporting.hdrdecode`.
+    """
     if not hdrh:
         return None
     try:
-        return HdrHistogram.decode(hdrh)
-    except (
-        binascii.Error,
-        zlib.error,
-        ValueError,
-        TypeError,
-        IndexError,
-        OverflowError,
-        HdrCookieException,
-        HdrHistogramSettingsException,
-        HdrLengthException,
-    ):
+        return decode_bounded(hdrh)
+    except HistogramError:
         return None
+
+
+def within(value: float, low: float, high: float) -> float:
+    """Return ``value`` clamped to [``low``, ``high``].
+
+    A histogram percentile is the highest value of its bucket (HdrHistogram's
+    ``get_value_at_percentile``), which can lie above the exact maximum the generator measured;
+    a percentile is never shown outside the exact extremes.
+    """
+    return min(max(value, low), high)
+
+
+def _merged_histogram(points: Sequence[LatencyPoint]) -> HdrHistogram | None:
+    """Return the sum of the points' histograms, decoded one at a time.
+
+    ``None`` when one is missing or unusable, or their sum would not fit the bounds of
+    :mod:`reporting.hdrdecode`.
+    """
+    total: HdrHistogram | None = None
+    for point in points:
+        histogram = decode(point.hdrh)
+        if histogram is None:
+            return None
+        try:
+            total = histogram if total is None else add_covering(total, histogram)
+        except HistogramError:
+            return None
+    return total
 
 
 def merge(points: Sequence[LatencyPoint]) -> LatencyPoint | None:
     """Return one point for several runs of the same frame size and load; ``None`` for none.
 
     :returns: the point itself for one run; else percentiles of the summed histograms (mean of
-        the runs' percentiles when a histogram is missing or unreadable), min/max over the runs.
+        the runs' percentiles when a histogram is missing or unusable), min/max over the runs,
+        every percentile within [min, max].
     """
     if not points:
         return None
     if len(points) == 1:
         return points[0]
-    histograms = [decode(p.hdrh) for p in points]
-    first = points[0]
-    if all(h is not None for h in histograms):
-        total = histograms[0]
-        assert total is not None
-        for other in histograms[1:]:
-            total.add(other)
-        values = {key: float(total.get_value_at_percentile(p)) for key, p in PERCENTILE_KEYS}
+    low, high = min(p.min_ns for p in points), max(p.max_ns for p in points)
+    total = _merged_histogram(points)
+    if total is not None:
+        values = {
+            key: within(float(total.get_value_at_percentile(p)), low, high) for key, p in PERCENTILE_KEYS
+        }
         encoded = total.encode()
         hdrh = encoded.decode("ascii") if isinstance(encoded, bytes) else str(encoded)
     else:
-        values = {key: sum(getattr(p, key) for p in points) / len(points) for key, _ in PERCENTILE_KEYS}
+        values = {
+            key: within(sum(getattr(p, key) for p in points) / len(points), low, high)
+            for key, _ in PERCENTILE_KEYS
+        }
         hdrh = None
     return replace(
-        first,
+        points[0],
         rx_packets=sum(p.rx_packets for p in points),
         load_pps=sum(p.load_pps for p in points) / len(points),
-        min_ns=min(p.min_ns for p in points),
-        max_ns=max(p.max_ns for p in points),
+        min_ns=low,
+        max_ns=high,
         p50_ns=values["p50_ns"],
         p90_ns=values["p90_ns"],
         p99_ns=values["p99_ns"],

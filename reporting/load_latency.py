@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.framemix import TrafficKey, traffic_from_json
+from reporting.latency import within
 from reporting.resultmodel import LatencyPoint, LoadWarning
 
 LATENCY_FILE = "ovsperf-latency.json"
@@ -23,8 +24,13 @@ LATENCY_FILE = "ovsperf-latency.json"
 MAX_LATENCY_FILE_BYTES = 64 * 1024 * 1024
 """Larger files are not read [B] (a run of 7 sizes × 4 levels is well below 1 MiB)."""
 
+MAX_LATENCY_LEVELS = 1024
+"""Levels read from one file [1] (7 sizes × 4 levels is 28); the rest are not read, with a warning,
+so that a file cannot make a report decode histograms without end."""
+
 HDR_TOLERANCE = 0.002
-"""How far a histogram percentile may lie outside the exact min/max [1] (3 significant digits)."""
+"""How far a histogram percentile may lie outside the exact min/max [1] (files of older labs, whose
+generator histogram had 0.4 % buckets); within it the percentile is clamped to min/max."""
 
 _PERCENTILE_KEYS = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
 
@@ -36,7 +42,7 @@ class _FieldError(ValueError):
 def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise _FieldError(f"{where}.{key} is {value!r}, not a finite number >= 0")
+        raise _FieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
     return float(value)
 
 
@@ -53,6 +59,8 @@ def _point(traffic: TrafficKey, level: Mapping[str, Any], where: str) -> Latency
     quantiles = [values[k] for k in _PERCENTILE_KEYS[1:-1]]
     if quantiles != sorted(quantiles) or not all(low <= q <= high for q in quantiles):
         raise _FieldError(f"{where}.all percentiles are not ascending from min_ns to max_ns")
+    for key in _PERCENTILE_KEYS[1:-1]:
+        values[key] = within(values[key], values["min_ns"], values["max_ns"])
     rx = merged.get("rx_packets")
     if isinstance(rx, bool) or not isinstance(rx, int) or rx < 0:
         raise _FieldError(f"{where}.all.rx_packets is {rx!r}, not a count")
@@ -89,6 +97,11 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         if file.stat().st_size > MAX_LATENCY_FILE_BYTES:
             raise _FieldError(f"larger than {MAX_LATENCY_FILE_BYTES} B")
         document = json.loads(file.read_bytes())
+    except RecursionError:
+        warnings.append(
+            LoadWarning(file, None, "Cannot read the latency file (JSON nested too deep); latency not shown.")
+        )
+        return {}
     except (OSError, ValueError) as err:
         warnings.append(LoadWarning(file, None, f"Cannot read the latency file ({err}); latency not shown."))
         return {}
@@ -106,6 +119,7 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         )
         return {}
     found: dict[str, list[LatencyPoint]] = {}
+    budget = MAX_LATENCY_LEVELS
     for number, entry in enumerate(document["results"]):
         where = f"results[{number}]"
         try:
@@ -113,13 +127,24 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
                 raise _FieldError(f"{where} is not an object")
             csv_name, levels = entry.get("csv"), entry.get("levels")
             if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
-                raise _FieldError(f"{where}.csv is {csv_name!r}, not a result CSV name")
+                raise _FieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
             try:
                 traffic = traffic_from_json(entry, where)
             except ValueError as err:
                 raise _FieldError(str(err)) from err
             if not isinstance(levels, list):
                 raise _FieldError(f"{where}.levels is not a list")
+            if len(levels) > budget:
+                warnings.append(
+                    LoadWarning(
+                        file,
+                        None,
+                        f"More than {MAX_LATENCY_LEVELS} latency levels; {where} and later entries are "
+                        "not read.",
+                    )
+                )
+                break
+            budget -= len(levels)
             points = []
             for index, level in enumerate(levels):
                 if not isinstance(level, dict):

@@ -31,6 +31,15 @@ SHOWN_HITS = HIT_COUNTERS[2:]
 MAX_THREADS = 4
 """Busiest threads kept per process."""
 
+MAX_PROCESSES = 16
+"""Processes read per trial (the lab writes ovs-vswitchd and the guests)."""
+
+MAX_RXQ = 1024
+"""Rx queue placements read per trial."""
+
+MAX_NOTES = 32
+"""Notes read per trial."""
+
 
 class _FieldError(ValueError):
     """One field is unusable; the message names it."""
@@ -41,10 +50,23 @@ def _optional(obj: Mapping[str, Any], key: str, where: str, *, maximum: float | 
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise _FieldError(f"{where}.{key} is {value!r}, not a finite number >= 0")
+        raise _FieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
     if maximum is not None and value > maximum * 1.02:  # 2 %: CPU accounting granularity
         raise _FieldError(f"{where}.{key} is {value!r}, above {maximum:g}")
     return float(value)
+
+
+def _kind(value: object) -> str:
+    """Return what a JSON value is, for a message: ``5`` → "a number", ``"x"`` → "a text"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a text"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _text(value: object, where: str, limit: int = 200) -> str:
@@ -71,16 +93,16 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         raise _FieldError(f"{where}.load_pps is missing")
     totals = trial.get("totals")
     if not isinstance(totals, dict):
-        raise _FieldError(f"{where}.totals is not an object")
+        raise _FieldError(f"{where}.totals is {_kind(totals)}, not an object")
     threads: list[tuple[str, str, float | None]] = []
     raw_threads = trial.get("threads") or {}
     if not isinstance(raw_threads, dict):
-        raise _FieldError(f"{where}.threads is not an object")
-    for process, rows in raw_threads.items():
+        raise _FieldError(f"{where}.threads is {_kind(raw_threads)}, not an object")
+    for process, rows in list(raw_threads.items())[:MAX_PROCESSES]:
         if not isinstance(rows, list):
-            raise _FieldError(f"{where}.threads.{process} is not a list")
+            raise _FieldError(f"{where}.threads[{process[:40]!r}] is {_kind(rows)}, not a list")
         for n, row in enumerate(rows[:MAX_THREADS]):
-            here = f"{where}.threads.{process}[{n}]"
+            here = f"{where}.threads[{process[:40]!r}][{n}]"
             if not isinstance(row, dict):
                 raise _FieldError(f"{here} is not an object")
             threads.append(
@@ -91,7 +113,10 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
                 )
             )
     rxq: list[tuple[str, str, int, float | None]] = []
-    for n, row in enumerate(trial.get("rxq") or []):
+    raw_rxq = trial.get("rxq") or []
+    if not isinstance(raw_rxq, list):
+        raise _FieldError(f"{where}.rxq is {_kind(raw_rxq)}, not a list")
+    for n, row in enumerate(raw_rxq[:MAX_RXQ]):
         here = f"{where}.rxq[{n}]"
         if (
             not isinstance(row, dict)
@@ -109,7 +134,8 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         )
     notes = trial.get("notes") or []
     if not isinstance(notes, list):
-        raise _FieldError(f"{where}.notes is not a list")
+        raise _FieldError(f"{where}.notes is {_kind(notes)}, not a list")
+    notes = notes[:MAX_NOTES]
     return TelemetryPoint(
         frame_size_bytes=None if traffic is None else traffic.frame_size_bytes,
         mix="" if traffic is None else traffic.mix,
@@ -162,6 +188,13 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
         if file.stat().st_size > MAX_TELEMETRY_FILE_BYTES:
             raise _FieldError(f"larger than {MAX_TELEMETRY_FILE_BYTES} B")
         document = json.loads(file.read_bytes())
+    except RecursionError:
+        warnings.append(
+            LoadWarning(
+                file, None, "Cannot read the telemetry file (JSON nested too deep); telemetry not shown."
+            )
+        )
+        return {}
     except (OSError, ValueError) as err:
         warnings.append(
             LoadWarning(file, None, f"Cannot read the telemetry file ({err}); telemetry not shown.")
@@ -187,7 +220,7 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
                 raise _FieldError(f"{where} is not an object")
             csv_name = trial.get("csv")
             if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
-                raise _FieldError(f"{where}.csv is {csv_name!r}, not a result CSV name")
+                raise _FieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
             point = _point(trial, where)
         except _FieldError as err:
             bad += 1

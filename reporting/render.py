@@ -38,7 +38,7 @@ from reporting.document import (
     report_data,
     safe_name,
 )
-from reporting.latency import decode
+from reporting.latency import decode, within
 from reporting.model import BuildNote, Comparison, TestComparison, TesterVerdict, Verdict
 from reporting.resultmodel import LatencyPoint, ResultSet
 
@@ -68,7 +68,8 @@ def copy_sources(rs: ResultSet, out: Path, prefix: str, warnings: list[str]) -> 
     Only regular files (no symlinks) up to :data:`MAX_COPY_BYTES` are copied; names are
     sanitised and suffixed ``.txt`` so a browser shows them as text, never runs them. Secrets
     (every pattern of :mod:`ovsperf_common.secrets`: ``key = value`` and list settings, JSON,
-    ``Authorization`` headers, private-key blocks, URL credentials, ``sshpass -p``) are replaced
+    ``Authorization`` and ``Cookie`` headers, private-key blocks, URL credentials and signed-URL
+    signatures, ``--password X``, ``curl -u``, ``sshpass -p``, cloud keys and tokens) are replaced
     by ``<redacted>``: a report may be published. A source too large or unreadable is left out;
     each of those and each redaction adds a warning naming the file to ``warnings``.
 
@@ -366,7 +367,10 @@ def _latency_curve(point: LatencyPoint) -> tuple[list[float], list[float]]:
     """Return (1 / (1 − p), latency [µs]) points of ``point``'s distribution."""
     histogram = decode(point.hdrh)
     if histogram is not None and histogram.get_total_count():
-        pairs = [(p, float(histogram.get_value_at_percentile(p))) for p in LATENCY_CURVE_PERCENTILES]
+        pairs = [
+            (p, within(float(histogram.get_value_at_percentile(p)), point.min_ns, point.max_ns))
+            for p in LATENCY_CURVE_PERCENTILES
+        ]
         pairs[0] = (0.0, point.min_ns)
     else:
         pairs = [

@@ -166,7 +166,7 @@ def test_p2p_real_run_with_mlrsearch_and_latency(tmp_path: Path, state_root: Pat
             <= merged["p99_ns"]
             <= merged["p999_ns"]
         )
-        assert merged["p999_ns"] <= merged["max_ns"] * 1.001  # 3 significant digits
+        assert merged["p999_ns"] <= merged["max_ns"]  # clamped to the exact maximum
         assert HdrHistogram.decode(merged["hdrh"]).get_total_count() == merged["rx_packets"] > 0
         assert sum(d["rx_packets"] for d in level["directions"]) == merged["rx_packets"]
     assert float(row["max_latency_ns"]) == pytest.approx(entry["levels"][-1]["all"]["max_ns"], rel=1e-6)

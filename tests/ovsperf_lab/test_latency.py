@@ -123,3 +123,24 @@ def test_loads_and_bad_input() -> None:
             FakeTrafficGenerator(fail_at_trial=2), frame_size_bytes=64, pdr_pps=1e6, levels_percent=(10, 50),
             duration_s=1, flows=1, drain_s=0, log=LOG,
         )  # fmt: skip
+
+
+def test_percentiles_stay_within_the_exact_extremes() -> None:
+    """HdrHistogram_py's ``test_large_numbers`` values (HdrHistogram/HdrHistogram_py
+    test/test_hdrhistogram.py, commit b18247acad11cda2664674dc5267e652d6850b7d; also HdrHistogram_c's
+    ``test_create_with_large_values``): 20,000,000, 30,000,000 and 100,000,000 ns. In the lab's
+    histogram 100,000,000 lies in the bucket [99,942,400, 100,007,935], and HdrHistogram answers
+    p99 with 100,007,935: above the generator's exact maximum (issue 25: p99.9 238,026.8 µs with
+    max 237,849.5 µs)."""
+    reference = HdrHistogram(1, 60_000_000_000, 3)
+    for value in (100_000_000, 20_000_000, 30_000_000):
+        reference.record_value(value)
+    assert reference.get_value_at_percentile(99.0) == 100_007_935
+    summary = summarize([_direction(((20_000_000.0, 1), (30_000_000.0, 1), (100_000_000.0, 1)))])
+    assert summary is not None and summary.max_ns == 100_000_000.0
+    assert summary.p90_ns == summary.p99_ns == summary.p999_ns == 100_000_000.0
+    assert reference.values_are_equivalent(30_000_000, summary.p50_ns)
+    # The same at the bottom: one frame, every percentile is that frame's exact latency.
+    [alone] = [summarize([_direction(((237_849_500.0, 1),))])]
+    assert alone is not None
+    assert {alone.p50_ns, alone.p999_ns, alone.max_ns, alone.min_ns} == {237_849_500.0}

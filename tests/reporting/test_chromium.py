@@ -6,16 +6,19 @@ A control page proves the harness notices an executed script.
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reporting.api import generate_report
 from tests.reporting.cdp import Browser, chromium
 from tests.reporting.conftest import BASELINE, BROKEN, CANDIDATE, REPEATS
+from tests.reporting.test_goals_latency import level, row, write_dir, write_latency
 
 SCREENSHOT_COPY = Path("/tmp/ovsperf-reporting-screenshot.png")
 """A copy of the last screenshot for a human to look at (not read by any test)."""
@@ -129,3 +132,36 @@ def test_verdict_and_findings_visible_above_the_fold(browser: Browser, tmp_path:
         ".map(b => b.innerText.trim())"
     )
     assert badges == ["NEW / no baseline"] * 7
+
+
+def test_latency_table_fits_a_1400_px_page(browser: Browser, tmp_path: Path) -> None:
+    """Issue 25 item 13: at 1400 px the latency table was wider than the page (p99.9 and max cut off)."""
+    sizes = (64, 128, 256, 512, 1024, 1280, 1518)
+    base = write_dir(tmp_path, "2026-01-01_00-00-00", [row(s, 1e6, 2e6) for s in sizes])
+    cur = write_dir(tmp_path, "2026-01-02_00-00-00", [row(s, 1e6, 2e6) for s in sizes])
+    for path, slow in ((base, 237_849_500), (cur, 2_378_495_000)):
+        document: dict[str, Any] = {"schema": 1, "results": []}
+        for size in sizes:
+            write_latency(path, [level(90, {123_456_789: 990, slow: 10})], size)
+            document["results"] += json.loads((path / "ovsperf-latency.json").read_text())["results"]
+        (path / "ovsperf-latency.json").write_text(json.dumps(document))
+    out = tmp_path / "out"
+    generate_report([base], [cur], out)
+    browser.call("Emulation.setDeviceMetricsOverride",
+                 {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+    try:
+        report = browser.open((out / "index.html").as_uri())
+        assert report.exceptions == [] and report.log_errors == []
+        tables = browser.evaluate(
+            "Array.from(document.querySelectorAll('table.latency')).map(t => [t.scrollWidth,"
+            " t.getBoundingClientRect().right, t.parentElement.scrollWidth - t.parentElement.clientWidth,"
+            " t.rows.length, t.innerText])"
+        )
+        viewport = browser.evaluate("document.documentElement.clientWidth")
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+    assert viewport <= 1400 and len(tables) == 1
+    [(scroll_width, right, overflow, rows, text)] = tables
+    assert scroll_width <= viewport and right <= viewport and overflow == 0, (scroll_width, right, viewport)
+    assert rows >= 1 + len(sizes) * 2
+    assert "p99.9" in text and "max" in text and "2378495000" in text.replace(",", "").replace(" ", "")

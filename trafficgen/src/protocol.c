@@ -446,11 +446,17 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 	return ret;
 }
 
-/* The p-quantile of a direction's latency [cycles]; NaN when nothing was received. */
-static double
+/* The p-quantile of a direction's latency [ns]; null when nothing was received. */
+static json_t *
 stream_quantile(const struct tg_stream *s, double p)
 {
-	return tg_hist_quantile(s->hist, s->rx_distinct, s->lat_min, s->lat_max, p);
+	double ns;
+
+	if (s->rx_distinct == 0)
+		return json_null();
+	ns = tg_hist_quantile(s->hist, s->rx_distinct, tg_hist_ns(s->lat_min, s->ns_mult),
+			      tg_hist_ns(s->lat_max, s->ns_mult), p);
+	return isnan(ns) ? json_null() : json_real(ns);
 }
 
 static json_t *
@@ -462,9 +468,11 @@ nullable_ns(double cycles, uint64_t tsc_hz)
 }
 
 /* The non-empty buckets of a direction's latency histogram: [[middle_ns, count], ...] in
- * ascending order (the middle of a bucket is within 0.4 % of every value in it; hist.h). */
+ * ascending order; a middle is HdrHistogram's median equivalent value of the bucket, within
+ * 0.05 % of every value in it (hist.h), so it falls in the same bucket of an
+ * HdrHistogram(1, highest, 3). */
 static json_t *
-histogram_json(const struct tg_stream *s, uint64_t tsc_hz)
+histogram_json(const struct tg_stream *s)
 {
 	json_t *buckets = json_array();
 	unsigned int i;
@@ -475,7 +483,7 @@ histogram_json(const struct tg_stream *s, uint64_t tsc_hz)
 		if (s->hist[i] == 0)
 			continue;
 		pair = json_array();
-		json_array_append_new(pair, json_real(tg_hist_bucket_mid(i) * 1e9 / (double)tsc_hz));
+		json_array_append_new(pair, json_real(tg_hist_bucket_mid(i)));
 		json_array_append_new(pair, json_integer((json_int_t)s->hist[i]));
 		json_array_append_new(buckets, pair);
 	}
@@ -515,14 +523,11 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 							     app->tsc_hz));
 	json_object_set_new(d, "latency_max_ns", nullable_ns(got ? (double)s->lat_max : NAN,
 							     app->tsc_hz));
-	json_object_set_new(d, "latency_p50_ns",
-			    nullable_ns(stream_quantile(s, 0.5), app->tsc_hz));
-	json_object_set_new(d, "latency_p99_ns",
-			    nullable_ns(stream_quantile(s, 0.99), app->tsc_hz));
-	json_object_set_new(d, "latency_p999_ns",
-			    nullable_ns(stream_quantile(s, 0.999), app->tsc_hz));
+	json_object_set_new(d, "latency_p50_ns", stream_quantile(s, 0.5));
+	json_object_set_new(d, "latency_p99_ns", stream_quantile(s, 0.99));
+	json_object_set_new(d, "latency_p999_ns", stream_quantile(s, 0.999));
 	if (cfg->latency_histogram)
-		json_object_set_new(d, "latency_histogram", histogram_json(s, app->tsc_hz));
+		json_object_set_new(d, "latency_histogram", histogram_json(s));
 	if (s->nb_mix > 0) {
 		json_t *sizes = json_array();
 		uint32_t k;

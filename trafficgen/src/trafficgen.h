@@ -129,7 +129,8 @@ struct tg_stream {
 	uint64_t lat_min;
 	uint64_t lat_max;
 	uint64_t lat_sum;
-	uint64_t *hist;
+	uint64_t ns_mult;		/* ns per TSC cycle, 32.32 fixed point (hist.h) */
+	uint64_t *hist;			/* latency histogram [ns], HdrHistogram layout (hist.h) */
 };
 
 struct tg_port {

@@ -413,7 +413,7 @@ port_rx(struct tg_job *job, unsigned int pi, uint16_t qid, struct tg_stream **by
 		if (lat > s->lat_max)
 			s->lat_max = lat;
 		s->lat_sum += lat;
-		s->hist[tg_hist_index(lat)]++;
+		s->hist[tg_hist_index(tg_hist_ns(lat, s->ns_mult))]++;
 	}
 	rte_pktmbuf_free_bulk(m, nb);
 }
@@ -624,6 +624,7 @@ streams_init(struct tg_app *app, const struct tg_trial_cfg *cfg, struct tg_strea
 		s->retry_on_full = cfg->retry_on_full;
 		s->nb_queues = app->nb_queues;
 		s->lat_min = UINT64_MAX;
+		s->ns_mult = tg_hist_ns_mult(app->tsc_hz);
 		s->slack_cycles = app->tsc_hz;
 		stream_template(app, s, cfg->nb_mix > 0 ? cfg->mix_size[0] : cfg->frame_size);
 		if (cfg->nb_mix > 0 && mix_pattern(cfg, s) != 0) {
