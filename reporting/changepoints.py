@@ -6,14 +6,22 @@ with the fewest bits under the minimum description length principle (CSIT trendi
 "Trend Analysis": docs.fd.io/csit/master/report/ → *Methodology* → *Trending*; package ``jumpavg``
 on PyPI). What we add on top, each rule stated where it is applied:
 
-* a group of one or two builds between two others (or a first group of one build) is made of
-  **OUTLIERS**, not two changes: a stalled host, a bad run;
+* a group of one or two builds between two others (or a first group of one build), and a run of
+  such short groups, does not decide where changes are: a stalled host, a bad run, or a build
+  half-way through a step. Its builds are left out of the bit counts below;
 * each remaining group boundary is a **change point** when splitting there saves at least
-  :data:`MIN_SAVED_BITS` over one merged group (else the groups are merged): REGRESSION when the
-  new group's average is worse than the previous group's (lower throughput, or higher
-  latency/loss), PROGRESSION when better; its size is the relative step between the two averages
-  and its **confidence** is ``1 − 2^−Δbits`` (MDL: a model cheaper by Δ bits is 2^Δ times more
-  probable, Rissanen 1978; the bit counts are jumpavg's own).
+  :data:`MIN_SAVED_BITS` over one merged group (else the groups are merged);
+* then each short run's builds are placed: inside one group, a build within the group's band
+  (average ± :data:`BAND_SIGMAS` standard deviations) is NORMAL, one outside an **OUTLIER**; at a
+  change point, the change starts at the first build nearer the new level than the old one
+  (MongoDB's "behind" series: 50 × 14, 76, 100 × 15 changes at 14) and a build off the band
+  between the two levels, or nearer the level of the other side, is an OUTLIER. Checked against
+  MongoDB's and Apache Otava's published series (docs/trending.md);
+* a change point is REGRESSION when the new group's average is worse than the previous group's
+  (lower throughput, or higher latency/loss), PROGRESSION when better; its size is the relative
+  step between the two averages and its **confidence** is ``1 − 2^−Δbits`` (MDL: a model cheaper
+  by Δ bits is 2^Δ times more probable, Rissanen 1978; the bit counts are jumpavg's own, of the
+  groups without their short runs' builds).
 
 The choice of ``jumpavg`` over Apache Otava (E-divisive means with t-tests) is measured in
 ``benchmarks/bench_changepoints.py`` and explained in docs/trending.md.
@@ -43,7 +51,7 @@ class TrendVerdict(SpecEnum):
     NORMAL = "NORMAL"
     """The build belongs to the group before it."""
     OUTLIER = "OUTLIER"
-    """A single build far off its group (a group of one between two others)."""
+    """A build of a short jumpavg group that lies off its group's band (a stalled host, a bad run)."""
 
 
 @dataclass(frozen=True)
@@ -114,14 +122,21 @@ class SeriesAnalysis:
 
 
 MAX_OUTLIER_RUN = 2
-"""Longest run of builds between two groups that is taken as outliers, not as two changes [builds]."""
+"""Longest jumpavg group that can be made of outliers (between two others; a first group: 1) [builds]."""
 
 MIN_SAVED_BITS = math.log2(10.0)
 """Bits a split must save to be a change point: confidence 1 − 2^−bits ≥ 0.9 (the split is at
 least 10 times more probable than one group, MDL). Chosen with benchmarks/bench_changepoints.py."""
 
+BAND_SIGMAS = 3.0
+"""Half-width of a group's band in standard deviations of its builds: a build of a short group
+inside the band of the group it falls in is NORMAL, outside it an OUTLIER."""
 
-RULES = f"jumpavg {version('jumpavg')}; outlier run {MAX_OUTLIER_RUN}; min bits {MIN_SAVED_BITS:.6f}; tail 60"
+
+RULES = (
+    f"jumpavg {version('jumpavg')}; outlier run {MAX_OUTLIER_RUN}; min bits {MIN_SAVED_BITS:.6f}; tail 60; "
+    f"band {BAND_SIGMAS} sd; transitions to the nearer level"
+)
 """What an analysis depends on besides the data: a cached analysis made under other rules is redone."""
 
 
@@ -138,6 +153,60 @@ def _bits(runs_per_group: Sequence[Sequence[Sequence[float]]], max_value: float,
     for runs in runs_per_group:
         glist = glist.append_group_of_runs([jumpavg.AvgStdevStats.for_runs(list(r)) for r in runs])
     return float(glist.bits)
+
+
+def _short_runs(bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the maximal runs (first build, end) of consecutive short jumpavg groups.
+
+    A group is short when it has at most :data:`MAX_OUTLIER_RUN` builds and lies between two
+    others, or is a first group of one build with more after it. The last group never is: the
+    newest builds cannot be told from a new level yet.
+    """
+    runs: list[tuple[int, int]] = []
+    for i, (lo, hi) in enumerate(bounds):
+        middle = 0 < i < len(bounds) - 1 and hi - lo <= MAX_OUTLIER_RUN
+        first_alone = i == 0 and len(bounds) > 1 and hi - lo == 1
+        if not (middle or first_alone):
+            continue
+        if runs and runs[-1][1] == lo:
+            runs[-1] = (runs[-1][0], hi)
+        else:
+            runs.append((lo, hi))
+    return runs
+
+
+def _within(value: float, low: float, high: float) -> bool:
+    slack = 1e-9 * max(abs(low), abs(high))
+    return low - slack <= value <= high + slack
+
+
+def _resplit(
+    levels: Sequence[float], before: tuple[float, float], after: tuple[float, float]
+) -> tuple[int, list[bool]]:
+    """Place a change inside a run of short-group builds between two levels.
+
+    :param levels: the run's build values (mean of each build's repeats) [unit of the series].
+    :param before: (average, stdev) of the group before the run; ``after``: of the group after.
+    :returns: (k, outlier flags): the change starts at the run's k-th build (k = len: after it);
+        a build is an outlier when it lies outside the band from one level to the other (widened
+        by :data:`BAND_SIGMAS` deviations at each edge) or on the wrong side of the change
+        (nearer the other level). k is the place with fewest such wrong-side builds, the latest
+        on a tie (builds outside the band join the group before).
+    """
+    (avg_p, sd_p), (avg_n, sd_n) = before, after
+    if avg_p <= avg_n:
+        low, high = avg_p - BAND_SIGMAS * sd_p, avg_n + BAND_SIGMAS * sd_n
+    else:
+        low, high = avg_n - BAND_SIGMAS * sd_n, avg_p + BAND_SIGMAS * sd_p
+    # Per build: True nearer the new level, False nearer the old (half-way: old), None off the band.
+    side = [abs(x - avg_n) < abs(x - avg_p) if _within(x, low, high) else None for x in levels]
+    best_k, best_wrong = 0, len(levels) + 1
+    for k in range(len(levels) + 1):
+        wrong = sum(s is True for s in side[:k]) + sum(s is False for s in side[k:])
+        if wrong <= best_wrong:
+            best_k, best_wrong = k, wrong
+    flags = [s is None or s is not (j >= best_k) for j, s in enumerate(side)]
+    return best_k, flags
 
 
 def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True) -> SeriesAnalysis:
@@ -163,24 +232,17 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
         bounds.append((start, start + len(group.run_list)))
         start += len(group.run_list)
 
-    # Outliers: a group of at most MAX_OUTLIER_RUN builds between two others, or a first group of
-    # one build when more follow. Their builds join the group before (the first: the one after).
-    outliers: set[int] = set()
-    segments: list[tuple[int, int]] = []
-    for i, (lo, hi) in enumerate(bounds):
-        middle = 0 < i < len(bounds) - 1
-        first_alone = i == 0 and len(bounds) > 1 and hi - lo == 1
-        if (middle and hi - lo <= MAX_OUTLIER_RUN) or first_alone:
-            outliers.update(range(lo, hi))
-            if segments:
-                segments[-1] = (segments[-1][0], hi)
-            else:
-                bounds[i + 1] = (lo, bounds[i + 1][1])
-            continue
-        segments.append((lo, hi))
+    # Short groups (a stalled host, a bad run, a build half-way through a step) do not decide
+    # where changes are: their builds are left out of the bit counts below, each run of them
+    # provisionally joined to the group before it (a first run: to the group after).
+    short = _short_runs(bounds)
+    provisional = {k for lo, hi in short for k in range(lo, hi)}
+    starts = [lo for lo, _ in bounds if lo not in provisional]
+    starts[0] = 0
+    segments = list(itertools.pairwise([*starts, len(runs)]))
 
-    def members(lo: int, hi: int) -> list[tuple[float, ...]]:
-        kept = [runs[k] for k in range(lo, hi) if k not in outliers]
+    def members(lo: int, hi: int, left_out: set[int]) -> list[tuple[float, ...]]:
+        kept = [runs[k] for k in range(lo, hi) if k not in left_out]
         return kept or [runs[lo]]
 
     # Change points: keep a boundary only when the split saves at least MIN_SAVED_BITS.
@@ -188,7 +250,7 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
     saved_bits: list[float] = []
     for lo, hi in segments[1:]:
         prev_lo, prev_hi = merged[-1]
-        before, after = members(prev_lo, prev_hi), members(lo, hi)
+        before, after = members(prev_lo, prev_hi, provisional), members(lo, hi, provisional)
         saved = _bits([before + after], max_value, unit) - _bits([before, after], max_value, unit)
         if saved < MIN_SAVED_BITS:
             merged[-1] = (prev_lo, hi)
@@ -196,9 +258,29 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
             merged.append((lo, hi))
             saved_bits.append(saved)
 
+    # Each short run's builds: at a change point, the change starts at the first build nearer the
+    # new level (_resplit); inside one group, a build within the group's band is NORMAL.
+    level = [math.fsum(r) / len(r) for r in runs]
+    outliers: set[int] = set()
+    cuts = [lo for lo, _ in merged[1:]]
+    for lo, hi in short:
+        g = next(i for i, (a, b) in enumerate(merged) if a <= lo < b)
+        if g + 1 < len(merged) and merged[g][1] == hi:
+            k, flags = _resplit(
+                level[lo:hi],
+                _stats(members(*merged[g], provisional)),
+                _stats(members(*merged[g + 1], provisional)),
+            )
+            cuts[g] = lo + k
+        else:
+            mean, stdev = _stats(members(*merged[g], provisional))
+            band = (mean - BAND_SIGMAS * stdev, mean + BAND_SIGMAS * stdev)
+            flags = [not _within(x, *band) for x in level[lo:hi]]
+        outliers.update(lo + j for j, off in enumerate(flags) if off)
+
     groups = []
-    for lo, hi in merged:
-        mean, stdev = _stats(members(lo, hi))
+    for lo, hi in itertools.pairwise([0, *cuts, len(runs)]):
+        mean, stdev = _stats(members(lo, hi, outliers))
         groups.append(Group(lo, hi, mean, stdev))
     verdicts = [TrendVerdict.NORMAL] * len(runs)
     for k in outliers:

@@ -10,7 +10,8 @@ was known when it arrived), by these rules (docs/trending.md):
 * otherwise, when the group the build belongs to started with a regression, that regression is
   still **open** → REGRESSION "since <build>", until performance recovers (a better group) or a
   tester marks it expected (``ovsperf-results expect``) → EXPECTED, never re-alarmed;
-* a single build far off its group → OUTLIER; anything else NORMAL; the first build NO_HISTORY.
+* a build far off its group (of a short jumpavg group, outside the group's band) → OUTLIER;
+  anything else NORMAL; the first build NO_HISTORY.
 
 Only throughput metrics (NDR, PDR, MRR) are judged; latency and loss series are stored and
 drawn, not judged (on a shared machine their tails are the scheduler's).
@@ -111,7 +112,8 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
         return TrendCell(
             TrendVerdict.OUTLIER,
             index,
-            f"a single build far off its group (group average {_amount(group.average, key.metric)})",
+            f"a build far off its group (group average {_amount(group.average, key.metric)}, "
+            f"stdev {_amount(group.stdev, key.metric)})",
         )
     if change is None:
         return TrendCell(

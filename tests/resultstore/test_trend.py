@@ -74,6 +74,22 @@ def test_single_bad_build_in_the_past_is_an_outlier(store: ResultStore) -> None:
     assert trend.last.verdict is TrendVerdict.NORMAL
 
 
+def test_an_open_regression_is_dated_at_the_build_half_way_through_the_step(store: ResultStore) -> None:
+    # MongoDB signal-processing-algorithms 2.1.6, tests/test_detection.py::test_finds_behind
+    # (commit aec099a9696d17ccd1e85a357313614a01f859a2): 50 × 14, 76, 100 × 15, change at 14;
+    # here as a throughput drop of the same shape (10, 7.4, 5 Mpps: 7.4 is nearer the new level).
+    names = add_builds(store, [10e6] * 14 + [7.4e6] + [5e6] * 15, cv=0.0)
+    trends, _ = analyse_series(store.series(), store.trend_marks())
+    trend = next(t for t in trends if t.series.key == KEY64)
+    assert [(c.index, c.verdict) for c in trend.analysis.changes] == [(14, PointVerdict.REGRESSION)]
+    assert PointVerdict.OUTLIER not in trend.analysis.verdicts
+    assert trend.last.verdict is TrendVerdict.REGRESSION
+    assert trend.last.since == names[14] and "3.1.0-14.el9" in trend.last.reason
+    assert trend.last.step_percent == pytest.approx(((7.4 + 15 * 5) / 16 / 10 - 1) * 100)
+    # When build 15 arrived, the regression was already dated at 14 (not moved to 15).
+    assert judge(series64(store), 15, store.trend_marks()).since == names[14]
+
+
 def test_analysis_cache_is_used_until_a_build_is_added(store: ResultStore) -> None:
     add_builds(store, [7e6] * 20)
     first, cache = analyse_series(store.series(), {})
