@@ -159,7 +159,7 @@ class TrendVerdict(SpecEnum):
     NORMAL = "NORMAL"
     """The build belongs to the group before it."""
     OUTLIER = "OUTLIER"
-    """A single build far off its group."""
+    """A build (or a short run of one or two builds) far off the group it lies in (docs/trending.md)."""
     EXPECTED = "EXPECTED"
     """A regression a tester marked as expected (bug id or comment): shown, not alarmed."""
     NO_HISTORY = "NO_HISTORY"
