@@ -31,14 +31,16 @@ trend: every processed result's numbers are recorded as samples; each cell shows
 infrastructure failure: a delivery whose metadata says "infrastructure_failure": true (Beaker job
   aborted, cancelled, killed; no results) goes to ci_failed, is a JUnit <error>, exits 2.
 mail: with 'mail:' in the configuration, one summary of the pass's regressions (with report links)
-  and infrastructure failures; a mail server that is down only logs a warning.
+  and infrastructure failures; a mail server that is down or slow only logs a warning (the whole
+  exchange is bounded by 'mail.timeout_s').
 --dry-run prints "ready|busy|rejected <name> [<reason>]" per entry of ci_in; exit 0 if a pass
   would act on something, 3 if not.
 exit codes: 0 all results processed, no regression; 1 at least one regression;
   2 error (a result failed, an infrastructure failure included, or has INVALID rows; disk full,
   bad configuration, database down, overview or trend pages not written);
   3 nothing to do (ci_in empty, results still arriving, or another pass holds the lock).
-SIGTERM/SIGINT: the result in hand is finished, the rest stays in ci_in (exit 2).
+SIGTERM/SIGINT: the result in hand is finished, the rest stays in ci_in; a regression mail being
+  sent is abandoned at once (exit 2).
 """
 
 

@@ -34,6 +34,7 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -44,6 +45,8 @@ from jobcreator.errors import CatalogError
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import is_safe_name
+from ovsperf_common.regularfile import read_regular_text, require_regular
+from ovsperf_common.secrets import url_credentials
 from reporting.api import Thresholds
 from reporting.errors import ReportingError
 from resultstore.connect import database_url
@@ -104,7 +107,7 @@ def load_config(path: Path) -> CiConfig:
     """
     path = Path(path).absolute()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"cannot read the configuration: {err}.", path=path) from err
     try:
@@ -225,11 +228,23 @@ def _mail(value: object, base: Path) -> MailConfig:
     password_file = entry.get("password_file")
     if password_file is not None and username is None:
         raise FieldError("needs mail.username.", field="mail.password_file")
+    if password_file is not None:
+        password_file = _path(password_file, "mail.password_file", base)
+        _check_regular_if_present(password_file, "mail.password_file")
     base_url = entry.get("report_base_url")
     if base_url is not None:
         base_url = fields.string(base_url, "mail.report_base_url", max_len=1024).rstrip("/")
         if not re.match(r"\Ahttps?://[^\s]+\Z", base_url):
             raise FieldError(f"{base_url!r} is not an http(s) URL.", field="mail.report_base_url")
+        # Every mail carries it: no credentials (masked in the message, they are still refused).
+        credentials = url_credentials(base_url)
+        if credentials is not None or "@" in urlsplit(base_url).netloc:
+            raise FieldError(
+                f"the URL carries credentials ({credentials or 'a user name'}), which every regression "
+                "mail would show; give the reports' URL without 'user:password@', tokens or secret "
+                "query parameters.",
+                field="mail.report_base_url",
+            )
     starttls = entry.get("starttls", False)
     if not isinstance(starttls, bool):
         raise FieldError("must be true or false.", field="mail.starttls")
@@ -243,7 +258,7 @@ def _mail(value: object, base: Path) -> MailConfig:
         recipients=tuple(_address(r, f"mail.recipients[{i}]") for i, r in enumerate(recipients)),
         starttls=starttls,
         username=None if username is None else fields.string(username, "mail.username", max_len=255),
-        password_file=None if password_file is None else _path(password_file, "mail.password_file", base),
+        password_file=password_file,
         timeout_s=fields.number(entry.get("timeout_s", 30.0), "mail.timeout_s", minimum=0.1, maximum=600),
         report_base_url=base_url,
         subject_prefix=prefix,
@@ -323,6 +338,21 @@ def _path(value: object, key: str, base: Path) -> Path:
         raise FieldError(f"{value!r} is not a path.", field=key)
     candidate = Path(value).expanduser()
     return candidate if candidate.is_absolute() else (base / candidate).absolute()
+
+
+def _check_regular_if_present(path: Path, key: str) -> None:
+    """Refuse ``path`` when it exists and is not a regular file (a FIFO would block the pass).
+
+    A missing file is reported when it is read (the password file: when a mail is sent).
+
+    :raises FieldError: naming ``key`` and what the path is.
+    """
+    try:
+        require_regular(path)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise FieldError(f"'{path}' cannot be used: {err.strerror}.", field=key) from err
 
 
 def _check_outside(path: Path, dirs: Mapping[str, Path], key: str) -> None:

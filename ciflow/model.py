@@ -67,7 +67,8 @@ class MailConfig:
     password_file: Path | None = None
     """File holding the SMTP password (first line)."""
     timeout_s: float = 30.0
-    """Deadline of every SMTP operation [s]; a server that is down never holds the pass longer."""
+    """Deadline of the whole SMTP exchange [s]: a server that is down, slow or trickling never holds
+    the pass longer."""
     report_base_url: str | None = None
     """URL under which ``reports`` is served: links become ``<url>/<name>/index.html``; default file paths."""
     subject_prefix: str = "[ovsperf]"

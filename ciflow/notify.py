@@ -7,26 +7,48 @@ tarball) its job, status and reason, called an infrastructure failure, never a r
 with :mod:`smtplib` (RFC 5321) and :mod:`email.message` (RFC 5322; header values are built by the
 library, so a result name cannot add a header). The password, read from ``password_file`` only
 when sending, never reaches a log line, message or file. A mail server that is down, slow or
-refusing never fails the pass: :func:`send_regression_mail` logs a warning and returns False.
+refusing never fails the pass: :func:`send_regression_mail` logs a warning and returns FAILED. The
+whole exchange has one deadline (``timeout_s``), and a stop request (SIGTERM) abandons it at once.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import enum
 import logging
 import smtplib
+import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 
 from ciflow.model import MailConfig, OutcomeKind, ResultOutcome
+from ovsperf_common.deadline import StopRequestedError, run_within
+from ovsperf_common.regularfile import read_regular_text
 from ovsperf_common.runner import one_line
+from ovsperf_common.secrets import MASK
 
 log = logging.getLogger(__name__)
 
 MAX_LINES_PER_RESULT = 50
 """Regression lines listed per result before "… and N more" (the report has them all)."""
+
+MAX_PASSWORD_FILE_BYTES = 64 * 1024
+"""Largest ``mail.password_file`` read [B]."""
+
+
+class MailOutcome(enum.Enum):
+    """What became of a pass's regression mail."""
+
+    SENT = "sent"
+    NOTHING_TO_SEND = "nothing to send"
+    FAILED = "failed"
+    """Not sent: the server, the network or the password file; logged as a warning."""
+    STOPPED = "stopped"
+    """Abandoned on a stop request (SIGTERM, SIGINT) before the server accepted it."""
 
 
 def _link(mail: MailConfig, reports_dir: Path, outcome: ResultOutcome) -> str:
@@ -122,10 +144,72 @@ def regression_message(
     return message
 
 
-def _password(mail: MailConfig) -> str | None:
+def _password(mail: MailConfig) -> str:
+    """Return the first line of ``mail.password_file`` (a regular file only: a FIFO never blocks).
+
+    :raises OSError: when it cannot be read or is not a regular file.
+    :raises ValueError: when it is not UTF-8 text or its first line is empty.
+    """
     if mail.password_file is None:
-        return None
-    return mail.password_file.read_text(encoding="utf-8").splitlines()[0].strip()
+        return ""
+    lines = read_regular_text(mail.password_file, max_bytes=MAX_PASSWORD_FILE_BYTES).splitlines()
+    if not lines or not lines[0].strip():
+        raise ValueError("its first line is empty")
+    return lines[0].strip()
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    """Return ``text`` without any of ``secrets``: a server may echo the AUTH data in its error."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 3:  # replacing a one- or two-character password would mangle any text
+            text = text.replace(secret, MASK)
+    return text
+
+
+def _auth_forms(username: str, password: str) -> list[str]:
+    """Return the password as sent in AUTH PLAIN (RFC 4616) and AUTH LOGIN: plain and base64 forms."""
+    if not password:
+        return []
+    forms = [password]
+    for raw in (f"\0{username}\0{password}", password):
+        blob = base64.b64encode(raw.encode("utf-8")).decode("ascii")
+        forms += [blob, blob.rstrip("=")]
+    return forms
+
+
+class _Connection:
+    """The SMTP client of one exchange, reachable from the waiting thread to abort it."""
+
+    def __init__(self) -> None:
+        self.client: smtplib.SMTP | None = None
+
+    def abort(self) -> None:
+        """Shut the connection's socket down: the exchange's blocked read returns at once."""
+        client = self.client
+        sock = None if client is None else client.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Client(smtplib.SMTP):
+    """:class:`smtplib.SMTP` that registers itself before connecting, so that it can be aborted."""
+
+    def __init__(self, connection: _Connection, host: str, port: int, timeout: float) -> None:
+        connection.client = self
+        super().__init__(host, port, timeout=timeout)
+
+
+def _exchange(
+    mail: MailConfig, message: EmailMessage, connection: _Connection, timeout_s: float, password: str
+) -> dict[str, tuple[int, bytes]]:
+    """Connect, (STARTTLS,) log in and send; return the refused recipients (smtplib's dict)."""
+    with _Client(connection, mail.smtp_host, mail.smtp_port, timeout_s) as smtp:
+        if mail.starttls:
+            smtp.starttls(context=ssl.create_default_context())
+        if mail.username is not None:
+            smtp.login(mail.username, password)
+        return smtp.send_message(message)
 
 
 def send_regression_mail(
@@ -135,31 +219,51 @@ def send_regression_mail(
     *,
     overview: Path | None = None,
     trend_index: Path | None = None,
-) -> bool:
+    stop_requested: Callable[[], bool] | None = None,
+) -> MailOutcome:
     """Send the summary of ``outcomes``' regressions and infrastructure failures (:func:`regression_message`).
 
-    Returns True when the server accepted it. Nothing is sent (False) when no processed result has
-    a regression and no delivery is an infrastructure failure. Every failure (server down,
-    timeout after ``mail.timeout_s``, TLS or authentication refused, recipients refused, unreadable
-    password file) is logged as a warning naming the server, and False returned.
+    Returns SENT when the server accepted it, NOTHING_TO_SEND when no processed result has a
+    regression and no delivery is an infrastructure failure. The whole exchange (connecting,
+    greeting, STARTTLS, login, sending) is bounded by ``mail.timeout_s`` [s] in total, whatever
+    the server trickles; it is abandoned within ~0.1 s when ``stop_requested()`` turns true
+    (SIGTERM), returning STOPPED. Every other failure (server down, too slow, TLS or authentication
+    refused, recipients refused, password file unreadable or not a regular file) is logged as a
+    warning naming the server, and FAILED returned. The password never reaches the log: forms of it
+    a server echoes in its error are masked.
     """
     message = regression_message(mail, outcomes, reports_dir, overview=overview, trend_index=trend_index)
     if message is None:
-        return False
+        return MailOutcome.NOTHING_TO_SEND
     server = f"{mail.smtp_host}:{mail.smtp_port}"
     try:
-        with smtplib.SMTP(mail.smtp_host, mail.smtp_port, timeout=mail.timeout_s) as smtp:
-            if mail.starttls:
-                smtp.starttls(context=ssl.create_default_context())
-            if mail.username is not None:
-                password = _password(mail)
-                smtp.login(mail.username, password or "")
-            refused = smtp.send_message(message)
-    except (TimeoutError, OSError, smtplib.SMTPException, ssl.SSLError, IndexError) as err:
-        # IndexError: an empty password file. Never format the password: err texts do not hold it.
-        log.warning("Regression mail not sent (SMTP %s): %s: %s", server, type(err).__name__, err)
-        return False
+        password = _password(mail)
+    except (OSError, ValueError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        log.warning(
+            "Regression mail not sent (SMTP %s): cannot read mail.password_file '%s': %s.",
+            server,
+            mail.password_file,
+            why,
+        )
+        return MailOutcome.FAILED
+    connection = _Connection()
+    try:
+        refused = run_within(
+            mail.timeout_s,
+            f"the SMTP exchange with {server}",
+            lambda: _exchange(mail, message, connection, mail.timeout_s, password),
+            cancel=connection.abort,
+            stop_requested=stop_requested,
+        )
+    except StopRequestedError as err:
+        log.warning("Regression mail not sent (SMTP %s): %s", server, err)
+        return MailOutcome.STOPPED
+    except (TimeoutError, OSError, smtplib.SMTPException, ssl.SSLError) as err:
+        text = _scrub(f"{type(err).__name__}: {err}", _auth_forms(mail.username or "", password))
+        log.warning("Regression mail not sent (SMTP %s): %s", server, text)
+        return MailOutcome.FAILED
     if refused:
         log.warning("Regression mail: %s refused %s.", server, ", ".join(sorted(refused)))
     log.info("Regression mail sent to %s via %s.", ", ".join(mail.recipients), server)
-    return True
+    return MailOutcome.SENT

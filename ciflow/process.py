@@ -49,7 +49,7 @@ from ciflow.model import (
     ScenarioConfig,
 )
 from ciflow.moves import move_result, sweep_temporaries
-from ciflow.notify import send_regression_mail
+from ciflow.notify import MailOutcome, send_regression_mail
 from ciflow.resultdir import read_metadata, relocate, vsperf_result_dirs
 from ovsperf_common.atomicio import TEMPORARY_SUFFIXES
 from ovsperf_common.metadata import RunMetadata
@@ -90,7 +90,8 @@ def run_pass(
     Returns at once with ``lock_busy=True`` when another pass is running. ``now`` is the time the
     quiet period is judged against (default: now) [s since epoch]. ``stop_requested`` is asked
     before each result (e.g. after SIGTERM from a Jenkins abort): the result in hand is finished,
-    the rest stays in ``ci_in``, and ``problems`` says so.
+    the rest stays in ``ci_in``, and ``problems`` says so; while the regression mail is being sent
+    it is asked every ~0.1 s, and a stop abandons the mail (``problems`` says so).
 
     A results store that cannot be opened, or fails mid-pass, stops the pass: what was handled
     is in the summary, the rest stays in ``ci_in``, and ``problems`` says why.
@@ -171,13 +172,17 @@ def run_pass(
     outcomes.sort(key=lambda o: o.name)
     write_pass_junit(junit, outcomes, problems)
     if config.mail is not None:
-        send_regression_mail(
+        mailed = send_regression_mail(
             config.mail,
             outcomes,
             config.reports_dir,
             overview=config.reports_dir / "index.html",
             trend_index=trend_index,
+            stop_requested=stop_requested,
         )
+        if mailed is MailOutcome.STOPPED:
+            problems.append("Stopped on request while sending the regression mail; it was not sent.")
+            log.error("%s", problems[-1])
     return PassSummary(outcomes=tuple(outcomes), problems=tuple(problems), trend_index=trend_index)
 
 

@@ -21,6 +21,7 @@ from jobcreator.model import Guest, GuestLoopback, Hugepages, Scenario, VsperfTe
 from ovsperf_common import fields
 from ovsperf_common.errorfmt import located
 from ovsperf_common.errors import FieldError
+from ovsperf_common.regularfile import read_regular_text
 from ovsperf_common.units import RFC2544_FRAME_SIZES_BYTES, check_frame_size
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """
     path = Path(path) if path is not None else default_catalog_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as err:
         raise CatalogError(located(f"cannot read the scenario catalog: {err}.", path)) from err
     try:

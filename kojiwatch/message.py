@@ -21,6 +21,7 @@ from typing import Any
 from kojiwatch.errors import KojiWatchError
 from kojiwatch.model import BuildMessage, BuildState
 from ovsperf_common.errors import FieldError
+from ovsperf_common.regularfile import read_regular_text
 
 
 def parse_message(text: str, path: Path | None = None) -> BuildMessage:
@@ -56,7 +57,7 @@ def read_message_file(path: Path) -> BuildMessage:
     :raises KojiWatchError: when the file cannot be read or is not a Koji build message.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except OSError as err:
         raise KojiWatchError(f"Cannot read CI message file '{path}': {err.strerror}.") from err
     return parse_message(text, path)

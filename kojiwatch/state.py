@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +27,13 @@ from typing import Any
 
 from kojiwatch.errors import KojiWatchError
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.filelock import LockError, exclusive_lock
+from ovsperf_common.regularfile import read_regular_text
 
 STATE_VERSION = 1
+
+MAX_STATE_BYTES = 64 * 1024 * 1024
+"""Largest watch state read [B] (a state of ~100,000 builds is a few MB)."""
 STATUSES = ("pending", "submitted", "skipped", "failed")
 
 
@@ -81,12 +84,13 @@ class WatchState:
 def load_state(path: Path, tag: str) -> WatchState:
     """Read the state file, or start an empty state when it does not exist yet.
 
-    :raises KojiWatchError: naming the file when it is unreadable, not our JSON shape, or of another tag.
+    :raises KojiWatchError: naming the file when it is unreadable, not a regular file (a FIFO would
+        block the watcher for ever), not our JSON shape, or of another tag.
     """
     if not path.exists():
         return WatchState(path=path, tag=tag)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path, max_bytes=MAX_STATE_BYTES))
     except OSError as err:
         raise KojiWatchError(f"Cannot read watch state '{path}': {err.strerror}.") from err
     except UnicodeDecodeError as err:
@@ -121,16 +125,12 @@ def state_lock(path: Path) -> Iterator[None]:
     """
     lock_path = path.with_name(path.name + ".lock")
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:
-        raise KojiWatchError(f"Cannot create lock '{lock_path}': {err.strerror}.") from err
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            raise KojiWatchError(
-                f"Another 'ovsperf-koji watch' holds '{lock_path}'; two watchers cannot share a state file."
-            ) from err
-        yield
-    finally:
-        os.close(fd)
+        with exclusive_lock(lock_path) as taken:
+            if not taken:
+                raise KojiWatchError(
+                    f"Another 'ovsperf-koji watch' holds '{lock_path}'; "
+                    "two watchers cannot share a state file."
+                )
+            yield
+    except LockError as err:
+        raise KojiWatchError(str(err)) from err

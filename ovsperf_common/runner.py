@@ -21,6 +21,7 @@ import logging
 import sys
 from collections.abc import Callable
 
+from ovsperf_common.errorfmt import bounded, escape_controls
 from ovsperf_common.errors import OvsperfError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.logsetup import configure_logging
@@ -50,10 +51,7 @@ def one_line(text: object) -> str:
     A value from outside (a directory name, a server reply) must not split a stdout or log line or
     move the terminal's cursor: ``'a\\nb'`` becomes ``'a\\\\nb'``.
     """
-    value = str(text)
-    if value.isprintable():
-        return value
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
+    return escape_controls(str(text))
 
 
 def run_command(parser: argparse.ArgumentParser, command: Command, argv: list[str] | None = None) -> int:
@@ -95,6 +93,9 @@ def message_line(err: BaseException) -> str:
 
     Runs of white space (newlines and tabs too) become one space; other control characters are
     escaped (:func:`one_line`); secrets are masked (``ovsperf_common.secrets``): a server's fault
-    text that echoes a password shows ``***``.
+    text that echoes a password shows ``***``; a message longer than
+    :data:`~ovsperf_common.errorfmt.MAX_ECHO_CHARS` keeps its start and end
+    (:func:`~ovsperf_common.errorfmt.bounded`): an error echoing 117 KB of input stays one
+    readable line.
     """
-    return mask(one_line(" ".join(str(err).split())))
+    return bounded(mask(one_line(" ".join(str(err).split()))))

@@ -16,10 +16,11 @@ import os
 import re
 import secrets
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_common.deadline import Deadline, DeadlineExceededError, load_scaled_timeout, overload_note
 from ovsperf_lab.errors import OvsError
 from ovsperf_lab.state import RunState, TrackedProcess, stop_process
 
@@ -82,7 +83,8 @@ class OvsConfig:
     schema: Path = OVS_SCHEMA
     """Database schema for ``ovsdb-tool create``."""
     start_timeout_s: float = 180.0
-    """Limit for ovsdb-server and DPDK initialisation [s] (a busy 2-core box needs ~30 s)."""
+    """Limit for ovsdb-server and DPDK initialisation on an idle machine [s] (a busy 2-core box needs
+    ~30 s); stretched by the load average, at most 4× (``OvsSandbox._wait``)."""
     extra_other_config: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     """More ``other_config`` keys, e.g. ``(('pmd-rxq-assign', 'roundrobin'),)``."""
     library_dir: Path | None = None
@@ -144,8 +146,12 @@ class OvsSandbox:
             ],
             self.ovsdb_log,
         )
-        deadline = Deadline.in_seconds(self.config.start_timeout_s, f"ovsdb-server socket '{self.db_sock}'")
-        self._wait(deadline, lambda: True if self.db_sock.exists() else None, self.ovsdb_log)
+        self._wait(
+            self.config.start_timeout_s,
+            f"ovsdb-server socket '{self.db_sock}'",
+            lambda: True if self.db_sock.exists() else None,
+            self.ovsdb_log,
+        )
         other = {
             "dpdk-init": "true",
             "dpdk-socket-mem": str(self.config.socket_mem_mb),
@@ -169,10 +175,12 @@ class OvsSandbox:
             ],
             self.vswitchd_log,
         )
-        deadline = Deadline.in_seconds(
-            self.config.start_timeout_s, "OVS DPDK initialisation (dpdk_initialized=true)"
+        self._wait(
+            self.config.start_timeout_s,
+            "OVS DPDK initialisation (dpdk_initialized=true)",
+            self._dpdk_initialized,
+            self.vswitchd_log,
         )
-        self._wait(deadline, self._dpdk_initialized, self.vswitchd_log)
         log.info(
             "Sandboxed OVS started in '%s' (PMD CPUs %s, lcore CPU %d, DPDK prefix '%s').",
             self.root,
@@ -225,11 +233,18 @@ class OvsSandbox:
     def wait_bridge(self, bridge: str, timeout_s: float = 30.0) -> None:
         """Wait until ``bridge``'s OpenFlow management socket exists.
 
-        :raises OvsError: when it does not appear within ``timeout_s`` [s] or OVS dies.
+        :param timeout_s: the wait on an idle machine [s]; stretched by the load average
+            (:func:`~ovsperf_common.deadline.load_scaled_timeout`).
+        :raises OvsError: when it does not appear in time (saying when the machine was
+            overloaded) or OVS dies.
         """
         mgmt = self.run_dir / (bridge + ".mgmt")
-        deadline = Deadline.in_seconds(timeout_s, f"bridge '{bridge}' management socket '{mgmt}'")
-        self._wait(deadline, lambda: True if mgmt.exists() else None, self.vswitchd_log)
+        self._wait(
+            timeout_s,
+            f"bridge '{bridge}' management socket '{mgmt}'",
+            lambda: True if mgmt.exists() else None,
+            self.vswitchd_log,
+        )
 
     def appctl(self, *args: str, timeout_s: int = 30) -> str:
         """Run ``ovs-appctl`` against the sandbox's ovs-vswitchd (``--timeout``: its deadline [s]).
@@ -302,15 +317,26 @@ class OvsSandbox:
         self._children.append((proc, popen))
         log.debug("Started %s (PID %d), log '%s'.", name, popen.pid, logfile)
 
-    def _wait(self, deadline: Deadline, probe: object, logfile: Path) -> None:
+    def _wait(self, timeout_s: float, what: str, probe: Callable[[], bool | None], logfile: Path) -> None:
+        """Poll ``probe`` until it returns True, for ``timeout_s`` [s] stretched by the machine's load.
+
+        OVS's daemons start slower on a loaded machine (two waits of 30 s expired at load average
+        ~7 on 2 CPUs): the deadline grows with the load average per CPU, at most
+        :data:`~ovsperf_common.deadline.MAX_LOAD_FACTOR` times, and a timeout says when the machine
+        was overloaded.
+
+        :raises OvsError: when the deadline passes or a daemon dies, naming ``logfile``.
+        """
+
         def checked() -> bool | None:
             self.check_alive()
-            return probe()  # type: ignore[operator, no-any-return]
+            return probe()
 
+        deadline = Deadline.in_seconds(load_scaled_timeout(timeout_s), what)
         try:
             deadline.poll(checked, interval_s=0.25, log=log, progress_every_s=30.0)
         except DeadlineExceededError as err:
-            raise OvsError(str(err), log_path=str(logfile)) from err
+            raise OvsError(f"{err}{overload_note()}", log_path=str(logfile)) from err
 
     def _dpdk_initialized(self) -> bool | None:
         out = self._run(

@@ -4,8 +4,9 @@ The copy is made in a hidden ``.<name>.<random>.partial`` directory beside the t
 file (``ovsperf-metadata.json``) copied last, and renamed into place at the end: a reader of the
 collector directory (``process-ci-results`` waits for the metadata file) never sees a half-copied
 delivery, and a failure (connection dropped, disk full) leaves nothing behind. An existing target
-is never replaced. Names from the host are checked before they become local paths; symbolic links
-on the host are not followed (skipped, with a warning).
+is never replaced. Names from the host are checked before they become local paths (one that is
+not UTF-8 fails the fetch with a message naming the byte); symbolic links on the host are not
+followed (skipped, with a warning).
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ def fetch_results(session: Session, remote_path: str, collector: Path) -> Path:
             sftp.get(str(source / relative), str(local))
             local.chmod(0o755 if mode & 0o111 else 0o644)
         os.rename(partial, target)
+    except UnicodeDecodeError as err:  # paramiko decodes SFTP file names as UTF-8, strictly
+        shutil.rmtree(partial, ignore_errors=True)
+        raise RemoteError(
+            f"Cannot fetch {session.name}:{source}: a file name below it is not UTF-8 (it holds byte "
+            f"0x{err.object[err.start]:02x}); rename it on the host. Nothing was delivered."
+        ) from err
     except (OSError, paramiko.SSHException, EOFError, RemoteError) as err:
         shutil.rmtree(partial, ignore_errors=True)
         raise RemoteError(

@@ -5,10 +5,13 @@
   ``IdentityFile``; the command line wins over the file.
 * Authentication: the SSH agent and key files only (``--identity``, ``IdentityFile``, then
   ``~/.ssh/id_*``). No password is ever asked for, taken or sent.
-* Host keys: checked against a known_hosts file (``~/.ssh/known_hosts`` by default). An unknown
-  host is refused unless ``accept_new`` (``--accept-new-host-key``), which records its key by
-  appending one line (as OpenSSH's ``StrictHostKeyChecking=accept-new``); a changed key is always
-  refused (paramiko's ``BadHostKeyException``).
+* Host keys: checked against a known_hosts file (``~/.ssh/known_hosts`` by default, read by
+  :mod:`remote.knownhosts`: a key marked ``@revoked`` is always refused; ``@cert-authority``
+  lines are kept apart, as paramiko does not verify host certificates, and a host known only
+  through one is refused saying so). An unknown host is refused unless ``accept_new``
+  (``--accept-new-host-key``), which records its key by appending one line (as OpenSSH's
+  ``StrictHostKeyChecking=accept-new``); a changed key is always refused (paramiko's
+  ``BadHostKeyException``).
 * Every wait has a deadline: the TCP connect, the banner and authentication
   (``connect_timeout_s``), and each command (:meth:`Session.run`), whatever the peer does.
 """
@@ -30,8 +33,10 @@ import paramiko
 
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import hostname
+from ovsperf_common.regularfile import require_regular
 from ovsperf_common.runner import one_line
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
+from remote.knownhosts import CERT_SUFFIX, KnownHosts, read_known_hosts
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +104,45 @@ class CommandResult:
     stderr: str
 
 
-class _AcceptNew(paramiko.MissingHostKeyPolicy):
-    """Trust an unknown host's key and append it to the known_hosts file (never a changed key)."""
+def _refuse_revoked(known: KnownHosts, hostname: str, key: paramiko.PKey) -> None:
+    """Raise when ``key`` is marked ``@revoked`` in ``known``.
 
-    def __init__(self, known_hosts: Path) -> None:
-        self.known_hosts = known_hosts
+    :raises HostKeyError: naming the host, the key and the file.
+    """
+    if known.is_revoked(key):
+        raise HostKeyError(
+            f"The host key of {one_line(hostname)} ({key.get_name()} {key.fingerprint}) is marked "
+            f"@revoked in {one_line(known.path)}; refused. The host must get a new key."
+        )
+
+
+def _certificate_note(known: KnownHosts, client: paramiko.SSHClient, hostname: str) -> str:
+    """Return what to know when ``known`` vouches for ``hostname`` only through a host CA, or ``""``."""
+    transport = client.get_transport()
+    presented = transport.host_key_type if transport is not None else None
+    if presented is not None and presented.endswith(CERT_SUFFIX):
+        return (
+            f" It presented a host certificate ({presented}); ovsperf-remote (paramiko) does not "
+            "verify host certificates, so no @cert-authority line can vouch for it: record the "
+            "host's plain key."
+        )
+    if known.has_authority_for(hostname):
+        return (
+            f" {one_line(known.path)} trusts it only through a @cert-authority line; ovsperf-remote "
+            "(paramiko) does not verify host certificates: record the host's plain key."
+        )
+    return ""
+
+
+class _AcceptNew(paramiko.MissingHostKeyPolicy):
+    """Trust an unknown host's key and append it to the known_hosts file (never a changed or revoked key)."""
+
+    def __init__(self, known: KnownHosts) -> None:
+        self.known = known
+        self.known_hosts = known.path
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        _refuse_revoked(self.known, hostname, key)
         line = paramiko.hostkeys.HostKeyEntry([hostname], key).to_line()
         if line is None:
             raise HostKeyError(f"The key of {one_line(hostname)} cannot be written as a known_hosts line.")
@@ -123,14 +160,15 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
 
 
 class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
-    def __init__(self, known_hosts: Path) -> None:
-        self.known_hosts = known_hosts
+    def __init__(self, known: KnownHosts) -> None:
+        self.known = known
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        _refuse_revoked(self.known, hostname, key)
         raise HostKeyError(
-            f"{one_line(hostname)} is not in {self.known_hosts} (its key: {key.get_name()} "
-            f"{key.fingerprint}); refused. Check the fingerprint on the host and rerun with "
-            "--accept-new-host-key to record it."
+            f"{one_line(hostname)} is not in {one_line(self.known.path)} (its key: {key.get_name()} "
+            f"{key.fingerprint}); refused.{_certificate_note(self.known, client, hostname)} Check the "
+            "fingerprint on the host and rerun with --accept-new-host-key to record it."
         )
 
 
@@ -191,12 +229,30 @@ class _Reader:
         )
 
 
+def _check_key_file(path: Path, source: str) -> None:
+    """Refuse a key file that exists and is not a regular file: paramiko would block on a FIFO for ever.
+
+    A missing file is left to paramiko, as before.
+
+    :raises RemoteError: naming the file, where it was given (``source``) and what it is.
+    """
+    try:
+        require_regular(path.expanduser())
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise RemoteError(
+            f"The SSH key file '{one_line(path)}' ({source}) cannot be used: {err.strerror or err}."
+        ) from err
+
+
 class Session:
     """One authenticated SSH connection to a host; use as a context manager.
 
     :raises UnreachableError: no TCP connection or SSH banner within ``connect_timeout_s``.
     :raises HostKeyError: the host key is unknown (and not accepted) or changed.
     :raises AuthError: every offered key was refused.
+    :raises RemoteError: a key file (``--identity``, ``IdentityFile``) exists and is not a regular file.
     """
 
     def __init__(self, target: Target, settings: Settings) -> None:
@@ -216,12 +272,15 @@ class Session:
         if not USER_RE.match(self.user):
             raise RemoteError(f"The SSH user '{one_line(self.user)}' of {target.host} is not a user name.")
         identities = [*settings.identities, *(Path(p) for p in config.get("identityfile", []))]
+        for key_file in identities:
+            _check_key_file(key_file, "--identity" if key_file in settings.identities else "IdentityFile")
         self.name = f"{self.user}@{target.host}" + (f":{self.port}" if self.port != 22 else "")
         known_hosts = settings.known_hosts.expanduser()
         self._client = paramiko.SSHClient()
-        if known_hosts.is_file():
-            self._client.load_host_keys(str(known_hosts))
-        policy = _AcceptNew(known_hosts) if settings.accept_new_host_key else _RefuseUnknown(known_hosts)
+        # Only a regular file is read (a FIFO there would block); anything else trusts nothing.
+        known = read_known_hosts(known_hosts) if known_hosts.is_file() else KnownHosts(known_hosts)
+        known.install(self._client.get_host_keys())
+        policy = _AcceptNew(known) if settings.accept_new_host_key else _RefuseUnknown(known)
         self._client.set_missing_host_key_policy(policy)
         timeout = settings.connect_timeout_s
         try:
@@ -269,8 +328,13 @@ class Session:
             return paramiko.SSHConfigDict()
         try:
             return paramiko.SSHConfig.from_path(str(path.expanduser())).lookup(self.target.host)
+        except UnicodeDecodeError as err:
+            raise RemoteError(
+                f"The SSH config {one_line(path)} is not UTF-8 text (it holds byte "
+                f"0x{err.object[err.start]:02x}); fix it or give another with --ssh-config."
+            ) from err
         except (OSError, paramiko.ssh_exception.ConfigParseError) as err:
-            raise RemoteError(f"Cannot read the SSH config {path}: {one_line(err)}.") from err
+            raise RemoteError(f"Cannot read the SSH config {one_line(path)}: {one_line(err)}.") from err
 
     def __enter__(self) -> Session:
         """Return the open session."""

@@ -22,13 +22,25 @@ from ovsperf_common.atomicio import atomic_write_bytes
 from ovsperf_common.goals import goal_label
 from reporting.model import Cell, Comparison, Verdict
 
-_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-"""Characters XML 1.0 cannot hold (ElementTree would write them and Jenkins' parser would fail)."""
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+"""Characters XML 1.0 cannot hold (ElementTree would write them and Jenkins' parser would fail),
+and lone surrogates, which UTF-8 cannot encode (ElementTree's ``tostring`` raises on them)."""
+
+
+def _replacement(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a non-UTF-8 file name (os.fsdecode's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return "\N{REPLACEMENT CHARACTER}"
 
 
 def xml_text(text: str) -> str:
-    """Return ``text`` with the characters XML 1.0 cannot hold replaced by U+FFFD."""
-    return _NOT_XML.sub("\N{REPLACEMENT CHARACTER}", text)
+    r"""Return ``text`` with the characters XML 1.0 cannot hold replaced by U+FFFD.
+
+    A byte of a non-UTF-8 file name (a lone surrogate U+DC80…U+DCFF, as Python decodes such a
+    path) is written as ``\xNN``: ``/r/caf\udce9`` becomes ``/r/caf\xe9``.
+    """
+    return _NOT_XML.sub(_replacement, text)
 
 
 def _case_name(cell: Cell, with_flows: bool) -> str:

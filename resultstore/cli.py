@@ -13,6 +13,7 @@ from typing import Any
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import TrafficKey, read_packet_size
 from ovsperf_common.runner import one_line, run_command
+from ovsperf_common.secrets import mask_tree
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.errors import ResultStoreError
 from resultstore.importer import import_dirs
@@ -32,7 +33,8 @@ database: --db URL, else ${DB_ENV_VAR}, else the SQLite file {default_database_p
 <comparison> is a comparison id (first column of 'list') or a result name (its newest comparison).
 exit codes: 0 OK; 2 error (unknown comparison, scenario or metric, invalid bug id or comment,
   database down, or the report/overview could not be re-rendered: the verdict is stored then,
-  retry with 'render'); 3 'list' matched nothing, 'import' found no result, 'trend' found no
+  retry with 'render'; 'import': a result could not be imported, the others were); 3 'list'
+  matched nothing, 'import' found no result, 'trend' found no
   series (empty store, or filters that match nothing).
 import: every layout generate-report reads; a result already recorded (same files) is not
   recorded twice, its samples are refreshed.
@@ -210,7 +212,7 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
             "complete",
         ):
             if key in result.metadata:
-                print(f"{key + ':':<12} {json.dumps(result.metadata[key], sort_keys=True)}")
+                print(f"{key + ':':<12} {json.dumps(mask_tree(result.metadata[key]), sort_keys=True)}")
     history = store.verdict_history(record.id)
     if not history:
         print("verdict:     none yet")
@@ -242,12 +244,17 @@ def _import(store: ResultStore, args: argparse.Namespace) -> int:
     for name in outcome.refreshed:
         print(one_line(f"already recorded {name} (samples refreshed)"))
     log.info(
-        "%d result(s) recorded, %d already there, %d skipped; %d sample(s) written.",
+        "%d result(s) recorded, %d already there, %d skipped, %d failed; %d sample(s) written.",
         len(outcome.recorded),
         len(outcome.refreshed),
         len(outcome.skipped),
+        len(outcome.failed),
         outcome.samples,
     )
+    for path, why in outcome.failed:
+        log.error("Cannot import %s: %s", one_line(path), one_line(why))
+    if outcome.failed:
+        return int(ExitCode.ERROR)
     return int(ExitCode.OK if outcome.recorded or outcome.refreshed else ExitCode.NO_RESULTS)
 
 
@@ -371,7 +378,8 @@ def _run(args: argparse.Namespace) -> int:
             if args.json:
                 data = _comparison_json(record)
                 result = store.result(record.result_name)
-                data["result_metadata"] = None if result is None else dict(result.metadata)
+                # Metadata comes from the delivery: its secrets are masked as in every other output.
+                data["result_metadata"] = None if result is None else mask_tree(dict(result.metadata))
                 data["verdict_history"] = [
                     {
                         "verdict": v.decision.value,

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -127,6 +127,10 @@ def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool)
     return text
 
 
+_SCHEMA_LOCK_KEY = 0x6F7673706572  # "ovsper"
+"""PostgreSQL advisory lock key held while a process creates or upgrades the store's schema."""
+
+
 class ResultStore:
     """The results store behind one database URL; open with :meth:`open`, close with :meth:`close`."""
 
@@ -185,24 +189,62 @@ class ResultStore:
             raise StoreDatabaseError(f"{type(err).__name__}: {detail}", url=self.url) from err
 
     def _create_schema(self) -> None:
+        """Create or upgrade the tables and check the version, one opening process at a time.
+
+        Several processes may open a new store at once (a cron pass, ``ovsperf-results``, a
+        report): the first creates the tables, the others must see either nothing or all of it.
+        The whole check-and-upgrade is one transaction that holds the database's write lock from
+        its start (:meth:`_schema_transaction`): the others wait for it (SQLite's busy timeout,
+        PostgreSQL's advisory lock) and then find the schema complete. Without it, pysqlite ran
+        each ``CREATE TABLE`` in its own implicit transaction and a second process could find the
+        tables without their version row (one of three first openers failed about 1 time in 4).
+        """
         for attempt in (1, 2):
             try:
-                with self._session() as session:
-                    upgrade(session.connection(), self.url)
-                    row = session.scalar(select(SchemaInfoRow).order_by(SchemaInfoRow.id))
-                    if row is not None and row.version > SCHEMA_VERSION:
+                with self._schema_transaction() as connection:
+                    upgrade(connection, self.url)
+                    version = connection.scalar(select(SchemaInfoRow.version).order_by(SchemaInfoRow.id))
+                    if version is not None and version > SCHEMA_VERSION:
                         raise SchemaVersionError(
-                            f"schema version {row.version} is newer than this ovsperf's "
+                            f"schema version {version} is newer than this ovsperf's "
                             f"({SCHEMA_VERSION}); upgrade ovsperf.",
                             url=self.url,
                         )
                 return
             except StoreDatabaseError as err:
-                # Two processes creating the tables of a new database at once: one loses the race
-                # on CREATE TABLE or on the version row; the second attempt sees the winner's work.
+                # PostgreSQL without the advisory lock's effect (e.g. a pooler in transaction mode):
+                # the loser of a CREATE TABLE race sees the winner's work on the second attempt.
                 if attempt == 2 or isinstance(err, SchemaVersionError):
                     raise
                 log.debug("Retrying schema creation after: %s", err)
+
+    @contextlib.contextmanager
+    def _schema_transaction(self) -> Iterator[Connection]:
+        """Yield a connection in a transaction that holds the database's write lock from its start.
+
+        SQLite: the connection runs in pysqlite's autocommit mode (no implicit ``BEGIN``, no commit
+        before DDL) and the transaction is ``BEGIN IMMEDIATE``: the write lock at once, waiting up
+        to the busy timeout for another opener, and the DDL inside the transaction.
+        PostgreSQL: ``pg_advisory_xact_lock`` (released at commit or rollback).
+
+        :raises StoreDatabaseError: when the database fails (the transaction is rolled back).
+        """
+        try:
+            with self._engine.connect() as connection:
+                sqlite = connection.dialect.name == "sqlite"
+                if sqlite:
+                    connection.execution_options(isolation_level="AUTOCOMMIT")
+                with connection.begin():
+                    if sqlite:
+                        connection.exec_driver_sql("BEGIN IMMEDIATE")
+                    elif connection.dialect.name == "postgresql":
+                        connection.execute(
+                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY}
+                        )
+                    yield connection
+        except SQLAlchemyError as err:
+            detail = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+            raise StoreDatabaseError(f"{type(err).__name__}: {detail}", url=self.url) from err
 
     # ---- results -------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ standard library only and stays compatible with Python 3.6 (RHEL 8's platform Py
   on timeout it fails naming the state, the peer, the time waited and the last answer.
   ``--output FILE`` saves the data; ``--install authorized_keys|known_hosts`` installs SSH
   public keys or host keys the peer published, so no private key or password ever passes through
-  Beaker (published data containing a private key is refused on both sides).
+  Beaker (published data containing a private key is refused on both sides). Host keys are
+  recorded only under the peer's own name and addresses: a peer cannot plant a key for another
+  host. An answer that is not usable JSON (e.g. nested thousands deep) fails at once, one line.
 
 Exit codes: 0 OK; 2 error (bad arguments, unreadable data, timeout, server cannot start).
 Why not Beaker/restraint sync: it has no usable timeout, and froze during DUT network
@@ -64,6 +66,10 @@ log = logging.getLogger("perfsync")
 
 class PerfsyncError(Exception):
     """A problem reported to the user as one line and exit code 2."""
+
+
+class BadAnswerError(ValueError):
+    """The peer answered with a body that cannot be a state (JSON nested too deeply)."""
 
 
 # --- states on disk -------------------------------------------------------------------------
@@ -133,7 +139,7 @@ def read_state(state_dir: str, state: str) -> Optional[Dict[str, Any]]:
     try:
         with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) and record.get("state") == state else None
 
@@ -230,7 +236,7 @@ def _recorded_bind(state_dir: str) -> Optional[Tuple[str, int]]:
         with open(_bind_file(state_dir), encoding="utf-8") as handle:
             record = json.load(handle)
         return str(record["bind"]), int(record["port"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -278,6 +284,7 @@ def _get(url: str, timeout_s: float) -> Tuple[int, Optional[Dict[str, Any]]]:
 
     :raises OSError: when the peer is unreachable, closes early or the deadline passes
         (``socket.timeout``).
+    :raises BadAnswerError: when the body is JSON nested too deeply for the parser.
     """
     deadline = time.monotonic() + timeout_s
     parts = urllib.parse.urlsplit(url)
@@ -311,6 +318,8 @@ def _get(url: str, timeout_s: float) -> Tuple[int, Optional[Dict[str, Any]]]:
         body = json.loads(body_bytes.decode("utf-8"))
     except ValueError:
         body = None
+    except RecursionError as err:
+        raise BadAnswerError(f"JSON nested too deeply ({len(body_bytes)} B)") from err
     return int(status_line[1]), body if isinstance(body, dict) else None
 
 
@@ -410,7 +419,8 @@ def wait_state(
     """Poll ``peer`` until it serves ``state``; return the state record.
 
     :raises PerfsyncError: when the deadline passes, naming the state, the peer, the time waited and
-        the peer's last answer; or when the peer publishes a private key.
+        the peer's last answer; or when the peer publishes a private key or answers with a body
+        that cannot be a state (JSON nested too deeply).
     """
     check_state_name(state)
     host, peer_port = parse_peer(peer, port)
@@ -437,6 +447,10 @@ def wait_state(
                 )
                 return body
             last = "HTTP {}{}".format(status, " (state not set yet)" if status == 404 else "")
+        except BadAnswerError as err:
+            raise PerfsyncError(
+                f"Peer '{peer}' answered for state '{state}' with something that is not a state: {err}."
+            ) from err
         except (OSError, ValueError) as err:
             reason = getattr(err, "reason", err)
             last = f"unreachable: {reason}"
@@ -480,28 +494,64 @@ def install_authorized_keys(data: str, ssh_dir: str) -> int:
     return _append_unique(os.path.join(ssh_dir, "authorized_keys"), keys, ssh_dir)
 
 
+def _peer_names(peer: str) -> Tuple[str, List[str]]:
+    """Return the peer's host as ``--peer`` names it (no brackets) and the names that are its own.
+
+    Its own names are that host and the addresses it resolves to, in lower case.
+    """
+    host = parse_peer(peer, DEFAULT_PORT)[0].strip("[]")
+    names = [host.lower()]
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        infos = []
+    for info in infos:
+        address = str(info[4][0]).lower()
+        if address not in names:
+            names.append(address)
+    return host, names
+
+
 def install_known_hosts(data: str, peer: str, ssh_dir: str) -> int:
-    """Add the host keys in ``data`` to ``ssh_dir/known_hosts``.
+    """Add the host keys in ``data`` to ``ssh_dir/known_hosts``, under the peer's own names only.
 
     Each line is ``NAMES KEYTYPE BASE64`` (NAMES comma-separated, as the peer published them) or
-    ``KEYTYPE BASE64 [comment]``, which is recorded under the peer's name.
+    ``KEYTYPE BASE64 [comment]``. Every key is recorded under the peer's name as ``--peer`` gives
+    it, plus those published names that are the peer's own: that name again or an address it
+    resolves to. Any other published name (another host's, a wildcard) is dropped with a warning:
+    a peer can vouch for its own key, never plant one for a host we would later trust.
 
     :returns: the number of lines added.
     :raises PerfsyncError: when a line is neither form, or there is none.
     """
     entries = []
-    peer_name = parse_peer(peer, DEFAULT_PORT)[0]
+    host, own = _peer_names(peer)
+    dropped: List[str] = []
     for line in _key_lines(data):
         if _PUBKEY_RE.match(line):
             keytype, key = line.split()[:2]
-            entries.append(f"{peer_name} {keytype} {key}")
+            entries.append(f"{host} {keytype} {key}")
             continue
         parts = line.split(None, 1)
         if len(parts) == 2 and _HOSTNAMES_RE.match(parts[0]) and _PUBKEY_RE.match(parts[1]):
             keytype, key = parts[1].split()[:2]
-            entries.append(f"{parts[0]} {keytype} {key}")
+            names = [host]
+            for name in parts[0].split(","):
+                if name.lower() not in own:
+                    dropped.append(name)
+                elif name.lower() not in (n.lower() for n in names):
+                    names.append(name)
+            entries.append(f"{','.join(names)} {keytype} {key}")
             continue
         raise PerfsyncError(f"Not a host key line: '{line[:60]}'.")
+    if dropped:
+        log.warning(
+            "Peer '%s' published host keys for names that are not its own (%s): ignored; its keys are "
+            "recorded under %s only.",
+            peer,
+            ", ".join(sorted(set(dropped))),
+            ", ".join(own),
+        )
     if not entries:
         raise PerfsyncError("The peer's data holds no host key.")
     return _append_unique(os.path.join(ssh_dir, "known_hosts"), entries, ssh_dir)
@@ -634,6 +684,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_OK
     except PerfsyncError as err:
         print(f"perfsync: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as err:  # the command's boundary: a bug is one line and exit 2, never 1
+        log.debug("Unexpected error.", exc_info=True)
+        detail = " ".join(str(err).split())[:500]
+        print(f"perfsync: internal error: {type(err).__name__}: {detail} (a bug).", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -111,3 +111,14 @@ def test_scenario_missing_from_catalog_is_warned(tmp_path: Path, caplog: pytest.
 def test_catalog_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"field 'catalog'.*cannot read the scenario catalog"):
         load_config(write_config(tmp_path, catalog="missing.yaml"))
+
+
+def test_a_fifo_as_configuration_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 25 item 14: '--config' naming a FIFO blocked the pass for ever."""
+    from tests.fifoguard import fifo_watchdog
+
+    fifo = tmp_path / "ciflow.yaml"
+    with fifo_watchdog(fifo, timeout_s=5) as freed:
+        with pytest.raises(ConfigError, match=r"cannot read the configuration: .*it is a FIFO"):
+            load_config(fifo)
+    assert freed == []

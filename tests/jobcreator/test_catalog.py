@@ -133,6 +133,17 @@ def test_unreadable_and_non_yaml_catalogs(tmp_path: Path) -> None:
         load_catalog(bad)
 
 
+def test_a_fifo_as_catalog_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 25 item 14: only regular files are read where a file is read."""
+    from tests.fifoguard import fifo_watchdog
+
+    fifo = tmp_path / "catalog.yaml"
+    with fifo_watchdog(fifo, timeout_s=5) as freed:
+        with pytest.raises(CatalogError, match=r"cannot read the scenario catalog: .*it is a FIFO"):
+            load_catalog(fifo)
+    assert freed == []
+
+
 def test_rfc2544_keyword_selects_the_rfc_sizes(tmp_path: Path) -> None:
     path = _write_variant(tmp_path, {"frame_sizes_bytes": "rfc2544"})
     assert load_catalog(path).get("OVS_DPDK2q").frame_sizes_bytes == (64, 128, 256, 512, 1024, 1280, 1518)

@@ -120,6 +120,27 @@ BAD_INPUT = [
         ["credentials", "'access_token'"],
         id="kickrepo-token",
     ),
+    # Issue 25 item 19: tokens in the path, the fragment or by their shape reached the job XML.
+    pytest.param(
+        [*BASE, "--kickrepo", "http://example.com/repo;token=s3cr3t/x86_64"],
+        ["credentials", "path holds the secret parameter 'token'"],
+        id="kickrepo-path-parameter-token",
+    ),
+    pytest.param(
+        [*BASE, "--kickrepo", "http://example.com/private_token=s3cr3t/x86_64"],
+        ["credentials", "path holds the secret parameter 'private_token'"],
+        id="kickrepo-path-segment-token",
+    ),
+    pytest.param(
+        [*BASE, "--kickrepo", "http://example.com/r#access_token=s3cr3t"],
+        ["credentials", "fragment holds the secret parameter 'access_token'"],
+        id="kickrepo-fragment-token",
+    ),
+    pytest.param(
+        [*BASE, "--kickrepo", "https://example.com/glpat-s3cr3ts3cr3ts3cr3ts3cr3t/r"],
+        ["credentials", "token or key"],
+        id="kickrepo-token-shape",
+    ),
     pytest.param([*BASE, "--reserve", "-1"], ["'--reserve'", "hours >= 0"], id="negative-reserve"),
     pytest.param(
         [*BASE, "--reserve", "100"], ["'--reserve'", "more than Beaker reserves", "99 h"], id="reserve-100h"
@@ -143,6 +164,31 @@ BAD_INPUT = [
         [*BASE, "--collector", "u:pw@host:/x"],
         ["'--collector'", "without a password"],
         id="collector-password",
+    ),
+    # Issue 25: the path reached the collector's shell (rsync <= 3.2.3) and ran 'touch' there.
+    pytest.param(
+        [*BASE, "--collector", "root@h:/ci_in;touch${IFS}/tmp/x;"],
+        ["'--collector'", "is not an rsync destination", "nothing in it may reach a shell"],
+        id="collector-shell-command",
+    ),
+    pytest.param(
+        [*BASE, "--collector", "root@h:/ci_in/$(id)"],
+        ["'--collector'", "not an rsync"],
+        id="collector-dollar",
+    ),
+    pytest.param(
+        [*BASE, "--collector", "root@h:/srv/../etc/cron.d"], ["'--collector'", "'..'"], id="collector-dotdot"
+    ),
+    pytest.param(
+        [*BASE, "--collector", "root@h;id:/srv"], ["'--collector'", "not an rsync"], id="collector-bad-host"
+    ),
+    pytest.param(
+        [*BASE, "--collector=-oProxyCommand=x@h:/srv"],
+        ["'--collector'", "not an rsync"],
+        id="collector-option",
+    ),
+    pytest.param(
+        [*BASE, "--collector", "root@h:ci_in"], ["'--collector'", "absolute path"], id="collector-relative"
     ),
     pytest.param(
         [*BASE, "--moongen-commit", "master"],

@@ -106,6 +106,19 @@ def test_a_watch_state_that_is_not_utf8_is_named_not_a_traceback(
         load_state(state, "t")
 
 
+def test_a_fifo_as_watch_state_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 25 item 14: '--state-file' naming a FIFO blocked the watcher for ever."""
+    from kojiwatch.errors import KojiWatchError
+    from kojiwatch.state import load_state
+    from tests.fifoguard import fifo_watchdog
+
+    state = tmp_path / "watch-state.json"
+    with fifo_watchdog(state, timeout_s=5) as freed:
+        with pytest.raises(KojiWatchError, match=f"Cannot read watch state '{state}': it is a FIFO"):
+            load_state(state, "t")
+    assert freed == []
+
+
 def test_a_koji_hub_that_trickles_bytes_cannot_hold_the_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], trickling_server: str
 ) -> None:

@@ -103,3 +103,48 @@ def test_one_line_escapes_control_characters() -> None:
     assert one_line("plain name é") == "plain name é"
     assert one_line("a\nprocessed\tx\x1b[2J") == "a\\nprocessed\\tx\\x1b[2J"
     assert "\n" not in one_line("x\r\ny")
+
+
+def test_third_party_log_lines_reach_stderr_without_raw_control_characters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25 item 20: a matplotlib glyph warning and an SSH server's banner (logged by paramiko)
+    carried a raw ESC to the terminal; the handler escapes it, keeps the line and tracebacks."""
+
+    def command(_: argparse.Namespace) -> int:
+        logging.getLogger("matplotlib.font_manager").warning(
+            "Glyph 27 (\x1b) missing from font(s) DejaVu Sans."
+        )
+        logging.getLogger("paramiko.transport").warning("Banner: \x1b]0;owned\x07\x1b[2J\rroot# ")
+        try:
+            raise ValueError("boom\x1b[31m")
+        except ValueError:
+            logging.getLogger("x").warning("caught", exc_info=True)
+        return 0
+
+    assert run_command(_parser(), command, []) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\r" not in err and "\x07" not in err
+    assert "Glyph 27 (\\x1b) missing from font(s) DejaVu Sans." in err
+    assert "Banner: \\x1b]0;owned\\x07\\x1b[2J\\rroot# " in err
+    assert "Traceback (most recent call last):\n" in err  # newlines of a traceback stay
+    assert "ValueError: boom\\x1b[31m" in err
+
+
+def test_an_error_echoing_a_huge_input_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25 item 20: an error line echoed 117 KB of input; it keeps its start and end only."""
+    echoed = "A" * 117_000
+
+    def command(_: argparse.Namespace) -> int:
+        logging.getLogger("x").warning("Skipped '%s': unreadable.", echoed)
+        raise OvsperfError(f"Field 'mix' of 'c.yaml' is '{echoed}'; give at most 16 sizes.")
+
+    assert run_command(_parser(), command, []) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    warning, error = lines
+    assert len(warning) < 4200 and warning.endswith("AAAA': unreadable.")
+    assert error.startswith("tool: error: Field 'mix' of 'c.yaml' is 'AAAA")
+    assert error.endswith("AAAA'; give at most 16 sizes.")
+    assert len(error) <= len("tool: error: ") + 4000 + 40
+    assert "characters left out" in error

@@ -4,6 +4,7 @@ baseline comparison; through the library and through generate-report --db --juni
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -38,6 +39,18 @@ def test_every_report_has_junit_with_one_case_per_cell(tmp_path: Path) -> None:
     out = found["phy2phy_tput.p2p 64B NDR"].findtext("system-out") or ""
     assert "baseline verdict: PASS" in out and "report: " in out
     assert outcome.regressions == ("pvp_tput/pvp 64 B NDR: -6.00 % vs baseline",)
+
+
+def test_junit_is_valid_when_a_path_holds_a_non_utf8_byte(tmp_path: Path) -> None:
+    """Issue 25 item 20: a report directory named with byte 0xE9 (Latin-1 'é'; Python decodes it to
+    the lone surrogate U+DCE9) made the JUnit unwritable; the byte is written as ``\\xe9``."""
+    output = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    generate_report([BASELINE], [CANDIDATE], output, junit=tmp_path / "jenkins.xml")
+    found = cases(tmp_path / "jenkins.xml")  # UTF-8 XML a parser accepts
+    assert len(found) == 14
+    out = found["phy2phy_tput.p2p 64B NDR"].findtext("system-out") or ""
+    assert f"report: {tmp_path}/caf\\xe9/index.html" in out
+    (tmp_path / "jenkins.xml").read_bytes().decode("utf-8")
 
 
 def trend(verdict: TrendVerdict, history: int) -> TrendCell:

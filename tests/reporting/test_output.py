@@ -124,6 +124,39 @@ def test_secrets_in_copied_logs_are_redacted(tmp_path: Path, copy_results: Any) 
     assert any(w.startswith(f"'{host_cmds}': 1 secret value(s)") for w in hits)
 
 
+def test_the_forms_a_hostile_user_found_in_copied_logs_are_redacted(
+    tmp_path: Path, copy_results: Any
+) -> None:
+    """Issue 25 item 19: these reached sources/ verbatim (the AWS values are AWS's documentation examples)."""
+    src = copy_results(BASELINE, "with_more_secrets")
+    host_cmds = next(next(src.glob("results_*")).glob("host-cmds_*.log"))
+    lines = [
+        b"cmd : mysqladmin --password pw-space-form status",
+        b"cmd : curl -sS -u qe:pw-curl-user https://repo.example.com/x",
+        b"cmd : curl -H 'Cookie: session=pw-cookie' https://lab.example.com/",
+        b'cmd : curl -H \'Authorization: Digest username="qe", response="pw-digest-response"\' x',
+        b"cmd : export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+        b"cmd : curl 'https://b.s3.amazonaws.com/o?X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524"
+        b"&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404'",
+    ]
+    host_cmds.write_bytes(host_cmds.read_bytes() + b"\n".join(lines) + b"\n")
+    outcome = generate_report([BASELINE], [src], tmp_path / "out")
+    everything = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    for secret in (
+        b"pw-space-form",
+        b"pw-curl-user",
+        b"pw-cookie",
+        b"pw-digest-response",
+        b"IOSFODNN7EXAMPLE",
+        b"aeeed9bbccd4d02ee5c0",
+    ):
+        assert secret not in everything
+    copied = (tmp_path / "out" / "sources" / "current-0" / (host_cmds.name + ".txt")).read_bytes()
+    assert b"mysqladmin --password <redacted> status" in copied
+    assert b"curl -sS -u qe:<redacted> https://repo.example.com/x" in copied
+    assert any(w.startswith(f"'{host_cmds}': 9 secret value(s)") for w in outcome.warnings), outcome.warnings
+
+
 def test_secrets_in_the_environment_block_never_reach_page_or_json(tmp_path: Path, copy_results: Any) -> None:
     src = copy_results(BASELINE, "env_secrets")
     rst = next(next(src.glob("results_*")).glob("result_0_*.rst"))

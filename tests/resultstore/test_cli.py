@@ -28,6 +28,11 @@ def processed(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
 @pytest.fixture
 def recorded(store_url: str) -> str:
     """A store holding comparison 1 of result night-1, recorded directly (no report generated)."""
+    return record_night_1(store_url)
+
+
+def record_night_1(store_url: str, metadata: dict[str, object] | None = None) -> str:
+    """Record comparison 1 of result night-1 (with ``metadata``) directly; return ``store_url``."""
     with ResultStore.open(store_url) as store:
         store.record_result(
             name="night-1",
@@ -35,6 +40,7 @@ def recorded(store_url: str) -> str:
             location=Path("/srv/ci_processed/night-1"),
             vsperf_dirs=[Path("/srv/ci_processed/night-1/results_x")],
             status=ResultStatus.PROCESSED,
+            metadata=metadata,
         )
         store.record_comparison(
             result_name="night-1",
@@ -210,3 +216,33 @@ def test_re_render_when_inputs_are_gone_keeps_page_and_verdict(
     assert report.read_bytes() == before
     with ResultStore.open(processed) as store:
         assert [v.bug_id for v in store.verdict_history(1)] == ["RHBZ#9"]
+
+
+def test_show_masks_the_secrets_of_the_result_metadata(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25 item 19: a delivery's metadata is shown masked, in text and JSON alike."""
+    url = f"sqlite:///{tmp_path / 'results.sqlite'}"
+    metadata = {
+        "job_id": "J:4242",
+        "hosts": {"dut": "dut.example.com", "bmc_password": "hunter2"},
+        "build": "https://qe:pa55word@koji.example.com/build/1",
+        "kickrepos": ["https://repo.example.com/x?access_token=t0k3n"],
+        "api_token": "s3cr3t",
+    }
+    record_night_1(url, metadata)
+    assert main(["--db", url, "show", "night-1", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["result_metadata"] == {
+        "job_id": "J:4242",
+        "hosts": {"dut": "dut.example.com", "bmc_password": "***"},
+        "build": "https://qe:***@koji.example.com/build/1",
+        "kickrepos": ["https://repo.example.com/x?access_token=***"],
+        "api_token": "***",
+    }
+    assert main(["--db", url, "show", "night-1"]) == 0
+    out += capsys.readouterr().out
+    assert 'hosts:       {"bmc_password": "***", "dut": "dut.example.com"}' in out
+    assert 'build:       "https://qe:***@koji.example.com/build/1"' in out
+    for secret in ("hunter2", "pa55word", "t0k3n", "s3cr3t"):
+        assert secret not in out
