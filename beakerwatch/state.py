@@ -34,6 +34,7 @@ from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.errors import FieldError
 from ovsperf_common.filelock import LockError, LockTimeoutError, exclusive_lock
 from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
+from ovsperf_common.regularfile import NotRegularFileError, read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -88,19 +89,20 @@ def state_lock(state: Path, timeout_s: float) -> Iterator[None]:
 def load(state: Path) -> list[TrackedJob]:
     """Return the jobs in ``state`` in file order; an absent file tracks nothing (``[]``).
 
-    :raises StateFileError: when the file cannot be read, is larger than :data:`MAX_STATE_BYTES`,
+    :raises StateFileError: when the file cannot be read, is not a regular file (a FIFO would block
+        the collector), is larger than :data:`MAX_STATE_BYTES`,
         is not UTF-8 JSON (cut short, edited badly), has another schema, or a field is wrong or a job
         id appears twice; the message names the file and the field (``jobs[2].job_id``). The file
         is left untouched.
     """
     try:
-        if state.stat().st_size > MAX_STATE_BYTES:
-            raise StateFileError(
-                f"State file '{state}' is larger than {MAX_STATE_BYTES} B; is it the right file?"
-            )
-        text = state.read_text(encoding="utf-8")
+        text = read_regular_text(state, max_bytes=MAX_STATE_BYTES)
     except FileNotFoundError:
         return []
+    except NotRegularFileError as err:
+        raise StateFileError(
+            f"State file '{state}' is refused: {err.strerror}; is it the right file? It was left as it is."
+        ) from err
     except (OSError, UnicodeDecodeError) as err:
         raise StateFileError(f"Cannot read state file '{state}': {err}.") from err
     try:

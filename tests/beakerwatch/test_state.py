@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 from beakerwatch.cli import main
 from ovsperf_common.exitcodes import ExitCode
 from tests.beakerwatch.conftest import ROOT, SCENARIO, TS, Lab, results_tarball
+from tests.fifoguard import fifo_watchdog
 
 
 def _two_tracked(lab: Lab) -> list[str]:
@@ -99,7 +101,15 @@ def test_writer_killed_mid_write_leaves_the_old_state(lab: Lab, tmp_path: object
 def test_state_file_that_is_a_directory(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     lab.state.mkdir()
     assert main(["status", "--state", str(lab.state)]) == ExitCode.ERROR
-    assert f"Cannot read state file '{lab.state}'" in capsys.readouterr().err
+    assert f"State file '{lab.state}' is refused: it is a directory" in capsys.readouterr().err
+
+
+def test_state_file_that_is_a_fifo_does_not_block(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    with fifo_watchdog(lab.state) as freed:
+        assert main(["status", "--state", str(lab.state)]) == ExitCode.ERROR
+    assert freed == []
+    assert "is refused: it is a FIFO" in capsys.readouterr().err
+    assert stat.S_ISFIFO(os.lstat(lab.state).st_mode)  # never replaced
 
 
 def test_deliveries_survive_a_lost_state_write(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
