@@ -218,7 +218,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._refuse()
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.info("%s %s", self.address_string(), format % args)
+        # The request line is the peer's: escape what could drive the reader's terminal (ESC, CR).
+        log.info("%s %s", self.address_string(), _printable(format % args))
+
+
+def _printable(text: str) -> str:
+    r"""Return ``text`` with every non-printable character as its Python escape (``\x1b``), bounded."""
+    text = text[:2000]
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text
+    )
 
 
 def _pid_file(state_dir: str) -> str:

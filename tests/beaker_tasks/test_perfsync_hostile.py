@@ -96,3 +96,25 @@ def test_a_peer_cannot_plant_host_keys_for_other_hosts(peer: _Peer, tmp_path: Pa
         "([evil]:2222, dut01.example.com, github.com, localhost): ignored; its keys are recorded under "
         "127.0.0.1 only."
     ) in proc.stderr
+
+
+def test_a_request_line_with_terminal_controls_is_logged_escaped() -> None:
+    import importlib.util
+    import logging
+
+    spec = importlib.util.spec_from_file_location("perfsync_under_test", PERFSYNC)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    records: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    module.log.addHandler(_Keep())
+    module.log.setLevel(logging.INFO)
+    handler = module._Handler.__new__(module._Handler)
+    handler.client_address = ("127.0.0.1", 4242)
+    handler.log_message('"%s" %s %s', "GET /\x1b]0;owned\x07\r/state HTTP/1.1", "404", "-")
+    assert records == ['127.0.0.1 "GET /\\x1b]0;owned\\x07\\r/state HTTP/1.1" 404 -']
