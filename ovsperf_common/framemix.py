@@ -10,7 +10,9 @@ the results store), so a mix is compared only with the same mix. Rates: :func:`m
 * a frame size, ``64``;
 * ``imix``: 64, 594 and 1518 B in 7:4:1 (the "simple IMIX" NFVbench sends: its
   ``traffic_utils.IMIX_L2_SIZES = [64, 594, 1518]``, ``IMIX_RATIOS = [7, 4, 1]``, sizes including the
-  FCS; TRex's ``stl/imix.py`` sends the same as 60/590/1514 B without FCS in 28:16:4);
+  FCS; average 361.83 B). Not the same as TRex's ``stl/imix.py``: the same sizes (60/590/1514 B
+  without FCS) in 28:20:4, i.e. ``64:7/594:5/1518:1`` here (average 379.69 B); nor as FD.io
+  CSIT's ``IMIX_v4_1``: 64/570/1518 B in 28:16:4, i.e. ``64:7/570:4/1518:1`` (average 353.83 B);
 * ``genome:LETTERS``: RFC 6985's IMIX genome, one letter per frame in the order sent, ``a`` 64,
   ``b`` 128, ``c`` 256, ``d`` 512, ``e`` 1024, ``f`` 1280, ``g`` 1518, ``h`` 2112 B (RFC 6985 §4;
   the table VSperf's Spirent driver uses); weights are the letters' counts, so
@@ -44,7 +46,11 @@ MAX_GENOME_LETTERS = 128
 """Longest RFC 6985 genome taken (VSperf's default has 12 letters). With the two limits above a
 mix's name stays short enough for the results store (255 characters with ``flows=N``)."""
 
-_CUSTOM_RE = re.compile(r"\A\d+:\d+(?:/\d+:\d+)*\Z")
+MAX_DIGITS = 6
+"""Longest whole number read in a size or weight [digits]: anything longer is outside every range,
+and is refused before ``int()`` (slow for thousands of digits; refused past 4,300 on Python ≥ 3.11)."""
+
+_CUSTOM_RE = re.compile(r"\A[0-9]+:[0-9]+(?:/[0-9]+:[0-9]+)*\Z")
 _GENOME_RE = re.compile(rf"\Agenome:([a-h]{{1,{MAX_GENOME_LETTERS}}})\Z")
 
 
@@ -77,23 +83,40 @@ FrameSizeItem = Union[int, FrameMix]
 """One item of ``--frame-sizes``: a frame size [B] or a mix."""
 
 
+def _shown(text: str, limit: int = 80) -> str:
+    """Return ``text`` for a message: its first ``limit`` characters, '…' when longer."""
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def _whole(text: str, what: str, option: str) -> int:
+    """Return the ASCII digits ``text`` as an int, refusing more than :data:`MAX_DIGITS` unread.
+
+    :raises FieldError: naming ``option`` and ``what``, for a number too long to be in range.
+    """
+    if len(text.lstrip("0")) > MAX_DIGITS:
+        raise FieldError(
+            f"{what} '{_shown(text, 20)}' ({len(text)} digits) is outside every accepted range.", field=option
+        )
+    return int(text)
+
+
 def _mix(name: str, pairs: list[tuple[int, int]], option: str, jumbo: bool) -> FrameMix:
+    if len(pairs) > MAX_MIX_ENTRIES:
+        raise FieldError(f"mix '{_shown(name)}' has more than {MAX_MIX_ENTRIES} sizes.", field=option)
     sizes = [size for size, _ in pairs]
     duplicate = sorted({s for s in sizes if sizes.count(s) > 1})
     if duplicate:
         raise FieldError(
-            f"mix '{name}' names {', '.join(map(str, duplicate))} B more than once.", field=option
+            f"mix '{_shown(name)}' names {', '.join(map(str, duplicate))} B more than once.", field=option
         )
-    if len(pairs) > MAX_MIX_ENTRIES:
-        raise FieldError(f"mix '{name}' has more than {MAX_MIX_ENTRIES} sizes.", field=option)
     for size, weight in pairs:
         try:
             check_frame_size(size, jumbo=jumbo)
         except ValueError as err:
-            raise FieldError(f"mix '{name}': {err}", field=option) from err
+            raise FieldError(f"mix '{_shown(name)}': {err}", field=option) from err
         if not 0 < weight <= MAX_WEIGHT:
             raise FieldError(
-                f"mix '{name}': weight {weight} of {size} B is not a whole number in 1…{MAX_WEIGHT}.",
+                f"mix '{_shown(name)}': weight {weight} of {size} B is not a whole number in 1…{MAX_WEIGHT}.",
                 field=option,
             )
     return FrameMix(name, tuple(sorted(pairs)))
@@ -102,13 +125,17 @@ def _mix(name: str, pairs: list[tuple[int, int]], option: str, jumbo: bool) -> F
 def parse_item(text: str, *, jumbo: bool = False, option: str = "--frame-sizes") -> FrameSizeItem:
     """Parse one ``--frame-sizes`` item (module docstring: the syntax).
 
+    Cost is linear in ``text``: the number of sizes in a mix is checked before they are read,
+    and a number of more than :data:`MAX_DIGITS` digits is refused unread.
+
     :raises FieldError: naming ``option``, for an unknown name, a size outside 64…1518 B (9018 B
-        with ``jumbo``), a weight ≤ 0, an empty mix or a size named twice in one mix.
+        with ``jumbo``), a weight ≤ 0, an empty mix, a mix of more than :data:`MAX_MIX_ENTRIES`
+        sizes or a size named twice in one mix.
     """
     item = text.strip()
-    if item.isdigit():
+    if item.isascii() and item.isdigit():
         try:
-            return check_frame_size(int(item), jumbo=jumbo)
+            return check_frame_size(_whole(item, "frame size", option), jumbo=jumbo)
         except ValueError as err:
             raise FieldError(str(err), field=option) from err
     if item.lower() in BUILTIN_MIXES:
@@ -120,7 +147,12 @@ def parse_item(text: str, *, jumbo: bool = False, option: str = "--frame-sizes")
         counts = {RFC6985_GENOME[ch]: letters.count(ch) for ch in sorted(set(letters))}
         return _mix(item, sorted(counts.items()), option, jumbo)
     if _CUSTOM_RE.match(item):
-        pairs = [(int(s), int(w)) for s, w in (part.split(":") for part in item.split("/"))]
+        if item.count("/") >= MAX_MIX_ENTRIES:
+            raise FieldError(f"mix '{_shown(item)}' has more than {MAX_MIX_ENTRIES} sizes.", field=option)
+        pairs = [
+            (_whole(s, "frame size", option), _whole(w, f"weight of mix '{_shown(item)}'", option))
+            for s, w in (part.split(":") for part in item.split("/"))
+        ]
         mix = _mix(item, pairs, option, jumbo)
         return FrameMix("/".join(f"{s}:{w}" for s, w in mix.entries), mix.entries)
     if item.startswith("genome:"):
@@ -145,10 +177,12 @@ def parse_frame_sizes(
         an item given twice.
     """
     items = tuple(parse_item(part, jumbo=jumbo, option=option) for part in text.split(","))
-    names = [item if isinstance(item, int) else item.name for item in items]
-    repeated = sorted({str(n) for n in names if names.count(n) > 1})
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for name in (item_name(item) for item in items):
+        (repeated if name in seen else seen).add(name)
     if repeated:
-        raise FieldError(f"{', '.join(repeated)} given more than once.", field=option)
+        raise FieldError(f"{_shown(', '.join(sorted(repeated)))} given more than once.", field=option)
     return items
 
 
@@ -202,7 +236,9 @@ def read_packet_size(text: str, imix_genome: str | None = None) -> tuple[int, st
         :func:`parse_item` accepts (message without the file: the caller names it).
     """
     value = text.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
+        if len(value.lstrip("0")) > MAX_DIGITS:
+            raise ValueError(f"packet_size '{_shown(value, 20)}' ({len(value)} digits) is not a frame size")
         size = int(value)
         if size > 0:
             return size, ""
@@ -287,8 +323,9 @@ class TrafficKey:
         """
         mix, flows = "", None
         for part in label.split():
-            if part.startswith("flows=") and part[6:].isdigit():
-                flows = int(part[6:])
+            digits = part[6:]  # at most 9 ASCII digits: a flow count, not a name
+            if part.startswith("flows=") and digits.isascii() and digits.isdigit() and len(digits) <= 9:
+                flows = int(digits)
             else:
                 mix = part
         return cls(frame_size_bytes, mix, flows)

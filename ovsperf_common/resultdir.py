@@ -172,8 +172,10 @@ def fingerprint(root: Path) -> str:
                 digest.update(f"L {rel} -> {os.readlink(path)}\n".encode())
                 continue
             digest.update(f"F {rel} {path.stat().st_size}\n".encode())
-            if name == METADATA_FILE or is_result_csv(name):
-                digest.update(path.read_bytes())
+            if (name == METADATA_FILE or is_result_csv(name)) and path.is_file():  # a FIFO is not read
+                with path.open("rb") as handle:  # in chunks: a 3 GiB CSV costs no memory
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(chunk)
     return digest.hexdigest()
 
 

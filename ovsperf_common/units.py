@@ -46,8 +46,10 @@ def l1_bps(pps: float, frame_size_bytes: float) -> float:
     return pps * (frame_size_bytes + ETHERNET_L1_OVERHEAD_BYTES) * 8
 
 
-def l2_bps(pps: float, frame_size_bytes: int) -> float:
+def l2_bps(pps: float, frame_size_bytes: float) -> float:
     """Return the L2 bit rate (frame bytes including FCS only) [bit/s].
+
+    ``frame_size_bytes`` may be a mix's weighted average size (:func:`mix_rates`).
 
     Formula: ``pps * frame_size_bytes * 8``.
     """

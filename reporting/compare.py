@@ -23,7 +23,10 @@ Method (stated on the report page):
 * Zero, missing or unparsable throughput, a frame size the current side lacks, a test the
   baseline has but the current side lacks: INVALID, never a −100 % regression (VSperf writes
   zeros when it cannot parse MoonGen's output, reference vsperf §7.1; LNST's
-  NonzeroFlowEvaluator). A test measured before and missing now is suspicious.
+  NonzeroFlowEvaluator). A test measured before and missing now is suspicious. A physically
+  impossible row is INVALID too (``reporting.plausibility``): the loader checks each row and each
+  test's rows against the link they imply; :func:`check_against_link` checks a test without
+  percentages against the link the compared results derive.
 * A test only the current side has (a new test, no baseline yet; no baseline log names it as
   failed), or a frame size the baseline's intact CSVs do not have, with valid throughput:
   NO_BASELINE, shown but not compared. It is neither a pass nor
@@ -41,9 +44,10 @@ from scipy import stats as scipy_stats
 
 from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.goals import goal_label
-from ovsperf_common.units import l1_bps, line_rate_pps
+from ovsperf_common.units import line_rate_pps
 from reporting.latency import compare_latency
 from reporting.model import Cell, Comparison, Method, RunValue, SideStats, TestComparison, Thresholds, Verdict
+from reporting.plausibility import derive_link_bps, implied_link_bps, link_problem
 from reporting.resultmodel import ResultSet, TestRun, ThroughputRow
 from reporting.telemetry import compare_telemetry
 
@@ -60,30 +64,67 @@ class LinkSpeed:
     """[bit/s], both directions summed."""
     source: str
     """How it was found, for the page."""
+    derived: bool = False
+    """True when the results' own percentages gave it; False when :data:`DEFAULT_LINK_BPS` is assumed."""
 
 
 def link_speed(result_sets: Sequence[ResultSet]) -> LinkSpeed:
     """Derive the aggregate line speed from VSperf's ``throughput_rx_percent`` [bit/s].
 
     VSperf computes ``percent = 100 · rx_fps / (streams · 10e9 / 8 / (frame + 20))``, so
-    ``link = rx_fps · 100 / percent · (frame + 20) · 8``; the median over rows, rounded to
+    ``link = rx_fps · 100 / percent · (frame + 20) · 8``
+    (:func:`reporting.plausibility.implied_link_bps`); the median over rows, rounded to
     1 Gbit/s. Falls back to :data:`DEFAULT_LINK_BPS` without usable rows.
     """
     estimates = [
-        l1_bps(t.rx_pps * 100.0 / t.rx_line_rate_percent, average)
+        bps
         for rs in result_sets
         for run in rs.runs
         for t in run.rows
-        if t.valid and t.rx_pps is not None and t.rx_line_rate_percent and t.rx_line_rate_percent > 1.0
-        for average in [t.traffic.average_frame_bytes]
-        if average is not None
+        for bps in [implied_link_bps(t)]
+        if bps is not None
     ]
     if not estimates:
         return LinkSpeed(DEFAULT_LINK_BPS, "assumed 2 × 10 GbE (no rate percentage in the results)")
     bps = round(statistics.median(estimates) / 1e9) * 1e9
     if bps <= 0:
         return LinkSpeed(DEFAULT_LINK_BPS, "assumed 2 × 10 GbE (rate percentages unusable)")
-    return LinkSpeed(bps, "derived from VSperf's throughput_rx_percent")
+    return LinkSpeed(bps, "derived from VSperf's throughput_rx_percent", derived=True)
+
+
+def check_against_link(
+    result_sets: Sequence[ResultSet], link: LinkSpeed, warnings: list[str]
+) -> tuple[ResultSet, ...]:
+    """Mark INVALID the rows of test runs without a link of their own that contradict ``link``.
+
+    A run whose rows imply a link was checked against it when loaded (``reporting.load``); a run
+    without percentages (VSperf's TRex driver writes ``Unknown``) is checked here against the
+    link the compared results derived (:func:`reporting.plausibility.link_problem`), when they
+    derived one. Each marked row adds a warning to ``warnings``.
+
+    :returns: ``result_sets`` with those rows' ``implausible`` set.
+    """
+    if not link.derived:
+        return tuple(result_sets)
+    checked: list[ResultSet] = []
+    for rs in result_sets:
+        runs: list[TestRun] = []
+        for run in rs.runs:
+            if derive_link_bps(run.rows) is None:
+                rows: list[ThroughputRow] = []
+                for row in run.rows:
+                    problem = link_problem(row, link.bps, "that the compared results' percentages imply")
+                    if problem is not None:
+                        warnings.append(
+                            f"'{row.path}' line {row.line}: Physically impossible at {row.traffic.text()} "
+                            f"({goal_label(row.loss_goal_percent)}): {problem}; marked INVALID."
+                        )
+                        row = replace(row, implausible=problem)
+                    rows.append(row)
+                run = replace(run, rows=tuple(rows))
+            runs.append(run)
+        checked.append(replace(rs, runs=tuple(runs)))
+    return tuple(checked)
 
 
 def compare(
@@ -99,12 +140,14 @@ def compare(
     :returns: tests in baseline order, then current-only tests; cells ascending by frame size.
     """
     link = link_speed([*baseline, *current])
+    warnings: list[str] = []
+    baseline = check_against_link(baseline, link, warnings)
+    current = check_against_link(current, link, warnings)
     keys: list[tuple[str, str]] = []
     for rs in [*baseline, *current]:
         for run in rs.runs:
             if (run.test, run.deployment) not in keys:
                 keys.append((run.test, run.deployment))
-    warnings: list[str] = []
     tests = []
     for test, deployment in keys:
         b_runs = _runs(baseline, test, deployment)

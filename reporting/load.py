@@ -25,9 +25,10 @@ from pathlib import Path
 
 from ovsperf_common import resultdir
 from ovsperf_common.framemix import TrafficKey, read_packet_size
+from ovsperf_common.goals import goal_label
 from ovsperf_common.secrets import mask_pair
-from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES, line_rate_pps
-from reporting import load_text
+from ovsperf_common.units import MAX_JUMBO_FRAME_SIZE_BYTES, MIN_FRAME_SIZE_BYTES
+from reporting import load_text, plausibility
 from reporting.errors import load_error
 from reporting.load_latency import load_latency
 from reporting.load_telemetry import load_telemetry
@@ -41,6 +42,7 @@ MISSING_VALUES = frozenset({"", "unknown"})
 # VSperf column names (core/results/results_constants.py).
 COL_RX_FPS = "throughput_rx_fps"
 COL_RX_PERCENT = "throughput_rx_percent"
+COL_RX_MBPS = "throughput_rx_mbps"
 COL_TX_FPS = "tx_rate_fps"
 COL_PACKET_SIZE = "packet_size"
 COL_ID = "id"
@@ -62,6 +64,7 @@ COL_SEARCH = "search_method"
 COL_PDR_GOAL = "pdr_loss_goal_percent"
 COL_PDR_RX_FPS = "pdr_throughput_rx_fps"
 COL_PDR_RX_PERCENT = "pdr_throughput_rx_percent"
+COL_PDR_RX_MBPS = "pdr_throughput_rx_mbps"
 COL_PDR_TX_FPS = "pdr_tx_rate_fps"
 
 LEGACY_LOG_NAMES = ("overall.log", "host-cmds.log", "traffic-gen.log")
@@ -197,43 +200,6 @@ def _num(value: str | None, column: str, file: Path, line: int, warnings: list[L
     return number
 
 
-PLAUSIBLE_LINK_BPS = 400e9
-"""Fastest Ethernet link a result is checked against when it gives no line-rate share [bit/s]."""
-
-LINE_RATE_TOLERANCE = 0.01
-"""Measurement tolerance above line rate before a throughput is impossible [1] (clock drift of
-generator and DUT; RFC 2544 §26 asks for the maximum rate the medium allows, not more)."""
-
-
-def _implausible(row: ThroughputRow) -> str | None:
-    """Return why ``row`` cannot be a physical measurement, or None.
-
-    Throughput above line rate beyond :data:`LINE_RATE_TOLERANCE`: by VSperf's own
-    ``throughput_rx_percent`` (share of the theoretical maximum for the streams used), or, when
-    that is absent, above both directions of a :data:`PLAUSIBLE_LINK_BPS` link; frame loss outside
-    [0, 100] %; a negative latency.
-    """
-    limit_percent = 100.0 * (1 + LINE_RATE_TOLERANCE)
-    if row.rx_line_rate_percent is not None and row.rx_line_rate_percent > limit_percent:
-        return f"{row.rx_line_rate_percent:g} % of line rate"
-    if row.rx_pps is not None:
-        # A mix of unknown sizes (VSperf's IMIX without its genome) is checked as 64 B frames.
-        average = row.traffic.average_frame_bytes or MIN_FRAME_SIZE_BYTES
-        ceiling = 2 * line_rate_pps(average, PLAUSIBLE_LINK_BPS) * (1 + LINE_RATE_TOLERANCE)
-        if row.rx_pps > ceiling:
-            return f"{row.rx_pps:g} fps is above line rate even for 2 x 400 GbE"
-    if row.frame_loss_percent is not None and not 0 <= row.frame_loss_percent <= 100:
-        return f"frame loss {row.frame_loss_percent:g} % is outside [0, 100] %"
-    for name, value in (
-        ("minimum", row.latency_min_ns),
-        ("average", row.latency_avg_ns),
-        ("maximum", row.latency_max_ns),
-    ):
-        if value is not None and value < 0:
-            return f"{name} latency {value:g} ns is negative"
-    return None
-
-
 def _goal(value: str | None, column: str, file: Path, line: int, warnings: list[LoadWarning]) -> float | None:
     """Parse a loss-goal column [%]: absent or empty is 0 (VSperf's zero-loss throughput).
 
@@ -287,7 +253,8 @@ def _second_goal(
         frame_loss_percent=None,
         loss_goal_percent=goal,
     )
-    implausible = _implausible(second)
+    mbps = _num(row.get(COL_PDR_RX_MBPS), COL_PDR_RX_MBPS, file, line, warnings)
+    implausible = plausibility.row_problem(second, mbps, COL_PDR_RX_MBPS)
     if implausible is not None:
         warnings.append(
             LoadWarning(
@@ -301,17 +268,36 @@ def _second_goal(
     return second
 
 
+MAX_CSV_BYTES = 4 * 1024 * 1024
+"""Largest result CSV read [B]: VSperf writes ~300 B per row, so this is over 10,000 rows."""
+
+
 def _measured(value: float | None) -> float | None:
     """Map VSperf's 0 latency ("MoonGen does not measure it", reference §7.3) to None."""
     return None if value is None or value == 0 else value
 
 
 def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWarning]) -> TestRun | None:
-    """Read one result CSV; malformed rows become warnings, never exceptions."""
+    """Read one result CSV; malformed rows become warnings, never exceptions.
+
+    A file larger than :data:`MAX_CSV_BYTES` is not read (one warning, test skipped), so a
+    runaway or planted CSV cannot exhaust memory.
+    """
     try:
-        raw = file.read_bytes()
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_CSV_BYTES + 1)
     except OSError as err:
         warnings.append(LoadWarning(file, None, f"Cannot read: {err.strerror}; test skipped."))
+        return None
+    if len(raw) > MAX_CSV_BYTES:
+        warnings.append(
+            LoadWarning(
+                file,
+                None,
+                f"File is larger than {MAX_CSV_BYTES} B (a result CSV holds one row per frame size "
+                "and repeat); not read, test skipped.",
+            )
+        )
         return None
     text = load_text.decode(raw, file, warnings)
     rows = list(_csv_rows(text))
@@ -425,7 +411,8 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
             flows=flows,
         )
         second = _second_goal(row, result, file, line, warnings)
-        implausible = _implausible(result)
+        mbps = _num(row.get(COL_RX_MBPS), COL_RX_MBPS, file, line, warnings)
+        implausible = plausibility.row_problem(result, mbps, COL_RX_MBPS)
         if implausible is not None:
             result = dataclasses.replace(result, implausible=implausible)
             warnings.append(
@@ -467,6 +454,7 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
     if not parsed:
         warnings.append(LoadWarning(file, None, "No usable data row; test skipped."))
         return None
+    parsed = _check_link(parsed, file, warnings)
     test = meta.get(COL_ID, match.test)
     deployment = meta.get(COL_DEPLOYMENT, match.deployment)
     return TestRun(
@@ -482,6 +470,32 @@ def _load_csv(file: Path, match: resultdir.ResultCsvName, warnings: list[LoadWar
         execution_time=meta.get(COL_EXEC_TIME),
         rows_skipped=sum(1 for w in warnings if w.path == file and w.row_skipped),
     )
+
+
+def _check_link(rows: list[ThroughputRow], file: Path, warnings: list[LoadWarning]) -> list[ThroughputRow]:
+    """Mark INVALID the rows of one test that contradict the link its rows imply together.
+
+    :func:`reporting.plausibility.derive_link_bps` over the test's rows, then
+    :func:`~reporting.plausibility.link_problem` per row; each marked row gets a warning.
+    """
+    link_bps = plausibility.derive_link_bps(rows)
+    if link_bps is None:
+        return rows
+    checked: list[ThroughputRow] = []
+    for row in rows:
+        problem = plausibility.link_problem(row, link_bps, "that this test's rows imply")
+        if problem is not None:
+            warnings.append(
+                LoadWarning(
+                    file,
+                    row.line,
+                    f"Physically impossible at {row.traffic.text()} ({goal_label(row.loss_goal_percent)}): "
+                    f"{problem}; marked INVALID.",
+                )
+            )
+            row = replace(row, implausible=problem)
+        checked.append(row)
+    return checked
 
 
 def _csv_rows(text: str) -> Iterable[tuple[int, list[str] | None]]:

@@ -38,6 +38,11 @@ _HOST_KEYS = frozenset(
 _CPU_KEYS = frozenset({"ovs_lcore", "pmd", "guest", "isolated", "moongen"})
 _MOONGEN_KEYS = frozenset({"host", "address", "user", "base_dir", "ports"})
 _MAX_CPU = 4095
+_MAX_CPU_DIGITS = len(str(_MAX_CPU))
+MAX_NUMA_NODES = 1024
+"""Most NUMA nodes a host may have (Linux ``MAX_NUMNODES`` at the largest ``CONFIG_NODES_SHIFT``, 10)."""
+MAX_SOCKET_MEM_MB = 1 << 24
+"""Largest DPDK memory per NUMA node [MiB] (16 TiB): the value is written as it is into VSperf's config."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,9 @@ def resolve_inventory_path(path: Path | None) -> Path:
 def parse_cpu_list(raw: object, *, key: str) -> tuple[int, ...]:
     """Parse a CPU list given as a Linux cpulist string (``'2-5,8'``), an int, or a list of ints.
 
+    Bounds are checked before a range is expanded, so ``'2-300000000'`` (or a range repeated
+    many times) costs no more than a valid list.
+
     :returns: CPU ids in the given order, without repeats.
     :raises InventoryError: naming ``key`` when the text is malformed, a range is reversed, an id is
         negative or above 4095, or a CPU is listed twice.
@@ -89,6 +97,8 @@ def parse_cpu_list(raw: object, *, key: str) -> tuple[int, ...]:
     if isinstance(raw, int):
         items = [raw]
     elif isinstance(raw, list):
+        if len(raw) > _MAX_CPU + 1:  # more ids than there are CPUs
+            raise InventoryError("a CPU is listed twice.", field=key)
         for item in raw:
             if isinstance(item, bool) or not isinstance(item, int):
                 raise InventoryError(f"{item!r} is not a CPU id.", field=key)
@@ -97,20 +107,32 @@ def parse_cpu_list(raw: object, *, key: str) -> tuple[int, ...]:
         for part in raw.replace(" ", "").split(","):
             match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
             if match is None:
-                raise InventoryError(f"'{raw}' is not a cpulist like '2-5,8'.", field=key)
+                raise InventoryError(f"'{_shown(raw, 80)}' is not a cpulist like '2-5,8'.", field=key)
+            for number in match.groups():
+                if number is not None and len(number.lstrip("0")) > _MAX_CPU_DIGITS:
+                    raise InventoryError(f"CPU id {_shown(number)} is outside 0..{_MAX_CPU}.", field=key)
             first = int(match.group(1))
             last = int(match.group(2)) if match.group(2) is not None else first
             if last < first:
                 raise InventoryError(f"range '{part}' runs backwards.", field=key)
+            if last > _MAX_CPU:
+                raise InventoryError(f"CPU id {last} is outside 0..{_MAX_CPU}.", field=key)
+            if len(items) + last - first >= _MAX_CPU + 1:  # more ids than there are CPUs
+                raise InventoryError("a CPU is listed twice.", field=key)
             items.extend(range(first, last + 1))
     else:
         raise InventoryError(f"{raw!r} is not a CPU list (cpulist text or list of ids).", field=key)
     for cpu in items:
         if not 0 <= cpu <= _MAX_CPU:
-            raise InventoryError(f"CPU id {cpu} is outside 0..{_MAX_CPU}.", field=key)
+            raise InventoryError(f"CPU id {_shown(str(cpu))} is outside 0..{_MAX_CPU}.", field=key)
     if len(set(items)) != len(items):
         raise InventoryError("a CPU is listed twice.", field=key)
     return tuple(items)
+
+
+def _shown(text: str, limit: int = 20) -> str:
+    """Return ``text`` (digits, a cpulist) for a message: its first ``limit`` characters, '…' if longer."""
+    return text if len(text) <= limit else f"{text[:limit]}…"
 
 
 def format_cpu_list(cpus: tuple[int, ...]) -> str:
@@ -174,6 +196,10 @@ def load_inventory(path: Path) -> Inventory:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise InventoryError(f"not valid YAML: {err}", path=path) from err
+    except (ValueError, RecursionError) as err:  # an int of > 4300 digits; nesting past the stack
+        raise InventoryError(
+            f"not a usable inventory ({err.__class__.__name__}: {str(err)[:200]}).", path=path
+        ) from err
     if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict):
         raise InventoryError("expected a mapping with a 'hosts' mapping at the top level.", path=path)
     if set(data) != {"hosts"}:
@@ -212,11 +238,13 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
     nics = tuple(normalize_pci(n, key="nics") for n in raw_nics)
     if len(set(nics)) != len(nics):
         raise FieldError("a NIC is listed twice.", field="nics")
-    numa_node = _non_negative_int(entry, "numa_node", default=None)
-    numa_nodes = _non_negative_int(entry, "numa_nodes", default=numa_node + 1)
+    numa_node = _non_negative_int(entry, "numa_node", default=None, maximum=MAX_NUMA_NODES - 1)
+    numa_nodes = _non_negative_int(entry, "numa_nodes", default=numa_node + 1, maximum=MAX_NUMA_NODES)
     if numa_nodes <= numa_node:
         raise FieldError(f"{numa_nodes} nodes cannot include node {numa_node}.", field="numa_nodes")
-    socket_mem_mb = _non_negative_int(entry, "socket_mem_mb", default=DEFAULT_SOCKET_MEM_MB)
+    socket_mem_mb = _non_negative_int(
+        entry, "socket_mem_mb", default=DEFAULT_SOCKET_MEM_MB, maximum=MAX_SOCKET_MEM_MB
+    )
     raw_cpus = entry.get("cpus")
     if not isinstance(raw_cpus, dict):
         raise FieldError("expected a mapping of CPU lists.", field="cpus")
@@ -327,15 +355,16 @@ def _moongen(raw: Any) -> MoongenPeer:
     return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
 
 
-def _non_negative_int(entry: dict[str, Any], key: str, default: int | None) -> int:
-    """Return ``entry[key]`` (or ``default``) as an int ≥ 0.
+def _non_negative_int(entry: dict[str, Any], key: str, default: int | None, maximum: int) -> int:
+    """Return ``entry[key]`` (or ``default``) as an int in 0…``maximum``.
 
-    :raises FieldError: naming ``key`` when it is missing without a default or not an int ≥ 0.
+    :raises FieldError: naming ``key`` when it is missing without a default, not an int or
+        outside 0…``maximum`` (checked before anything is sized by it).
     """
     value = entry.get(key, default)
     if value is None:
         raise FieldError("required field is missing.", field=key)
-    return fields.non_negative_int(value, key)
+    return fields.non_negative_int(value, key, maximum=maximum)
 
 
 def host_environment(host: HostInventory) -> dict[str, str]:

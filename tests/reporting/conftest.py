@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 from pathlib import Path
 
@@ -25,4 +27,26 @@ def copy_results(tmp_path: Path):  # type: ignore[no-untyped-def]
         shutil.copytree(src, dest)
         return dest
 
+    return copy
+
+
+def edited_baseline(tmp_path: Path, size: int, every: dict[str, str] | None = None, **changes: str) -> Path:
+    """Copy the baseline to ``tmp_path/current``; change columns of its P2P row at ``size`` B.
+
+    ``every`` changes columns of every row of that CSV first (a VSperf CSV has CRLF line ends;
+    the rewritten one keeps them).
+    """
+    copy = tmp_path / "current"
+    shutil.copytree(BASELINE, copy)
+    path = copy / "results_2018-03-05_21-14-07" / "result_0_phy2phy_tput_p2p.csv"
+    rows = list(csv.DictReader(io.StringIO(path.read_text(), newline="")))
+    for row in rows:
+        row.update(every or {})
+        if int(float(row["packet_size"])) == size:
+            row.update(changes)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    path.write_text(out.getvalue())
     return copy

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from ovsperf_common.exitcodes import ExitCode
 from reporting.api import generate_report
-from tests.reporting.conftest import BASELINE
+from tests.reporting.conftest import BASELINE, edited_baseline
 
 TS = "results_2018-03-05_21-14-07"
 P2P_CSV = "result_0_phy2phy_tput_p2p.csv"
@@ -20,19 +17,7 @@ P2P_CSV = "result_0_phy2phy_tput_p2p.csv"
 
 def _edited(tmp_path: Path, size: int, **changes: str) -> Path:
     """Copy the baseline and change columns of the P2P row at ``size`` B."""
-    copy = tmp_path / "current"
-    shutil.copytree(BASELINE, copy)
-    path = copy / TS / P2P_CSV
-    rows = list(csv.DictReader(io.StringIO(path.read_text())))
-    for row in rows:
-        if int(float(row["packet_size"])) == size:
-            row.update(changes)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    path.write_text(out.getvalue())
-    return copy
+    return edited_baseline(tmp_path, size, **changes)
 
 
 @pytest.mark.parametrize(
@@ -79,3 +64,24 @@ def test_an_over_long_field_loses_only_its_own_row(tmp_path: Path) -> None:
     verdicts = {r["frame_size_bytes"]: r["verdict"] for r in p2p["rows"]}
     assert verdicts[256] == "INVALID"
     assert all(v != "INVALID" for size, v in verdicts.items() if size != 256)
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"),
+    [
+        ("/".join(f"{64 + n % 1000}:1" for n in range(16_000)), "'64:1/65:1/66:1"),
+        ("64:" + "9" * 5000, "'64:99999"),
+        ("9" * 5000, "'99999"),
+    ],
+    ids=["mix-of-16000-sizes", "weight-of-5000-digits", "size-of-5000-digits"],
+)
+def test_hostile_packet_sizes_lose_only_their_row(tmp_path: Path, size: str, shown: str) -> None:
+    # Issue 25 items 15/16: a 16,000-size mix took ~5 s per row; 5000 digits must not crash.
+    current = _edited(tmp_path, 128, packet_size=size)
+    outcome = generate_report([BASELINE], [current], tmp_path / "out")
+    (warning,) = [w for w in outcome.warnings if "line 3" in w and "packet_size" in w]
+    assert shown in warning and "row skipped" in warning and len(warning) < 600
+    report = json.loads(outcome.report_json.read_text())
+    (p2p,) = [t for t in report["tests"] if t["test"] == "phy2phy_tput"]
+    verdicts = {r["frame_size_bytes"]: r["verdict"] for r in p2p["rows"]}
+    assert verdicts[128] == "INVALID" and [v for s, v in verdicts.items() if s != 128] == ["PASS"] * 6

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,64 @@ def test_overlap_error_type(tmp_path: Path) -> None:
     with pytest.raises(CpuOverlapError) as info:
         load_inventory(path)
     assert info.value.cpus == (1,) and info.value.host == "d"
+
+
+DUT = (
+    "hosts:\n  d:\n    role: dut\n    nics: ['01:00.0', '01:00.1']\n    numa_node: 0\n"
+    "    cpus: {ovs_lcore: 0, pmd: '2-3'}\n    moongen: {host: tg}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("4000-5000", "CPU id 5000 is outside 0..4095"),  # the bound, not the first id past it
+        ("2-300000000", "CPU id 300000000 is outside 0..4095"),
+        ("1-" + "9" * 5000, "CPU id 99999999999999999999… is outside"),
+        ("0-4095," * 100_000, "a CPU is listed twice"),
+        ([10**100], "CPU id 10000000000000000000… is outside"),
+    ],
+    ids=["bound-of-range", "300-million", "5000-digits", "range-repeated", "googol-in-list"],
+)
+def test_cpu_ranges_are_bounded_before_they_are_expanded(raw: object, message: str) -> None:
+    # Issue 25 item 15: 'cpus.pmd: "2-300000000"' was expanded into 300 million ids first.
+    tracemalloc.start()
+    try:
+        with pytest.raises(InventoryError, match=message):
+            parse_cpu_list(raw, key="cpus.pmd")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "numa_node: 0\n",
+            "numa_node: 0\n    numa_nodes: " + "1" + "0" * 100 + "\n",
+            "field 'numa_nodes'.*maximum 1024",
+        ),
+        ("numa_node: 0\n", "numa_node: 1024\n", "field 'numa_node'.*maximum 1023"),
+        (
+            "numa_node: 0\n",
+            "numa_node: 0\n    socket_mem_mb: 99999999999\n",
+            "field 'socket_mem_mb'.*maximum",
+        ),
+        ("numa_node: 0\n", "numa_node: " + "9" * 5000 + "\n", "numa_node|not a usable inventory"),
+    ],
+    ids=["numa-nodes-googol", "numa-node-1024", "socket-mem", "int-of-5000-digits"],
+)
+def test_sizes_from_the_inventory_are_bounded(tmp_path: Path, old: str, new: str, message: str) -> None:
+    # numa_nodes sizes VSperf's DPDK_SOCKET_MEM list (one entry per node): 10**100 never finished.
+    path = _write(tmp_path, DUT.replace(old, new))
+    with pytest.raises(InventoryError, match=message) as info:
+        load_inventory(path)
+    assert str(path) in str(info.value) and len(str(info.value)) < 400
+
+
+def test_a_bad_cpulist_is_quoted_short() -> None:
+    with pytest.raises(InventoryError) as info:
+        parse_cpu_list("x" * 117_000, key="cpus.pmd")
+    assert f"'{'x' * 80}…' is not a cpulist" in str(info.value) and len(str(info.value)) < 200
