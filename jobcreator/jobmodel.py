@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Final
 
 from jobcreator.errors import option_error
+from ovsperf_common.errors import FieldError
+from ovsperf_common.fields import rsync_destination
 from ovsperf_common.secrets import url_credentials
 
 DEFAULT_MOONGEN_COMMIT: Final = "7746ff2f0afdbb222aa9cb220b48355e2d19552b"
@@ -49,7 +51,6 @@ _HOSTNAME_RE: Final = re.compile(
 )
 _COMMIT_RE: Final = re.compile(r"^[0-9a-f]{7,40}$")
 _TOKEN_RE: Final = re.compile(r"^[A-Za-z0-9._+-]+$")
-_CREDENTIALS_IN_RSYNC_DEST_RE: Final = re.compile(r"^[^@/]*:[^@/]*@")
 
 
 class ReserveMode(enum.Enum):
@@ -85,7 +86,7 @@ def _check_url(value: str, option: str, schemes: tuple[str, ...]) -> str:
         raise option_error(
             option,
             f"the URL carries credentials ({credentials or 'a user name'}), which would be stored in the job "
-            "XML; give a URL without 'user:password@' or secret query parameters.",
+            "XML; give a URL without 'user:password@', tokens or secret parameters.",
         )
     return value
 
@@ -185,16 +186,10 @@ class JobOptions:
                 f"({MAX_RESERVE_S // 3600} h, /distribution/reservesys RESERVETIME <= {MAX_RESERVE_S} s).",
             )
         if self.collector is not None:
-            if not self.collector or any(c.isspace() or not c.isprintable() for c in self.collector):
-                raise option_error(
-                    "--collector", f"'{self.collector}' is not an rsync destination (empty or white space)."
-                )
-            if _CREDENTIALS_IN_RSYNC_DEST_RE.match(self.collector) or "://" in self.collector:
-                raise option_error(
-                    "--collector",
-                    "expected 'user@host:/path' without a password or URL scheme; "
-                    "the collector is reached with SSH keys.",
-                )
+            try:
+                rsync_destination(self.collector)
+            except FieldError as err:
+                raise option_error("--collector", err.reason) from err
         for option, commit in (
             ("--moongen-commit", self.moongen_commit),
             ("--trafficgen-commit", self.trafficgen_commit),

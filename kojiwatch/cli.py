@@ -26,7 +26,7 @@ from kojiwatch.model import (
     WatchConfig,
 )
 from kojiwatch.repo import prepare_repo, read_repo_record, write_repo_record
-from kojiwatch.submit import submit_scenarios, write_job_ids
+from kojiwatch.submit import job_options, submit_scenarios, write_job_ids
 from kojiwatch.watch import Watcher
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
@@ -316,8 +316,9 @@ def _watch(args: argparse.Namespace) -> int:
             initial_s=args.retry_initial_s, max_s=args.retry_max_s, max_failures=args.max_hub_failures
         ),
     )
-    # Fail on bad lab arguments before touching Koji.
-    _request(args, ("http://placeholder.invalid/",), args.whiteboard)
+    # Fail on bad lab arguments before touching Koji: the request's own checks, then every
+    # jobcreator option (--collector's rsync destination, --task-repo, --inventory, hosts).
+    job_options(_request(args, ("http://placeholder.invalid/",), args.whiteboard))
     ids_dir: Path | None = args.ids_dir
     if ids_dir is not None and not ids_dir.is_dir():
         raise KojiWatchError(f"--ids-dir '{ids_dir}' is not a directory.")

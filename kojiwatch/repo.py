@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
+from typing import Final
 
 from kojiwatch.errors import BuildRejectedError, NotTaggedError, RepoError
 from kojiwatch.koji_client import KojiClient, verify_rpms
@@ -40,6 +42,40 @@ REPO_FILE_NAME = "ovsperf-under-test.repo"
 """Name of the yum ``.repo`` file written into every published repo."""
 
 
+RPM_NAME_RE: Final = re.compile(r"\A[A-Za-z0-9_+][A-Za-z0-9._+-]{0,199}\Z")
+"""A (sub-)package name as the hub gives it: RPM's name characters, not starting with ``.`` or ``-``."""
+RPM_LABEL_RE: Final = re.compile(r"\A[A-Za-z0-9_+~^][A-Za-z0-9._+~^]{0,127}\Z")
+"""An RPM version or release: RPM's characters (``~``, ``^`` included), no ``-``, ``/`` or leading ``.``."""
+RPM_ARCH_RE: Final = re.compile(r"\A[A-Za-z0-9_]{1,32}\Z")
+"""An RPM architecture (``x86_64``, ``noarch``)."""
+
+
+def check_labels(what: str, name: str, version: str, release: str, arch: str | None = None) -> None:
+    """Check the NVR(A) parts the hub gave before they become paths and URLs.
+
+    The repo's directory is ``<publish dir>/<name>-<version>-<release>``, each RPM is saved as
+    ``<name>-<version>-<release>.<arch>.rpm`` and fetched from ``packages/<n>/<v>/<r>/<arch>/``:
+    a hub (or a man in the middle) answering release ``1/../../x`` would otherwise write outside
+    the publish directory.
+
+    :param what: the build or RPM, for the message (``"Koji build 1234"``).
+    :raises BuildRejectedError: naming ``what`` and the part, the value escaped.
+    """
+    parts = [
+        ("name", name, RPM_NAME_RE, "letters, digits and . _ + -"),
+        ("version", version, RPM_LABEL_RE, "letters, digits and . _ + ~ ^"),
+        ("release", release, RPM_LABEL_RE, "letters, digits and . _ + ~ ^"),
+    ]
+    if arch is not None:
+        parts.append(("arch", arch, RPM_ARCH_RE, "letters, digits and _"))
+    for part, value, rule, allowed in parts:
+        if not rule.match(value):
+            raise BuildRejectedError(
+                f"{what} has {part} {value[:200]!r}, which is not an RPM {part} ({allowed}, not "
+                "starting with '.'); as a path it could leave the publish directory. Not tested."
+            )
+
+
 def check_build(
     client: KojiClient, build: KojiBuild, selection: BuildSelection, tag_wait_s: float = 0.0
 ) -> None:
@@ -48,10 +84,12 @@ def check_build(
     When ``selection.tag`` is set and the build is not yet in it, poll for up to ``tag_wait_s``
     (Koji tags a build a few seconds after its COMPLETE message) [s].
 
-    :raises BuildRejectedError: naming the build and the field that does not match.
+    :raises BuildRejectedError: naming the build and the field that does not match, or a part of
+        its NVR that is not an RPM label (:func:`check_labels`).
     :raises NotTaggedError: when the build is not in ``selection.tag`` (after waiting).
     :raises KojiHubError: when the hub cannot be reached.
     """
+    check_labels(f"Koji build {build.build_id}", build.name, build.version, build.release)
     if build.state is not BuildState.COMPLETE:
         raise BuildRejectedError(
             f"Koji build '{build.nvr}' is {build.state.value}, not COMPLETE; we test finished builds only."
@@ -117,6 +155,8 @@ def resolve(
             if selection.tag is not None:
                 log.info("Scratch builds are never tagged; not checking tag '%s'.", selection.tag)
             output = client.task_rpms(task_id, arches)
+            for rpm in output.rpms:
+                check_labels(f"An RPM of Koji task {task_id}", rpm.name, rpm.version, rpm.release, rpm.arch)
             if selection.packages and output.source_package not in selection.packages:
                 raise BuildRejectedError(
                     f"Koji task {task_id} built '{output.source_package or 'an unknown package'}', not the "
@@ -126,7 +166,13 @@ def resolve(
         builds = [task_build]
         check_build(client, task_build, selection, tag_wait_s)
     builds.sort(key=lambda build: build.nvr)
-    rpms = [rpm for build in builds for rpm in client.build_rpms(build, arches)]
+    rpms = []
+    for build in builds:
+        for rpm in client.build_rpms(build, arches):
+            check_labels(
+                f"An RPM of Koji build {build.build_id}", rpm.name, rpm.version, rpm.release, rpm.arch
+            )
+            rpms.append(rpm)
     return (
         "+".join(build.nvr for build in builds),
         tuple(builds),

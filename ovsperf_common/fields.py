@@ -6,16 +6,22 @@ returns the typed value or raises :class:`~ovsperf_common.errors.FieldError` nam
 the loader that knows the file wraps that error with the file and entry
 (:meth:`FieldError.located`). ``bool`` is never accepted where a number is expected (YAML
 ``yes`` is not 1).
+
+Shell scripts (the Beaker tasks) check a value with the same rule through
+``python3 -m ovsperf_common.fields RULE VALUE`` (exit 0 valid, 2 and one line when not).
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ovsperf_common.errors import FieldError
+from ovsperf_common.runner import run_command
 
 SAFE_NAME_RE: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+@=,-]{0,199}\Z")
 """A name that is safe as one path component, one shell word and one token of a line: 1..200
@@ -110,6 +116,61 @@ def hostname(value: object, field: str | None = None) -> str:
     if not isinstance(value, str) or not HOSTNAME_RE.match(value):
         raise FieldError(f"{value!r} is not a host name (RFC 1123) or IPv4 address.", field=field)
     return value
+
+
+LOGIN_NAME_RE: Final = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
+"""A login name (POSIX portable characters, at most 32, as useradd accepts)."""
+
+_PATH_WORD_RE: Final = re.compile(r"\A(?:/[A-Za-z0-9._+@=,-]+)*/?\Z")
+"""A path of safe characters only, each component after one ``/`` (no ``//``): one word for any
+shell, glob-free (one way to match, so no backtracking blow-up)."""
+
+RSYNC_DESTINATION_FORM: Final = "user@host:/absolute/path"
+"""How :func:`rsync_destination` values look (for messages and ``--help``)."""
+
+
+def rsync_destination(value: object, field: str | None = None) -> str:
+    """Return ``value`` if it is ``user@host:/absolute/path`` that stays one word on the remote shell.
+
+    rsync hands the remote path to the far side's login shell, which splits and expands it (rsync
+    ≤ 3.2.3 unless ``--protect-args``; RHEL 8 and 9 ship 3.1.3 and 3.2.3): a ``;``, ``$``, space,
+    quote or glob character there runs as a command on the collector. One rule for every place a
+    collector enters (jobcreator and ``ovsperf-koji`` ``--collector``, ``ovsperf-remote``, the
+    ``vsperf_test`` task through ``python3 -m ovsperf_common.fields``):
+
+    * ``user``: :data:`LOGIN_NAME_RE` (no ``user:password``: the collector is reached with SSH keys);
+    * ``host``: :func:`hostname` (RFC 1123 name or IPv4 address);
+    * ``path``: absolute, 1-1024 characters from ``A-Za-z0-9._+@=,-`` and ``/``, without a ``.`` or
+      ``..`` component or an empty one (a trailing ``/`` is allowed).
+
+    :raises FieldError: naming ``field``; a value carrying a password is not quoted.
+    """
+    text = string(value, field)
+    user, at, rest = text.partition("@")
+    if at and ":" in user:
+        raise FieldError(
+            f"expected '{RSYNC_DESTINATION_FORM}' without a password ('user:password@' given); "
+            "the collector is reached with SSH keys.",
+            field=field,
+        )
+    host, colon, path = rest.partition(":")
+    if (
+        not at
+        or not colon
+        or not LOGIN_NAME_RE.match(user)
+        or not HOSTNAME_RE.match(host)
+        or not path.startswith("/")
+        or len(path) > 1024
+        or not _PATH_WORD_RE.match(path)
+        or any(part in (".", "..") for part in path.split("/"))
+    ):
+        raise FieldError(
+            f"{text!r} is not an rsync destination '{RSYNC_DESTINATION_FORM}': a user name, an RFC 1123 "
+            "host name or IPv4 address, and an absolute path of A-Z a-z 0-9 . _ + @ = , - and / "
+            "without '.' or '..' (nothing in it may reach a shell).",
+            field=field,
+        )
+    return text
 
 
 KERNEL_OPTION_RE: Final = re.compile(r"\A[A-Za-z0-9_.,:/+@-]+(?:=[A-Za-z0-9_.,:/+@=-]*)?\Z")
@@ -210,3 +271,31 @@ def _kind(value: object) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
     return type(value).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check one value from a shell script: ``python3 -m ovsperf_common.fields rsync-destination VALUE``.
+
+    The Beaker tasks check the values they are given with the same rules as the commands that
+    wrote them into the job (one rule, not a copy in shell).
+
+    :returns: 0 when the value is valid; 2 (one line on stderr) when it is not.
+    """
+    checks = {"rsync-destination": rsync_destination}
+    parser = argparse.ArgumentParser(
+        prog="python3 -m ovsperf_common.fields",
+        description="Check one value against a field rule; exit 0 when valid, 2 (one line) when not.",
+    )
+    parser.add_argument("rule", choices=sorted(checks), help="the rule to check against")
+    parser.add_argument("value", help="the value")
+    parser.add_argument("--field", help="the field's name in the message (e.g. COLLECTOR)")
+
+    def check(args: argparse.Namespace) -> int:
+        checks[args.rule](args.value, args.field)
+        return 0
+
+    return run_command(parser, check, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

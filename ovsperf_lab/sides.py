@@ -6,8 +6,8 @@ an ovs-vswitchd and/or DPDK libraries; plus an optional library directory (``LD_
 that side's ovs-vswitchd: another DPDK of the same ABI) and ``other_config`` settings. Everything
 is checked before anything starts: the binary must run and say it is Open vSwitch built with DPDK
 (with the side's libraries, so a library directory of another ABI fails here, naming the side),
-and ``other_config`` keys must be ones the installed OVS documents (``ovs-vswitchd.conf.db(5)``)
-and not ones the lab sets itself.
+and ``other_config`` keys must be ones the installed OVS documents (``ovs-vswitchd.conf.db(5)``),
+not ones the lab sets itself and not ones naming a file or directory (:data:`PATH_KEYS`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ OVS_CONF_DB_MANPAGE = Path("/usr/share/man/man5/ovs-vswitchd.conf.db.5.gz")
 
 LAB_KEYS = frozenset({"dpdk-init", "dpdk-socket-mem", "dpdk-lcore-mask", "pmd-cpu-mask", "dpdk-extra"})
 """``other_config`` keys the lab sets itself (sandbox, CPUs, ``--no-pci``)."""
+
+PATH_KEYS = frozenset({"vhost-sock-dir", "dpdk-hugepage-dir", "certificate", "private-key", "ca-cert"})
+"""``other_config`` keys that name a file or directory (vhost-user sockets, hugepage files, keys):
+not settable, as every file of a run stays in its run directory (``vhost-sock-dir=..`` put the
+sockets outside it) and hugepage files where cleanup finds them."""
 
 VALUE_RE = re.compile(r"\A[A-Za-z0-9._,:+=-]{1,100}\Z")
 """An ``other_config`` value the lab passes on: one token, no quotes or spaces."""
@@ -185,6 +190,11 @@ def resolve(spec: SideSpec, *, system_vswitchd: Path = OVS_DPDK_VSWITCHD) -> Sid
         raise LabError(f"Option '{option}-lib-dir': '{library_dir}' holds no DPDK library (librte_*.so*).")
     known = known_other_config_keys()
     for key, _ in spec.other_config:
+        if key in PATH_KEYS:
+            raise LabError(
+                f"Option '{option}-other-config': '{key}' names a file or directory; the lab keeps every "
+                "file of a run in its run directory, so it is not settable."
+            )
         if key in LAB_KEYS:
             raise LabError(
                 f"Option '{option}-other-config': '{key}' is set by the lab (sandbox, CPUs); not overridable."

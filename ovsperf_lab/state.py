@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.fields import is_safe_name
 
 log = logging.getLogger(__name__)
 
@@ -118,15 +119,20 @@ class RunState:
         """
         data = json.loads((run_dir / "state.json").read_text())
         try:
-            return cls(
+            state = cls(
                 run_dir=run_dir,
                 owner=TrackedProcess(**data["owner"]),
                 processes=[TrackedProcess(**p) for p in data["processes"]],
                 file_prefixes=[str(p) for p in data["file_prefixes"]],
                 results_dir=data.get("results_dir"),
             )
-        except (KeyError, TypeError) as err:
+            for proc in (state.owner, *state.processes):
+                _check_process(proc)
+            for prefix in state.file_prefixes:
+                check_file_prefix(prefix, state.run_id)
+        except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"'{run_dir / 'state.json'}' is not an ovsperf-lab state file: {err}") from err
+        return state
 
     def save(self) -> None:
         """Write ``state.json`` atomically."""
@@ -153,6 +159,36 @@ class RunState:
         self.file_prefixes.append(prefix)
         self.save()
         return prefix
+
+
+def own_prefix(run_id: str) -> str:
+    """Return the start every DPDK file prefix of run ``run_id`` has (:meth:`RunState.new_file_prefix`)."""
+    return f"{run_id}-" if run_id.startswith(PREFIX) else f"{PREFIX}{run_id}-"
+
+
+def check_file_prefix(prefix: str, run_id: str) -> str:
+    """Return ``prefix`` when it is one :meth:`RunState.new_file_prefix` gives run ``run_id``.
+
+    A prefix becomes ``/var/run/dpdk/<prefix>`` and ``/dev/hugepages/<prefix>map_*``, which
+    cleanup removes: one with ``/`` or ``..`` would remove elsewhere, an empty one all of
+    ``/var/run/dpdk``, another run's that run's files.
+
+    :raises ValueError: naming the prefix (escaped) and what it must look like.
+    """
+    start = own_prefix(run_id)
+    if not is_safe_name(prefix) or not prefix.startswith(start) or prefix == start:
+        raise ValueError(
+            f"DPDK file prefix {prefix!r} is not one of run '{run_id}' ('{start}<role>' of "
+            "A-Z a-z 0-9 . _ + @ = , -, without '..'); nothing was removed for it"
+        )
+    return prefix
+
+
+def _check_process(proc: TrackedProcess) -> None:
+    """Raise ``ValueError`` unless ``proc``'s PID and start time are whole numbers (PID above 1)."""
+    for name, value, minimum in (("pid", proc.pid, 2), ("start_ticks", proc.start_ticks, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"process '{proc.name}' has {name} {value!r}, not a whole number >= {minimum}")
 
 
 def stop_process(
@@ -202,7 +238,13 @@ def renice(pid: int, nice: int) -> int:
 
 
 def dpdk_leftovers(prefix: str) -> list[Path]:
-    """Return hugepage files and the runtime directory DPDK left for ``prefix``."""
+    """Return hugepage files and the runtime directory DPDK left for ``prefix``.
+
+    :raises ValueError: when ``prefix`` is not a lab prefix (``ovsperf-lab-…``, a safe name): it
+        could name a path outside DPDK's directories, or all of them.
+    """
+    if not is_safe_name(prefix) or not prefix.startswith(PREFIX) or prefix == PREFIX:
+        raise ValueError(f"DPDK file prefix {prefix!r} is not an ovsperf-lab prefix; nothing removed for it")
     found: list[Path] = []
     if HUGEPAGE_DIR.is_dir():
         found += sorted(p for p in HUGEPAGE_DIR.iterdir() if p.name.startswith(prefix + "map_"))

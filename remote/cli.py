@@ -20,9 +20,9 @@ from remote.plan import HostPlan, remote_plan, render_plan
 from remote.run import new_run_id
 from remote.runargs import (
     DEFAULT_REMOTE_BASE,
-    REMOTE_COLLECTOR_RE,
     RUN_DEFAULTS,
     remote_base,
+    remote_collector,
     run_command_line,
 )
 from remote.ssh import (
@@ -69,7 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _plan_options(run, required=False)
     run.add_argument("--timeout", type=float, metavar="H", help="deadline of the whole run [hours] (12)")
-    run.add_argument("--log-dir", type=Path, help="state.json and a log per host (./ovsperf-remote-<run id>)")
+    run.add_argument(
+        "--log-dir",
+        type=Path,
+        help="a new directory for state.json and a log per host (./ovsperf-remote-<run id>); "
+        "an existing one is refused (--resume continues a run)",
+    )
     run.add_argument(
         "--remote-dir",
         default=DEFAULT_REMOTE_BASE,
@@ -197,8 +202,7 @@ def _plans(args: argparse.Namespace, tg: str, dut: str, collector: str | None) -
 
 def _plan(args: argparse.Namespace) -> int:
     tg, dut = parse_target(args.tg, "--tg").host, parse_target(args.dut, "--dut").host
-    collector = args.collector if args.collector and REMOTE_COLLECTOR_RE.match(args.collector) else None
-    sys.stdout.write(render_plan(_plans(args, tg, dut, collector)))
+    sys.stdout.write(render_plan(_plans(args, tg, dut, remote_collector(args.collector))))
     return ExitCode.OK
 
 

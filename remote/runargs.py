@@ -1,7 +1,8 @@
 """``ovsperf-remote run``: turn the command line into a run (new or resumed) and report how it ended.
 
 Validation happens here, before any connection: ``--env`` names and values, ``--collector``, the
-remote directory, the reboot commands and deadlines; a resumed run must have the same plan as the
+remote directory, a new run's ``--log-dir`` (a directory that does not exist yet), the reboot
+commands and deadlines; a resumed run must have the same plan as the
 one recorded in its ``state.json``.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,6 +18,7 @@ from typing import Any
 
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.fields import rsync_destination
 from ovsperf_common.runner import one_line
 from remote.errors import RemoteError
 from remote.executor import PARAM_NAME_RE, UPLOADED_INVENTORY
@@ -38,8 +39,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_REMOTE_BASE = "/var/tmp/ovsperf-remote"
 """Where each host gets ``<run id>/<role>/``: kept after the run (logs, resume); survives reboots."""
-REMOTE_COLLECTOR_RE = re.compile(r"\A[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/\S*\Z")
-"""``user@host:/path``: the DUT's vsperf_test sends the results there itself (its COLLECTOR)."""
 RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_RESULTS_FILE"}
 """Set by the runner; ``--env`` may not change them."""
 
@@ -120,7 +119,7 @@ def _options(
             raise FieldError(
                 f"{', '.join(sorted(clash))} is a task parameter of the plan; not changed.", field="--env"
             )
-    local = None if collector is None or REMOTE_COLLECTOR_RE.match(collector) else Path(collector)
+    local = None if collector is None or remote_collector(collector) else Path(collector)
     return RunOptions(
         log_dir=log_dir,
         deadline_s=args.timeout * 3600.0,
@@ -149,6 +148,23 @@ def _local_inventory(args: argparse.Namespace) -> Path | None:
     return local
 
 
+def remote_collector(collector: str | None) -> str | None:
+    """Return ``--collector`` when it is a remote ``user@host:/path``, ``None`` for a local directory.
+
+    A value with a ``:`` before its first ``/`` is remote (as rsync decides) and must be an rsync
+    destination by the one rule (:func:`~ovsperf_common.fields.rsync_destination`): the DUT's
+    vsperf_test sends the results there itself, and the path reaches the collector's shell.
+
+    :raises FieldError: naming ``--collector`` for a remote value that breaks the rule.
+    """
+    if not collector:
+        return None
+    colon, slash = collector.find(":"), collector.find("/")
+    if colon < 0 or 0 <= slash < colon:
+        return None
+    return rsync_destination(collector, "--collector")
+
+
 def remote_base(text: str) -> PurePosixPath:
     """Return ``--remote-dir`` checked: an absolute path without spaces or ``..``.
 
@@ -162,6 +178,46 @@ def remote_base(text: str) -> PurePosixPath:
     return base
 
 
+def new_log_dir(log_dir: Path) -> Path:
+    """Return ``--log-dir`` when it does not exist yet: a new run writes only into a new directory.
+
+    An existing directory is refused (a dangling symbolic link too): one holding ``state.json``
+    is another run's, which ``--resume`` continues (a new run would overwrite its state and mix
+    its logs); any other would receive our files among its own (``--log-dir /etc``).
+
+    :raises FieldError: naming ``--log-dir``.
+    """
+    if (log_dir / STATE_FILE).exists():
+        raise FieldError(
+            f"'{one_line(log_dir)}' holds the {STATE_FILE} of another run; continue that run with "
+            f"'--resume {one_line(log_dir)}', or give a new directory.",
+            field="--log-dir",
+        )
+    if log_dir.exists() or log_dir.is_symlink():
+        raise FieldError(
+            f"'{one_line(log_dir)}' exists; give a directory that does not exist yet (it is created "
+            "for this run, and only it is written).",
+            field="--log-dir",
+        )
+    return log_dir
+
+
+def _create_log_dir(log_dir: Path, *, resumed: bool) -> None:
+    """Create a new run's log directory (and missing parents); a resumed run's exists already.
+
+    :raises FieldError: naming ``--log-dir`` when it appeared meanwhile or cannot be created.
+    """
+    if resumed:
+        return
+    try:
+        log_dir.mkdir(parents=True)
+    except FileExistsError as err:
+        new_log_dir(log_dir)  # created meanwhile: say by what
+        raise FieldError(f"'{one_line(log_dir)}' was created meanwhile.", field="--log-dir") from err
+    except OSError as err:
+        raise FieldError(f"cannot create '{one_line(log_dir)}': {err.strerror}.", field="--log-dir") from err
+
+
 def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: PlanFactory) -> int:
     """Start or resume a run from the parsed command line; print where the results are.
 
@@ -171,6 +227,8 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
         fetched; the message names the host, the step and the log.
     :raises FieldError: for a bad option, before any connection.
     """
+    if args.resume is None and args.log_dir is not None:
+        new_log_dir(args.log_dir)  # before anything else
     if args.resume is not None:
         state = RunState.load(args.resume / STATE_FILE)
         log_dir = args.resume
@@ -196,8 +254,8 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
     targets = {"TRAFFICGEN": parse_target(tg_text, "--tg"), "DUT": parse_target(dut_text, "--dut")}
     given_inventory = args.inventory
     local_inventory = _local_inventory(args)
-    remote_collector = collector if collector and REMOTE_COLLECTOR_RE.match(collector) else None
-    plans = make_plans(args, targets["TRAFFICGEN"].host, targets["DUT"].host, remote_collector)
+    sent_to = remote_collector(collector)
+    plans = make_plans(args, targets["TRAFFICGEN"].host, targets["DUT"].host, sent_to)
     if args.resume is not None:
         if RunState.plan_of(plans) != state.plan:
             raise RemoteError(
@@ -207,7 +265,7 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
     else:
         run_id = new_run_id()
         base = remote_base(args.remote_dir)
-        log_dir = args.log_dir or Path(f"ovsperf-remote-{run_id}")
+        log_dir = new_log_dir(args.log_dir or Path(f"ovsperf-remote-{run_id}"))
         state = RunState(
             run_id=run_id,
             config=args.config,
@@ -224,7 +282,7 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
         for key in RESUMED
     }
     state.options["inventory"] = str(local_inventory) if local_inventory else given_inventory
-    log_dir.mkdir(parents=True, exist_ok=True)
+    _create_log_dir(log_dir, resumed=args.resume is not None)
     state.save(log_dir / STATE_FILE)
     log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)
     outcome = Runner(state, plans, targets, settings, options).run()
@@ -236,8 +294,8 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
         )
     if outcome.results:
         print(outcome.results)
-    elif remote_collector:
-        print(f"results sent by the DUT to {remote_collector}")
+    elif sent_to:
+        print(f"results sent by the DUT to {sent_to}")
     failed = [f"{role} {step}" for role, steps in outcome.failed_steps.items() for step in steps]
     if failed:
         log.warning("Steps that reported FAIL: %s.", "; ".join(failed))

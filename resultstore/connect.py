@@ -15,6 +15,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from ovsperf_common.regularfile import require_regular
 from resultstore.errors import StoreDatabaseError
 
 DB_ENV_VAR = "OVSPERF_RESULTS_DB"
@@ -57,6 +58,32 @@ def masked_url(url: str) -> str:
         return "<unparsable database URL>"
 
 
+def check_sqlite_file(path: Path, shown: str) -> None:
+    """Accept an SQLite file path only when it is a regular file, or a new file in a directory.
+
+    SQLite writes ``<path>-journal``, ``-wal`` and ``-shm`` beside the file: ``--db /dev/null``
+    created ``/dev/null-journal``; a FIFO would block the open for ever; a dangling symbolic link
+    would create its target wherever it points.
+
+    :param shown: the URL for the message, password masked.
+    :raises StoreDatabaseError: naming what the path is instead.
+    """
+    try:
+        require_regular(path)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise StoreDatabaseError(
+                f"'{path}' is a symbolic link to a missing file; give the SQLite file itself.", url=shown
+            ) from None
+        if not path.parent.is_dir():
+            raise StoreDatabaseError(f"'{path.parent}' is not a directory.", url=shown) from None
+        # A new file: SQLite creates it.
+    except OSError as err:  # NotRegularFileError: a device, FIFO, socket or directory
+        raise StoreDatabaseError(
+            f"'{path}': {err.strerror}; give an SQLite file (a new one is created).", url=shown
+        ) from err
+
+
 def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """Enable foreign keys, WAL and a busy timeout on every new SQLite connection."""
     cursor = dbapi_connection.cursor()
@@ -70,8 +97,9 @@ def open_engine(url: str, *, create_directory: bool = True) -> Engine:
     """Return an engine for ``url``; an SQLite file's parent directory is created when missing.
 
     :param create_directory: when false, a missing SQLite directory is an error instead.
-    :raises StoreDatabaseError: when the URL is invalid, names an unknown database type, or the
-        SQLite directory is missing (and may not be) or cannot be created.
+    :raises StoreDatabaseError: when the URL is invalid, names an unknown database type, the
+        SQLite directory is missing (and may not be) or cannot be created, or the SQLite path is
+        not a regular file or a new one (:func:`check_sqlite_file`).
     """
     shown = masked_url(url)
     try:
@@ -91,6 +119,7 @@ def open_engine(url: str, *, create_directory: bool = True) -> Engine:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreDatabaseError(f"cannot create its directory: {err.strerror}.", url=shown) from err
+        check_sqlite_file(Path(str(parsed.database)), shown)
     try:
         engine = create_engine(url, pool_pre_ping=not is_sqlite)
     except (ArgumentError, ImportError, SQLAlchemyError) as err:

@@ -614,7 +614,9 @@ vsperf_test_write_metadata() {
 # tells process-ci-results that the directory is complete). Bounded retries.
 vsperf_test_ship() {
     local attempt
-    local -a rsync_ssh=(-e "${COLLECTOR_SSH}" --timeout=600) # I/O timeout [s]: a stalled collector cannot hang us
+    # --timeout: I/O timeout [s], a stalled collector cannot hang us; --protect-args: the remote
+    # path is not split or expanded by the collector's shell (rsync <= 3.2.3 does that by default).
+    local -a rsync_ssh=(-e "${COLLECTOR_SSH}" --timeout=600 --protect-args)
     for ((attempt = 1; attempt <= COLLECTOR_RETRIES; attempt++)); do
         if rsync -a "${rsync_ssh[@]}" --exclude="${VSPERF_TEST_METADATA}" "${VSPERF_TEST_RESULTS}" "${COLLECTOR}/" &&
             rsync -a "${rsync_ssh[@]}" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
@@ -678,8 +680,12 @@ vsperf_test_tell_results() {
 
 vsperf_test_run() {
     task_require_params SCENARIO
-    if [[ -n "${COLLECTOR}" && ! "${COLLECTOR}" =~ ^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:/ ]]; then
-        task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path."
+    # The rule jobcreator and ovsperf-koji check --collector with: the path reaches the collector's
+    # shell (rsync <= 3.2.3), so nothing in it may be a shell character.
+    local why
+    if [[ -n "${COLLECTOR}" ]] &&
+        ! why="$(task_ovsperf_module ovsperf_common.fields rsync-destination "${COLLECTOR}" --field COLLECTOR 2>&1)"; then
+        task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path: ${why##*error: }"
     fi
     vsperf_test_inventory
     vsperf_test_config

@@ -145,6 +145,8 @@ def test_run_ships_results_with_metadata_last(dut: Lab, tmp_path: Path) -> None:
     # Two rsync passes: everything but the metadata, then the metadata alone.
     first, second = run.called("rsync")
     assert "--exclude=ovsperf-metadata.json" in first
+    # Issue 25: the collector's shell never splits or expands the path (rsync <= 3.2.3 lets it).
+    assert "--protect-args" in first and "--protect-args" in second
     assert second[-2].endswith("/ovsperf-metadata.json")
     assert run.index("vsperf") < run.index("rsync") < run.index("rsync", *second)
     (shipped,) = collector.iterdir()
@@ -234,6 +236,13 @@ def test_run_without_collector_keeps_results_on_the_dut(dut: Lab, tmp_path: Path
         ({"SCENARIO": "NOPE"}, "vsperf-config failed: vsperf-config: error: '"),
         ({"SHIM_SSH_RC": "255"}, "Cannot reach MoonGen at root@192.0.2.10:/root/lua-trafficgen over SSH"),
         ({"COLLECTOR": "ci_in"}, "COLLECTOR 'ci_in' is not user@host:/absolute/path"),
+        # Issue 25: the path reached the collector's shell (rsync <= 3.2.3) and ran 'touch'.
+        (
+            {"COLLECTOR": "root@h:/ci_in;touch${IFS}/tmp/x;"},
+            "COLLECTOR 'root@h:/ci_in;touch${IFS}/tmp/x;' is not user@host:/absolute/path",
+        ),
+        ({"COLLECTOR": "u@h:/srv/../etc"}, "without '.' or '..'"),
+        ({"COLLECTOR": "u@h:/ci in"}, "is not an rsync destination"),
     ],
 )
 def test_run_lab_problems_warn_and_abort(

@@ -99,8 +99,10 @@ def test_a_site_catalog_is_used(beaker: RecordingBeaker, tmp_path: Path) -> None
         ("--collector", "ovsperf:secret@collector.lab:/ci_in", "--collector"),
         ("--task-repo", "file:///srv/ovsperf.tar.gz", "--task-repo"),
         ("--inventory", "../../etc/passwd", "--inventory"),
+        # Issue 25: the path reached the collector's shell (rsync <= 3.2.3) and ran 'touch' there.
+        ("--collector", "root@h:/ci_in;touch${IFS}/tmp/x;", "is not an rsync destination"),
     ],
-    ids=["collector-with-password", "task-repo-not-http", "inventory-escapes"],
+    ids=["collector-with-password", "task-repo-not-http", "inventory-escapes", "collector-shell-command"],
 )
 def test_a_bad_lab_option_submits_nothing(
     beaker: RecordingBeaker, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str

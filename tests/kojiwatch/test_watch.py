@@ -183,6 +183,21 @@ def test_unknown_tag_fails_at_once_without_retrying(rig: Rig) -> None:
     assert rig.hub.methods_called() == ["listTagged"]
 
 
+def test_a_build_whose_release_would_leave_the_publish_dir_is_skipped(rig: Rig) -> None:
+    """Issue 25: a hub's release '1/../../x' became directories outside --publish-dir."""
+    hostile = rig.hub.add_build(rig.rpms["ovs31"], tags=(TAG,))
+    rig.hub.builds[hostile]["release"] = "1/../../x"
+    rig.hub.add_build(rig.rpms["dpdk"], tags=(TAG,))
+    code, _, err = rig.run("--max-polls", "1")
+    assert code == ExitCode.OK, err
+    assert sorted(p.name for p in rig.web.root.iterdir()) == ["dpdk-22.11-1.fc39"]
+    assert configs(rig.beaker.calls()) == [
+        (scenario, f"{rig.web.base_url}/dpdk-22.11-1.fc39/") for scenario in ("OVS_DPDK1q", "OVS_DPDK2q")
+    ]
+    assert rig.record(hostile)["status"] == "skipped"
+    assert "has release '1/../../x', which is not an RPM release" in rig.record(hostile)["reason"]
+
+
 def test_second_watcher_on_same_state_is_refused(rig: Rig) -> None:
     with state_lock(rig.state):
         code, _, err = rig.run()

@@ -135,6 +135,15 @@ def test_bad_compare_options_name_the_option(capsys: pytest.CaptureFixture[str],
         (["--b", "system", "--rounds", "1"], "Options '--min-rounds' and '--rounds' must satisfy"),
         (["--b", "system", "--frame-sizes", "64,128"], "Option '--frame-sizes' takes one frame size"),
         (["--b", "system", "--b-cpu-steal", "99"], "Option '--b-cpu-steal' must be in (0, 90] %"),
+        # Issue 25: the vhost-user sockets (or hugepage files) went outside the run's directory.
+        (
+            ["--b", "system", "--b-other-config", "vhost-sock-dir=.."],
+            "Option '--b-other-config': 'vhost-sock-dir' names a file or directory",
+        ),
+        (
+            ["--a-other-config", "dpdk-hugepage-dir=..", "--b", "system"],
+            "Option '--a-other-config': 'dpdk-hugepage-dir' names a file or directory",
+        ),
     ]
     for argv, message in cases:
         assert main(["compare", "--config", "OVS_DPDK1q", *argv, "--output", str(tmp_path)]) == 2
