@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.fields import is_safe_name
+from ovsperf_common.regularfile import read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class RunState:
         :raises OSError: when it cannot be read.
         :raises ValueError: when it is not a state file of ours.
         """
-        data = json.loads((run_dir / "state.json").read_text())
+        data = json.loads(read_regular_text(run_dir / "state.json"))
         try:
             state = cls(
                 run_dir=run_dir,

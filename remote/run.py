@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.regularfile import read_regular_text
 from ovsperf_common.runner import one_line
 from remote.check import Outcome, sudo_check
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
@@ -138,7 +139,7 @@ class RunState:
         :raises RemoteError: naming the file, when it is missing, not JSON or not a run state.
         """
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = json.loads(read_regular_text(path))
             if document.get("schema") != 1 or not RUN_ID_RE.match(str(document.get("run_id"))):
                 raise ValueError("not an ovsperf-remote run state of schema 1")
             hosts = {

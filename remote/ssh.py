@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import getpass
 import logging
-import re
 import select
 import shlex
 import threading
@@ -32,7 +31,7 @@ from pathlib import Path
 import paramiko
 
 from ovsperf_common.errors import FieldError
-from ovsperf_common.fields import hostname
+from ovsperf_common.fields import LOGIN_NAME_RE, hostname
 from ovsperf_common.regularfile import require_regular
 from ovsperf_common.runner import one_line
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
@@ -40,7 +39,7 @@ from remote.knownhosts import CERT_SUFFIX, KnownHosts, read_known_hosts
 
 log = logging.getLogger(__name__)
 
-USER_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
+USER_RE = LOGIN_NAME_RE
 """A login name (POSIX portable characters, at most 32, as useradd accepts)."""
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")

@@ -20,6 +20,7 @@ import yaml
 
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
+from ovsperf_common.regularfile import read_regular_text
 from vsperf_configs.errors import CpuOverlapError, InventoryError
 from vsperf_configs.model import HostInventory, HostRole, MoongenPeer
 
@@ -185,7 +186,7 @@ def load_inventory(path: Path) -> Inventory:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as err:
         raise InventoryError(
             f"cannot read the host inventory ({err.__class__.__name__}: {err}); give one with "

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fifoguard import fifo_watchdog
 from vsperf_configs.errors import CpuOverlapError, InventoryError
 from vsperf_configs.inventory import (
     cpu_mask,
@@ -193,3 +194,10 @@ def test_a_bad_cpulist_is_quoted_short() -> None:
     with pytest.raises(InventoryError) as info:
         parse_cpu_list("x" * 117_000, key="cpus.pmd")
     assert f"'{'x' * 80}…' is not a cpulist" in str(info.value) and len(str(info.value)) < 200
+
+
+def test_an_inventory_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    with fifo_watchdog(path) as freed, pytest.raises(InventoryError, match="it is a FIFO"):
+        load_inventory(path)
+    assert freed == []
