@@ -2,13 +2,14 @@
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 VENV ?= $(ROOT)/.venv
+JJB_VENV ?= $(ROOT)/.venv-jjb
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test check lint typecheck compat shellcheck pytest bench clean
+.PHONY: setup run test check lint typecheck compat shellcheck pytest bench constraints clean
 
 setup:
-	$(SUDO) VENV=$(VENV) $(ROOT)/scripts/setup-debian.sh
+	$(SUDO) VENV=$(VENV) JJB_VENV=$(JJB_VENV) $(ROOT)/scripts/setup-debian.sh
 
 run: setup
 	$(SUDO) VENV=$(VENV) $(ROOT)/scripts/main-job.sh
@@ -24,8 +25,7 @@ typecheck:
 	$(VENV)/bin/mypy
 
 # Code that runs on the lab hosts (Python >= 3.9; pyproject.toml per-file-target-version lists the same).
-LAB_HOST_CODE := vsperf_configs jobcreator/__init__.py jobcreator/catalog.py jobcreator/errors.py \
-	jobcreator/model.py ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
+LAB_HOST_CODE := vsperf_configs ovsperf_catalog ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
 
 # Code that runs inside VSperf's own Python (RHEL 8's python3 is 3.6).
 VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors beaker_tasks/vsperf_test/pods
@@ -42,6 +42,19 @@ pytest:
 
 bench:
 	for b in benchmarks/bench_*.py; do $(SUDO) $(PY) "$$b" || exit $$?; done
+
+# Regenerate packaging/constraints.txt (the versions `make setup` installs) with uv, from a throwaway
+# venv. Existing pins are kept unless UPGRADE=1 (all) or UPGRADE_PACKAGE=name (one); then follow
+# CONTRIBUTING.md "Bumping the pinned versions" (setup, test, the benchmarks the changed pins touch).
+UV_VERSION := 0.13.9
+constraints:
+	rm -rf $(ROOT)/out/uv-venv && python3 -m venv $(ROOT)/out/uv-venv
+	$(ROOT)/out/uv-venv/bin/pip install -q uv==$(UV_VERSION)
+	cd $(ROOT) && out/uv-venv/bin/uv pip compile -q pyproject.toml --extra all --extra test --extra jenkins \
+		--python-version 3.11 --custom-compile-command 'make constraints' \
+		$(if $(filter 1,$(UPGRADE)),--upgrade) $(if $(UPGRADE_PACKAGE),--upgrade-package $(UPGRADE_PACKAGE)) \
+		-o packaging/constraints.txt
+	rm -rf $(ROOT)/out/uv-venv
 
 clean:
 	rm -rf $(ROOT)/out $(ROOT)/.pytest_cache $(ROOT)/.mypy_cache

@@ -6,13 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from beakerwatch.collect import Collected, CollectOptions, TrackRequest, collect, status_lines, track
-from beakerwatch.fetch import Limits
-from beakerwatch.hub import RetryPolicy
-from jobcreator.submit import load_client_config
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line, run_command
+
+if TYPE_CHECKING:
+    from beakerwatch.collect import Collected
 
 EPILOG = (
     "exit codes: 0 OK (all collected, or nothing to do; collect --once: unfinished jobs wait for the next "
@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _track(args: argparse.Namespace) -> int:
+    from beakerwatch.collect import TrackRequest, track  # beaker-client, tenacity: ovsperf[beaker]
+
     request = TrackRequest(
         ids_file=args.ids_file,
         nvrs=tuple(args.nvr),
@@ -90,6 +92,11 @@ def _track(args: argparse.Namespace) -> int:
 
 
 def _collect(args: argparse.Namespace) -> int:
+    from beakerwatch.collect import CollectOptions, collect  # beaker-client, tenacity: ovsperf[beaker]
+    from beakerwatch.fetch import Limits
+    from beakerwatch.hub import RetryPolicy
+    from jobcreator.submit import load_client_config
+
     options = CollectOptions(
         ci_in=args.ci_in,
         deadline_s=args.deadline_s,
@@ -112,6 +119,8 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from beakerwatch.collect import status_lines  # beaker-client, tenacity: ovsperf[beaker]
+
     for row in status_lines(args.state, args.lock_timeout_s):
         print(_tsv(row))
     return ExitCode.OK

@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import benchcli  # noqa: E402
+
 from beakerwatch.collect import CollectOptions, TrackRequest, collect, track  # noqa: E402
 from beakerwatch.fetch import Limits  # noqa: E402
 from beakerwatch.hub import RetryPolicy  # noqa: E402
@@ -60,7 +62,10 @@ def make_tarball(tmp: Path, size_mb: int) -> bytes:
 
 
 def main() -> int:
-    size_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 24
+    parser = benchcli.parser(__doc__)
+    parser.add_argument("size_mb", nargs="?", type=int, default=24, metavar="SIZE_MB", help="unpacked MiB")
+    size_mb = parser.parse_args().size_mb
+    benchcli.stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-beakerwatch-") as tmp_name:
         tmp = Path(tmp_name)
         tarball = make_tarball(tmp, size_mb)

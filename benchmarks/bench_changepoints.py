@@ -22,7 +22,6 @@ Usage: ``.venv/bin/python benchmarks/bench_changepoints.py [--per-cell 4] [--no-
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import subprocess
@@ -34,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import benchcli
 import jumpavg
 
 from reporting.changepoints import analyse
@@ -175,15 +175,14 @@ def score(series: Sequence[Synthetic], found: Sequence[Sequence[int]]) -> tuple[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--per-cell", type=int, default=4, help="series per (length, noise) cell (default 4)")
     parser.add_argument("--no-outliers", action="store_true", help="series without outlier dips")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--otava-venv", type=Path, default=Path(__file__).with_name(".venv-otava"))
     parser.add_argument("--no-otava", action="store_true", help="skip Otava (no network to install it)")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     series = corpus(args.per_cell, not args.no_outliers, args.seed)
     builds = sum(len(s.values) for s in series)
     print(

@@ -7,7 +7,7 @@
    ``sqlite3`` inserting the same rows into the same kind of tables, one transaction each.
 3. Queries: ``comparisons(limit=50)`` and ``latest_passed_result`` against the equivalent raw SQL.
 
-Run: ``.venv/bin/python benchmarks/bench_ciflow.py``.
+Usage: ``.venv/bin/python benchmarks/bench_ciflow.py``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import benchcli  # noqa: E402
+
 from ciflow.config import load_config  # noqa: E402
 from ciflow.process import run_pass  # noqa: E402
 from reporting.api import generate_report  # noqa: E402
-from resultstore.model import Decision, ResultStatus  # noqa: E402
+from resultstore.model import ResultStatus, ReviewDecision  # noqa: E402
 from resultstore.store import ResultStore  # noqa: E402
 from tests.ciflow.helpers import BASELINE, CANDIDATE, SCENARIO, deliver, write_config  # noqa: E402
 
@@ -175,7 +177,7 @@ def bench_store(root: Path) -> dict[str, tuple[float, float]]:
 
     timings = {"insert result+comparison": paired(ours_insert, raw_insert)}
     for cid in range(1, STORE_ROWS - STORE_ROWS % ROUNDS + 1, 7):
-        store.add_verdict(cid, decision=Decision.PASS if cid % 2 else Decision.FAIL)
+        store.add_verdict(cid, decision=ReviewDecision.PASS if cid % 2 else ReviewDecision.FAIL)
         raw.execute(
             "INSERT INTO verdicts (comparison_id, decision, recorded_at) VALUES (?, ?, '2026-01-01')",
             (cid, "PASS" if cid % 2 else "FAIL"),
@@ -223,6 +225,8 @@ def bench_store(root: Path) -> dict[str, tuple[float, float]]:
 
 
 def main() -> int:
+    benchcli.parser(__doc__).parse_args()
+    benchcli.stop_on_sigterm()
     logging.disable(logging.WARNING)
     root = Path(tempfile.mkdtemp(prefix="bench-ciflow-"))
     try:

@@ -15,15 +15,16 @@ Usage: ``sudo .venv/bin/python benchmarks/bench_compare.py [--rounds N] [--trial
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
+import benchcli
+
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
 from ovsperf_lab.abtest import CompareConfig, run_compare
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
@@ -32,11 +33,12 @@ from ovsperf_lab.sides import SideSpec, resolve
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=20, help="most rounds per comparison (20)")
     parser.add_argument("--trial-duration", type=float, default=5.0, help="MRR trial [s] (5)")
     parser.add_argument("--steal", type=float, action="append", help="PMD CPU shares to take [%%] (3, 5, 10)")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     facts = probe_machine()
     options = LabOptions(frame_sizes_bytes=(64,), tests=(VsperfTest.PHY2PHY_TPUT,))

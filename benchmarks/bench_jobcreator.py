@@ -10,18 +10,18 @@ Usage: python benchmarks/bench_jobcreator.py [--iterations N]
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
+import benchcli
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
 from jobcreator.jobmodel import JobOptions
 from jobcreator.render import render_job
 from jobcreator.validate import load_schema, validate_job
+from ovsperf_catalog.catalog import load_catalog
 
 OPTIONS = JobOptions(
     trafficgen_host="moongen.example.com",
@@ -48,9 +48,10 @@ def _per_job_ms(work: Callable[[], None], jobs: int, iterations: int, repeats: i
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--iterations", type=int, default=40, help="passes over all scenarios per sample")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
 
     catalog = load_catalog()
     scenarios = [catalog.get(name) for name in catalog.names()]

@@ -22,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import benchcli  # noqa: E402
+
 from kojiwatch.koji_client import KojiClient  # noqa: E402
 from kojiwatch.model import BuildSelection, KojiServer, SelectionKind  # noqa: E402
 from kojiwatch.repo import prepare_repo  # noqa: E402
@@ -32,7 +34,10 @@ ROUNDS = 3
 
 
 def main() -> int:
-    n_rpms = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    parser = benchcli.parser(__doc__)
+    parser.add_argument("n_rpms", nargs="?", type=int, default=40, metavar="N_RPMS", help="RPMs in the build")
+    n_rpms = parser.parse_args().n_rpms
+    benchcli.stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-kojiwatch-") as tmp_name:
         tmp = Path(tmp_name)
         subs = tuple((f"sub{i:03d}", "noarch" if i % 2 else "same") for i in range(n_rpms - 1))

@@ -16,7 +16,6 @@ Usage: ``sudo .venv/bin/python benchmarks/bench_lab.py [--search-time S] [--vali
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import statistics
@@ -25,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobcreator.model import Topology
+import benchcli
+
+from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.dpdk_generator import pool_mbufs, pool_memory_mb
@@ -35,7 +36,7 @@ from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE
 from ovsperf_lab.run import GeneratorRequest, _dpdk_generator
 from ovsperf_lab.search import SearchConfig, search_throughput
-from ovsperf_lab.state import RunState, release, renice
+from ovsperf_lab.state import LabRunState, release, renice
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
 
 FRAME_SIZE_BYTES = 64
@@ -46,7 +47,7 @@ rings (cache effects), and the maximum must be OVS's best."""
 
 
 def measure_max_forwarding(
-    state: RunState, ovs: OvsSandbox, lay: topology.Layout, cpu: int, window_s: float
+    state: LabRunState, ovs: OvsSandbox, lay: topology.Layout, cpu: int, window_s: float
 ) -> float:
     """Return OVS's forwarding rate under full flowgen load, both directions summed [pps]."""
     argv = make_testpmd_argv(
@@ -81,17 +82,18 @@ def measure_max_forwarding(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--search-time", type=float, default=2.0)
     parser.add_argument("--validation-time", type=float, default=5.0)
     parser.add_argument("--granularity", type=float, default=0.5, help="[%% of line rate]")
     parser.add_argument("--ring-size", type=int, default=DEFAULT_RING_SIZE, help="[descriptors]")
     parser.add_argument("--no-binary", action="store_true", help="MLRsearch only")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     cpus = sorted(os.sched_getaffinity(0))
     root = Path(tempfile.mkdtemp(prefix="ovsperf-lab-bench", dir="/run"))
-    state = RunState.create(root, f"ovsperf-lab-bench-{os.getpid()}")
+    state = LabRunState.create(root, f"ovsperf-lab-bench-{os.getpid()}")
     ndrs: list[float] = []
     mlr: dict[str, list[float]] = {"NDR": [], "PDR": []}
     try:

@@ -33,9 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import benchcli  # noqa: E402
+
 from remote.executor import REPO_ROOT, UPLOADED, upload_files  # noqa: E402
 from remote.plan import HostPlan, RemoteStep  # noqa: E402
-from remote.run import HostState, Runner, RunOptions, RunState, new_run_id  # noqa: E402
+from remote.run import HostState, RemoteRunState, Runner, RunOptions, new_run_id  # noqa: E402
 from remote.ssh import Settings, parse_target  # noqa: E402
 from tests.remote.sshd_hosts import SshHost, keygen, ssh_hosts  # noqa: E402
 
@@ -51,10 +53,10 @@ def ours(hosts: list[SshHost], key: Path, known: Path, work: Path) -> float:
         for role, h in zip(("TRAFFICGEN", "DUT"), hosts, strict=True)
     )
     run_id = new_run_id()
-    state = RunState(
+    state = RemoteRunState(
         run_id,
         "BENCH",
-        RunState.plan_of(plans),  # type: ignore[arg-type]
+        RemoteRunState.plan_of(plans),  # type: ignore[arg-type]
         {p.role: HostState(p.role, p.host, str(work / "ours" / run_id / p.role.lower())) for p in plans},
     )
     env = {p.role: {"TASK_STATE_DIR": str(work / "state" / p.role)} for p in plans}
@@ -137,6 +139,8 @@ def bare(hosts: list[SshHost], key: Path, known: Path) -> float:
 
 
 def main() -> int:
+    benchcli.parser(__doc__).parse_args()
+    benchcli.stop_on_sigterm()
     work = Path(tempfile.mkdtemp(prefix="bench-remote-", dir="/tmp"))
     try:
         work.chmod(0o755)

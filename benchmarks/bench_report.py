@@ -10,13 +10,14 @@ Usage: ``.venv/bin/python benchmarks/bench_report.py [--max-results 50] [--step 
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchcli
 
 from ovsperf_common.units import RFC2544_FRAME_SIZES_BYTES, line_rate_pps
 from reporting.api import generate_report
@@ -76,13 +77,12 @@ def write_results(root: Path, number: int, rng: random.Random, ovs: str) -> Path
 
 def main() -> int:
     """Run the benchmark and print the timings and ratios."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--max-results", type=int, default=50)
     parser.add_argument("--step", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest counts")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     logging.basicConfig(level=logging.ERROR)
     rng = random.Random(42)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:

@@ -18,13 +18,14 @@ Usage: ``.venv/bin/python benchmarks/bench_search.py [--capacity 2e6] [--stall-r
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import random
 import statistics
 import sys
 from dataclasses import dataclass, field
+
+import benchcli
 
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
@@ -103,15 +104,14 @@ def _binary(dut: StallingDut, loss: float, log: logging.Logger) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--capacity", type=float, default=2.0e6, help="DUT capacity per direction [pps]")
     parser.add_argument("--stall-rate", type=float, default=0.5, help="CPU stalls per second")
     parser.add_argument("--stall-ms", type=float, default=4.0, help="length of a stall [ms]")
     parser.add_argument("--ring", type=int, default=8192, help="frames a vhost-user ring buffers")
     parser.add_argument("--seeds", type=int, default=5, help="repeats with different random stalls")
     args = parser.parse_args(argv)
+    benchcli.stop_on_sigterm()
     log = logging.getLogger("bench.search")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     capacity = args.capacity

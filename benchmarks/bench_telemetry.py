@@ -20,13 +20,14 @@ Usage: ``sudo .venv/bin/python benchmarks/bench_telemetry.py [--runs 3] [--durat
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchcli
 
 from reporting.load import find_results_dirs, load_results_dir
 
@@ -59,8 +60,8 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
     """Alternate trials with and without telemetry in one session; print the paired differences."""
     import random
 
-    from jobcreator.catalog import load_catalog
-    from jobcreator.model import Topology, VsperfTest
+    from ovsperf_catalog.catalog import load_catalog
+    from ovsperf_catalog.model import Topology, VsperfTest
     from ovsperf_lab import topology
     from ovsperf_lab.machine import probe_machine
     from ovsperf_lab.model import TrialSpec
@@ -68,14 +69,14 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
     from ovsperf_lab.plan import LabOptions, plan_run
     from ovsperf_lab.run import LINK_TIMEOUT_S, GeneratorRequest
     from ovsperf_lab.run import _dpdk_generator as dpdk_generator
-    from ovsperf_lab.state import RunState, release
+    from ovsperf_lab.state import LabRunState, release
     from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
 
     options = LabOptions(frame_sizes_bytes=(64,), tests=(VsperfTest.PHY2PHY_TPUT,))
     cpus = plan_run(load_catalog().get("OVS_DPDK1q"), probe_machine(), options).cpus
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bench-telemetry-state-") as root:
-        state = RunState.create(Path(root), "bench-telemetry")
+        state = LabRunState.create(Path(root), "bench-telemetry")
         generator = None
         try:
             ovs = OvsSandbox(
@@ -150,9 +151,7 @@ def cv(values: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = benchcli.parser(__doc__)
     parser.add_argument(
         "--runs", type=int, default=3, help="runs with and runs without telemetry (default 3)"
     )
@@ -165,6 +164,7 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     if args.paired:
         paired(args.paired, args.load_mpps * 1e6, args.seed)
     if not args.runs:

@@ -24,7 +24,6 @@ measurements ran (goals are reported, not enforced), 2 on a setup failure.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
@@ -38,8 +37,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_trafficgen as base  # noqa: E402
+import benchcli  # noqa: E402
 
-from ovsperf_common.telemetryfile import HIT_COUNTERS, TELEMETRY_FILE  # noqa: E402
+from ovsperf_common.labfiles import TELEMETRY_FILE  # noqa: E402
+from ovsperf_common.telemetryfile import HIT_COUNTERS  # noqa: E402
 from ovsperf_common.units import line_rate_pps, mix_rates  # noqa: E402
 from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
@@ -137,10 +138,11 @@ def lab_sweep(rules: str, out: Path) -> dict[str, tuple[float, float]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--no-lab", action="store_true", help="skip part 3 (the lab runs)")
     parser.add_argument("--lab-only", action="store_true", help="only part 3 (the lab runs)")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     if args.lab_only:
         return lab_part()
     h.build_generator()

@@ -13,6 +13,8 @@ the best run is the closest to the sender's capability). Then the generator is p
 Prints the max-rate ratio (goal >= 0.9) and the requested vs achieved table (goal +-0.5 %).
 Needs root, hugepages and ``make -C trafficgen``. Exit 0 always when measurement worked (the
 goals are reported, not enforced), 2 on a setup failure.
+
+Usage: ``sudo .venv/bin/python benchmarks/bench_trafficgen.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import benchcli  # noqa: E402
 
 from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
@@ -136,6 +140,8 @@ def generator_max_pps(gen: DpdkTrafficGenerator) -> float:
 
 
 def main() -> int:
+    benchcli.parser(__doc__).parse_args()
+    benchcli.stop_on_sigterm()
     h.build_generator()
     cpu = h.generator_cpu()
     try:

@@ -24,7 +24,6 @@ Usage: ``.venv/bin/python benchmarks/bench_trend.py [--builds 365] [--no-otava] 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import random
 import sys
@@ -33,6 +32,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import benchcli
 from bench_changepoints import otava_detect, otava_python
 
 from ovsperf_common.metadata import RunMetadata, write
@@ -139,15 +139,14 @@ def browser_load_seconds(index: Path) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = benchcli.parser(__doc__)
     parser.add_argument("--builds", type=int, default=365, help="nightly builds per scenario (default 365)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--otava-venv", type=Path, default=Path(__file__).with_name(".venv-otava"))
     parser.add_argument("--no-otava", action="store_true")
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
+    benchcli.stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-trend-") as tmp:
         root = Path(tmp)
         start = time.perf_counter()

@@ -10,9 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from ciflow.config import load_config
-from ciflow.model import EntryState, OutcomeKind, failed_reason_file
-from ciflow.process import preview, run_pass
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line, run_command
 
@@ -94,6 +91,11 @@ def _stop_on_signals() -> Iterator[Callable[[], bool]]:
 
 def _run(args: argparse.Namespace) -> int:
     """Preview (``--dry-run``) or run one pass; print one line per entry; return the exit code."""
+    # The report and the store (matplotlib, scipy, SQLAlchemy, ...): ovsperf[report].
+    from ciflow.config import load_config
+    from ciflow.model import EntryState, OutcomeKind, failed_reason_file
+    from ciflow.process import preview, run_pass
+
     config = load_config(Path(args.config))
     if args.dry_run:
         entries = preview(config)

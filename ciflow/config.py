@@ -8,7 +8,7 @@ Example (relative paths are relative to the configuration file; docs/ciflow.md h
     reports: /srv/ovsperf/reports
     database: /srv/ovsperf/results.sqlite      # or postgresql+psycopg://ovsperf@db/ovsperf
     quiet_period_s: 60
-    catalog: /etc/ovsperf/scenarios.yaml       # default: the packaged jobcreator catalog
+    catalog: /etc/ovsperf/scenarios.yaml       # default: the packaged catalog (ovsperf_catalog)
     thresholds: {regression_percent: 5, improvement_percent: 5, warning_percent: 2, alpha: 0.05}
     trend_pages: /srv/ovsperf/reports/_trends  # optional: trend pages rewritten by every pass
     mail:                                      # optional: regressions and infrastructure failures
@@ -40,8 +40,8 @@ import yaml
 
 from ciflow.errors import ConfigError
 from ciflow.model import BaselineSource, CiConfig, MailConfig, ScenarioConfig
-from jobcreator.catalog import load_catalog
-from jobcreator.errors import CatalogError
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.errors import CatalogError
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import is_safe_name

@@ -38,7 +38,7 @@ class ScenarioConfig:
     """How results of one scenario are compared."""
 
     name: str
-    """Scenario name as written in ``ovsperf-metadata.json`` (and the jobcreator catalog)."""
+    """Scenario name as written in ``ovsperf-metadata.json`` (and the scenario catalog)."""
     source: BaselineSource
     """Fixed directories or the newest tester-passed result."""
     baseline_dirs: tuple[Path, ...]

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import (
     DEFAULT_MOONGEN_COMMIT,
@@ -17,7 +16,7 @@ from jobcreator.jobmodel import (
     JobRequest,
     ReserveMode,
 )
-from jobcreator.workflow import create_job
+from ovsperf_catalog.catalog import load_catalog
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
 
@@ -190,6 +189,8 @@ def _run(args: argparse.Namespace) -> int:
         for name in load_catalog(args.catalog).names():
             print(name)
         return ExitCode.OK
+    from jobcreator.workflow import create_job  # Jinja2 and lxml: ovsperf[beaker]
+
     outcome = create_job(_request(args))
     if outcome.job_id is not None:
         print(outcome.job_id)

@@ -9,18 +9,6 @@ class JobCreatorError(OvsperfError):
     """Base of every error jobcreator reports: bad options, render failures, unwritable output (exit 2)."""
 
 
-class CatalogError(JobCreatorError):
-    """The scenario catalog cannot be read, or a scenario or field in it is invalid or unknown.
-
-    The message names the file, the scenario and the field (``ovsperf_common.errorfmt.located``).
-    """
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        self.field = field
-        """The invalid field's dotted name, e.g. ``'hugepages.size'``; ``None`` when not about a field."""
-        super().__init__(message)
-
-
 class JobValidationError(JobCreatorError):
     """A rendered job violates Beaker's ``beaker-job.rng`` or one of our semantic rules."""
 

@@ -1,6 +1,6 @@
 """Define the records of one Beaker job run: options, the job plan, hub settings, request/outcome.
 
-``JobOptions`` (from the command line) and a :class:`~jobcreator.model.Scenario` (from the
+``JobOptions`` (from the command line) and a :class:`~ovsperf_catalog.model.Scenario` (from the
 catalog) go into :func:`jobcreator.render.plan_job`, which decides a :class:`JobPlan`; the
 templates only spell that plan in XML. Every record validates itself in ``__post_init__`` and
 raises :class:`~jobcreator.errors.JobCreatorError` naming the command-line option.

@@ -32,7 +32,7 @@ from ovsperf_templates import environment  # type: ignore[import-not-found, unus
 
 from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
-from jobcreator.model import Scenario
+from ovsperf_catalog.model import Scenario
 
 TASK_NAMESPACE: Final = "/ovsperf"
 """Beaker task-library namespace of our tasks (``beaker_tasks/<name>`` → ``/ovsperf/<name>``)."""

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobCreatorError, SubmitError
 from jobcreator.jobmodel import JobOutcome, JobRequest
 from jobcreator.render import render_job
 from jobcreator.validate import validate_job
+from ovsperf_catalog.catalog import load_catalog
 from ovsperf_common.atomicio import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ def create_job(request: JobRequest) -> JobOutcome:
     """Render the job of ``request``, validate it, write it and submit it as asked.
 
     :returns: the validated XML, where it was written and the submitted job id.
-    :raises CatalogError: when the catalog is unreadable or the scenario unknown.
+    :raises ovsperf_catalog.errors.CatalogError: when the catalog is unreadable or the scenario unknown.
     :raises JobValidationError: when the rendered job is invalid (nothing is written or sent).
     :raises JobCreatorError: when ``--output`` cannot be written (the old file is left intact).
     :raises SubmitError: when submission fails (the ``--output`` file, if any, stays).

@@ -10,9 +10,9 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kojiwatch.errors import BatchSubmitError, BuildRejectedError, KojiWatchError
-from kojiwatch.koji_client import KojiClient, resolve_server
 from kojiwatch.message import read_message_file
 from kojiwatch.model import (
     DEFAULT_ARCHES,
@@ -25,11 +25,11 @@ from kojiwatch.model import (
     SubmittedJob,
     WatchConfig,
 )
-from kojiwatch.repo import prepare_repo, read_repo_record, write_repo_record
-from kojiwatch.submit import job_options, submit_scenarios, write_job_ids
-from kojiwatch.watch import Watcher
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
+
+if TYPE_CHECKING:
+    from kojiwatch.koji_client import KojiClient
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _client(args: argparse.Namespace) -> KojiClient:
+    from kojiwatch.koji_client import KojiClient, resolve_server  # koji, requests: ovsperf[koji]
+
     server = resolve_server(args.profile, args.hub, args.topurl, args.koji_timeout_s, args.ca_bundle)
     return KojiClient(server)
 
@@ -254,6 +256,8 @@ def _selection(args: argparse.Namespace) -> BuildSelection:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from kojiwatch.repo import prepare_repo, write_repo_record  # koji: ovsperf[koji]
+
     selection = _selection(args)
     client = _client(args)
     try:
@@ -279,6 +283,9 @@ def _print_ids(job_ids: Iterable[str]) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from kojiwatch.repo import read_repo_record  # koji: ovsperf[koji]
+    from kojiwatch.submit import submit_scenarios, write_job_ids  # jobcreator: ovsperf[beaker]
+
     repos = tuple(args.repo or ())
     record = None if args.repo_json is None else read_repo_record(args.repo_json)
     if record is not None:
@@ -305,6 +312,9 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
+    from kojiwatch.submit import job_options, write_job_ids  # koji, jobcreator: ovsperf[koji]
+    from kojiwatch.watch import Watcher
+
     config = WatchConfig(
         tag=args.tag,
         packages=tuple(dict.fromkeys(_split(args.package))),
@@ -362,6 +372,8 @@ def _prepare_bound(
     base_url: str,
     arches: tuple[str, ...],
 ) -> PreparedRepo:
+    from kojiwatch.repo import prepare_repo
+
     return prepare_repo(client, selection, publish_dir, base_url, arches=arches)
 
 

@@ -15,12 +15,13 @@ import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import JobOptions, JobRequest
 from jobcreator.workflow import create_job
 from kojiwatch.errors import BatchSubmitError
 from kojiwatch.model import SubmitRequest, SubmittedJob
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.errors import CatalogError
 from ovsperf_common.atomicio import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def check_scenarios(scenarios: Iterable[str], catalog_path: Path | None = None) 
         catalog = load_catalog(catalog_path)
         for name in scenarios:
             catalog.get(name)
-    except JobCreatorError as err:
+    except CatalogError as err:
         raise BatchSubmitError(f"Nothing submitted: {err}") from err
 
 
@@ -108,7 +109,7 @@ def submit_scenarios(
             continue
         try:
             job_id = create_job(job_request(request, scenario)).job_id
-        except JobCreatorError as err:
+        except (CatalogError, JobCreatorError) as err:
             log.error("Submission of scenario '%s' failed: %s", scenario, err)
             failed[scenario] = " ".join(str(err).split())
             continue

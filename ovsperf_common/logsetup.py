@@ -18,6 +18,10 @@ from ovsperf_common.secrets import mask
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+CHATTY_LIBRARIES = ("alembic.runtime.plugins", "alembic.runtime.migration", "paramiko.transport")
+"""Third-party loggers whose INFO lines are their own bookkeeping (alembic announces each plugin and
+migration context, paramiko each SFTP channel): shown from ``-v`` on, WARNING and above always."""
+
 
 class MaskingFormatter(logging.Formatter):
     """Format a record as usual (its message bounded), then mask the secrets and escape controls.
@@ -53,3 +57,5 @@ def configure_logging(verbose: int = 0, quiet: int = 0) -> None:
     handler._ovsperf = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose > 0 else max(level, logging.WARNING))

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.fields import is_safe_name
+from ovsperf_common.runner import run_command
 
 METADATA_FILE = "ovsperf-metadata.json"
 """The file's name inside a delivery."""
@@ -138,7 +139,7 @@ class RunMetadata:
     """The contents of one ``ovsperf-metadata.json``."""
 
     scenario: str
-    """Scenario name of the jobcreator catalog, e.g. ``'OVS_DPDK1q'`` (a safe name)."""
+    """Scenario name as in the catalog (``ovsperf_catalog``), e.g. ``'OVS_DPDK1q'`` (a safe name)."""
     producer: str
     """Who wrote the results: ``'ovsperf-lab'`` or ``'vsperf_test'`` (``'unknown'`` in old files)."""
     complete: bool = True
@@ -434,7 +435,11 @@ def _pairs(values: list[str], option: str) -> dict[str, str | None]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the file from command line arguments; return 0, or 2 with one line on stderr."""
-    args = _parser().parse_args(argv)
+    return run_command(_parser(), _run, argv)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Write the file the parsed arguments describe; print its path; return 0, or 2 on an error."""
     try:
         tests = []
         for spec in args.test:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ovsperf_common.metadata import METADATA_FILE
+from ovsperf_common.runner import run_command
 
 RESULTS_DIR_RE = re.compile(r"^results_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}$")
 """VSperf ``results_<%Y-%m-%d_%H-%M-%S>`` directory name (``vsperf`` ``main()``)."""
@@ -184,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
 
     :returns: 0 when something was found, 3 when nothing was, 2 on an error.
     """
+    return run_command(_parser(), _run, argv)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python3 -m ovsperf_common.resultdir",
         description="List the result CSVs of a results directory, or the results directories below ROOT.",
@@ -193,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", help="DIR or ROOT; for 'name': the test index")
     parser.add_argument("test", nargs="?", help="for 'name': the test name")
     parser.add_argument("deployment", nargs="?", help="for 'name': the deployment")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.what == "name":
         try:
             print(result_csv_name(str(args.test), str(args.deployment), int(args.path)))

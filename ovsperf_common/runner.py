@@ -11,7 +11,15 @@ Each ``cli.py`` builds its :class:`argparse.ArgumentParser`, calls :func:`add_ve
 * turns any other exception (a bug) into the traceback at DEBUG level and one line
   ``<prog>: internal error: <type>: <message>`` with exit 2: a crash never exits 1, which means
   "regression";
-* turns Ctrl-C that the command did not handle itself into one line and exit 2.
+* turns Ctrl-C that the command did not handle itself into one line and exit 2;
+* turns a missing third-party module (a :class:`ModuleNotFoundError` of a module an install
+  group provides, :mod:`ovsperf_common.installgroups`) into one line naming the group to add
+  (``pip install 'ovsperf[lab]'``) and exit 2.
+
+A ``cli.py`` imports only what its parser needs at module level (the standard library, PyYAML
+and the project's light modules) and its heavy modules inside the command, per sub-command
+(CONTRIBUTING.md, "Dependencies"): ``--help`` works without the role's install group, and a
+missing group is that one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from collections.abc import Callable
 from ovsperf_common.errorfmt import bounded, escape_controls
 from ovsperf_common.errors import OvsperfError
 from ovsperf_common.exitcodes import ExitCode
+from ovsperf_common.installgroups import install_hint
 from ovsperf_common.logsetup import configure_logging
 from ovsperf_common.secrets import mask
 
@@ -61,7 +70,8 @@ def run_command(parser: argparse.ArgumentParser, command: Command, argv: list[st
     :param command: called with the parsed arguments; returns the exit code.
     :param argv: the arguments without the program name; ``None`` means ``sys.argv[1:]``.
     :returns: 0 for ``--help``; 2 for a usage error; the command's code; the error's ``exit_code``
-        for an :class:`OvsperfError`; 2 for any other exception or an unhandled Ctrl-C.
+        for an :class:`OvsperfError`; 2 for a missing install group, any other exception or an
+        unhandled Ctrl-C.
     """
     add_verbosity_options(parser)
     prog = parser.prog
@@ -78,14 +88,26 @@ def run_command(parser: argparse.ArgumentParser, command: Command, argv: list[st
     except KeyboardInterrupt:
         print(f"{prog}: error: interrupted.", file=sys.stderr)
         return int(ExitCode.ERROR)
+    except ModuleNotFoundError as err:
+        hint = install_hint(err.name, prog)
+        log.debug("Missing module in %s.", prog, exc_info=True)
+        if hint is None:  # a module of the project or the standard library: a bug
+            return _internal_error(prog, err)
+        print(f"{prog}: error: {hint}", file=sys.stderr)
+        return int(ExitCode.ERROR)
     except Exception as err:  # the one place a bug is turned into exit 2 (STYLE.md §4)
         log.debug("Unexpected exception in %s.", prog, exc_info=True)
-        print(
-            f"{prog}: internal error: {type(err).__name__}: {message_line(err)} "
-            "(a bug; run with -v for the traceback)",
-            file=sys.stderr,
-        )
-        return int(ExitCode.ERROR)
+        return _internal_error(prog, err)
+
+
+def _internal_error(prog: str, err: Exception) -> int:
+    """Print the one-line internal error for ``err`` (its traceback is logged at DEBUG); return 2."""
+    print(
+        f"{prog}: internal error: {type(err).__name__}: {message_line(err)} "
+        "(a bug; run with -v for the traceback)",
+        file=sys.stderr,
+    )
+    return int(ExitCode.ERROR)
 
 
 def message_line(err: BaseException) -> str:

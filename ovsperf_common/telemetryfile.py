@@ -1,13 +1,11 @@
-"""The contract of ``ovsperf-telemetry.json`` shared by its writer (the lab) and its reader (reports).
+"""The counters of ``ovsperf-telemetry.json`` shared by its writer (the lab) and its reader (reports).
 
-Format: docs/results-format.md. The lab (``ovsperf_lab.telemetry``) computes the ``totals`` of
+Format: docs/results-format.md; the file's name and schema are in
+:mod:`ovsperf_common.labfiles`. The lab (``ovsperf_lab.telemetry``) computes the ``totals`` of
 each trial from these counters; ``reporting.load_telemetry`` reads them back by the same names.
 """
 
 from __future__ import annotations
-
-TELEMETRY_FILE = "ovsperf-telemetry.json"
-"""The DUT telemetry file in a results directory."""
 
 HIT_COUNTERS = (
     "phwol_hits",
@@ -21,4 +19,5 @@ HIT_COUNTERS = (
 )
 """Where the PMDs' packets were classified, in OVS's lookup order (``pmd-stats-show`` labels as
 slugs: hardware offload, MFEX, simple match, EMC, SMC, megaflow, upcalls); ``totals`` holds
-``<name>_percent`` of the packets received for each. Older OVS versions lack some."""
+``<name>_percent`` of the datapath passes (lookups: packets received plus recirculations, as
+``pmd-perf-show`` shares them) for each. Older OVS versions lack some."""

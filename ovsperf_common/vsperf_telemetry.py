@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.labfiles import TELEMETRY_FILE, TELEMETRY_SCHEMA
 from ovsperf_common.ovsstats import (
     counter_delta,
     parse_pmd_rxq,
@@ -36,8 +37,7 @@ from ovsperf_common.ovsstats import (
     thread_cpu,
 )
 from ovsperf_common.resultdir import result_csv_name
-from ovsperf_common.runner import one_line
-from ovsperf_common.telemetryfile import TELEMETRY_FILE
+from ovsperf_common.runner import one_line, run_command
 
 RAW_DIR = "ovsperf-telemetry-raw"
 """Where the VSperf collector writes its captures, below the results directory."""
@@ -188,7 +188,7 @@ def convert(
             problems.append(f"{path}: {err}; telemetry of test {name} left out")
     if not trials:
         return None, problems
-    return {"schema": 1, "producer": "vsperf_test", "trials": trials}, problems
+    return {"schema": TELEMETRY_SCHEMA, "producer": "vsperf_test", "trials": trials}, problems
 
 
 def _test(text: str) -> tuple[int, str, str]:
@@ -201,6 +201,10 @@ def _test(text: str) -> tuple[int, str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Convert the captures of RESULTS_DIR; print one line per test (see the module docstring)."""
+    return run_command(_parser(), _run, argv)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python3 -m ovsperf_common.vsperf_telemetry",
         description="Write ovsperf-telemetry.json from the VSperf collector's raw captures.",
@@ -209,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--test", type=_test, action="append", required=True, help="INDEX:NAME:DEPLOYMENT, once per test"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
     document, problems = convert(args.results_dir, args.test)
     for problem in problems:
         print(f"vsperf_telemetry: {one_line(problem)}", file=sys.stderr)

@@ -23,10 +23,25 @@ from matplotlib.figure import Figure
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
 from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.labfiles import (
+    COL_DEPLOYMENT,
+    COL_ID,
+    COL_LOSS_GOAL,
+    COL_PACKET_SIZE,
+    COL_RX_FPS,
+    COL_RX_MBPS,
+    COL_SEARCH,
+    COL_START,
+    COL_TRAFFIC_TYPE,
+    COL_TX_FPS,
+    COL_TYPE,
+    COL_VSWITCH,
+    CSV_COLUMNS,
+    GOAL_COLUMNS,
+)
 from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.units import l1_bps
 from ovsperf_lab.abtest import CompareOutcome
-from ovsperf_lab.results import CSV_COLUMNS, GOAL_COLUMNS
 
 
 def report_data(outcome: CompareOutcome) -> dict[str, Any]:
@@ -166,18 +181,18 @@ def write_vsperf_sides(outcome: CompareOutcome, out: Path, stamp: str) -> list[P
         for value in (v for v in outcome.values if v.side == side):
             row = dict.fromkeys([*CSV_COLUMNS, *GOAL_COLUMNS], "")
             row |= {
-                "throughput_rx_fps": f"{value.mrr_pps:.6f}",
-                "throughput_rx_mbps": f"{l1_bps(value.mrr_pps, size) / 1e6:.3f}",
-                "tx_rate_fps": f"{value.tx_pps:.6f}",
-                "type": kind,
-                "packet_size": str(size),
-                "id": test,
-                "deployment": "p2p",
-                "vswitch": "OvsDpdkVhost",
-                "traffic_type": "udp",
-                "start_time": value.started_at[:19].replace("T", " "),
-                "loss_goal_percent": goal,
-                "search_method": outcome.config.metric,
+                COL_RX_FPS: f"{value.mrr_pps:.6f}",
+                COL_RX_MBPS: f"{l1_bps(value.mrr_pps, size) / 1e6:.3f}",
+                COL_TX_FPS: f"{value.tx_pps:.6f}",
+                COL_TYPE: kind,
+                COL_PACKET_SIZE: str(size),
+                COL_ID: test,
+                COL_DEPLOYMENT: "p2p",
+                COL_VSWITCH: "OvsDpdkVhost",
+                COL_TRAFFIC_TYPE: "udp",
+                COL_START: value.started_at[:19].replace("T", " "),
+                COL_LOSS_GOAL: goal,
+                COL_SEARCH: outcome.config.metric,
             }
             buf = io.StringIO()
             writer = csv.DictWriter(buf, fieldnames=list(row))

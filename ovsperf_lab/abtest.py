@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from jobcreator.model import Topology
+from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.abstats import PairedEstimate, estimate
+from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
-from ovsperf_lab.errors import LabError, OvsError, SearchError
+from ovsperf_lab.errors import OvsError, SearchError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.mlr import MlrConfig, search_mlr
 from ovsperf_lab.model import TrialSpec
@@ -34,64 +35,9 @@ from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import CpuPlan
 from ovsperf_lab.run import DEFAULT_LINK_SPEED_MBPS, LINK_TIMEOUT_S, GeneratorFactory, GeneratorRequest
 from ovsperf_lab.sides import Side
-from ovsperf_lab.state import RunState, release, renice
+from ovsperf_lab.state import LabRunState, release, renice
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """How to measure; ``LabError`` names the option of a bad value."""
-
-    frame_size_bytes: int = 64
-    """Ethernet frame size including FCS [B]."""
-    trial_s: float = 5.0
-    """MRR trial duration [s] (``--trial-duration``)."""
-    warmup_s: float = 1.0
-    """Warm-up traffic before the counted trial [s]."""
-    min_rounds: int = 5
-    """Rounds before the run may stop early (``--min-rounds``)."""
-    max_rounds: int = 20
-    """Most rounds (``--rounds``)."""
-    target_mdc_percent: float = 3.0
-    """Stop once the minimum detectable change is at most this [%] (``--target-mdc``)."""
-    alpha: float = 0.05
-    """Significance level [1]."""
-    power: float = 0.8
-    """Power the MDC is stated for [1]."""
-    threshold_percent: float = 1.0
-    """Smallest change called a regression or improvement [%] (``--threshold``)."""
-    b_cpu_steal_percent: float | None = None
-    """Test aid: share of side B's PMD CPU taken away [%] (``--b-cpu-steal``)."""
-    ring_size: int = 8192
-    """Generator ring size [descriptors]."""
-    flows: int = 1
-    """UDP flows per direction [1]."""
-    seed: int | None = None
-    """Seed of the A/B order (``--seed``); ``None``: from the OS."""
-    metric: str = "mrr"
-    """``mrr`` (one trial at full offered load) or ``pdr`` (a short MLRsearch for the 0.5 % PDR)."""
-    pdr_duration_sum_s: float = 5.0
-    """``--metric pdr``: MLRsearch duration sum per load [s] (shorter than CSIT's 21 s: rounds repeat)."""
-
-    def __post_init__(self) -> None:
-        """Check every field against its range.
-
-        :raises LabError: naming the command-line option.
-        """
-        if not 0 < self.trial_s <= 600:
-            raise LabError(f"Option '--trial-duration' must be in (0, 600] s, got {self.trial_s!r}.")
-        if not 2 <= self.min_rounds <= self.max_rounds <= 200:
-            raise LabError(
-                f"Options '--min-rounds' and '--rounds' must satisfy 2 <= min <= rounds <= 200, got "
-                f"{self.min_rounds!r} and {self.max_rounds!r}."
-            )
-        if not 0 < self.target_mdc_percent < 100:
-            raise LabError(f"Option '--target-mdc' must be in (0, 100) %, got {self.target_mdc_percent!r}.")
-        if self.metric not in ("mrr", "pdr"):
-            raise LabError(f"Option '--metric' must be 'mrr' or 'pdr', got {self.metric!r}.")
-        if not 0 <= self.threshold_percent < 100:
-            raise LabError(f"Option '--threshold' must be in [0, 100) %, got {self.threshold_percent!r}.")
 
 
 @dataclass(frozen=True)
@@ -169,7 +115,7 @@ class _SideRun:
         :raises OvsError: naming the side and its log when its OVS fails.
         :raises LabError: (TrafficGeneratorError, …) from the generator or the test aid.
         """
-        state = RunState.create(self.state_root, self.run_id)
+        state = LabRunState.create(self.state_root, self.run_id)
         generator: TrafficGenerator | None = None
         steal: CpuSteal | None = None
         try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.state import RunState, release
+from ovsperf_lab.state import LabRunState, release
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def cleanup(state_root: Path, *, force: bool = False) -> CleanupReport:
         if not (run_dir / "state.json").is_file():
             continue
         try:
-            state = RunState.load(run_dir)
+            state = LabRunState.load(run_dir)
         except (OSError, ValueError) as err:
             problems.append(f"'{run_dir}': {err}")
             continue

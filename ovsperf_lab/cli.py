@@ -11,32 +11,26 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
-from ovsperf_common.goals import goal_label
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 from ovsperf_common.verdict import Overall
-from ovsperf_lab.abreport import write_outcome
-from ovsperf_lab.abstats import AbVerdict, PairedEstimate
-from ovsperf_lab.abtest import CompareConfig, CompareObserver, CompareOutcome, RoundValue, run_compare
 from ovsperf_lab.cleanup import cleanup
+from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
 from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.mlr import MlrTrial
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
-from ovsperf_lab.results import FrameSizeResult
-from ovsperf_lab.run import RunObserver, run_lab
-from ovsperf_lab.run import _dpdk_generator as dpdk_generator
-from ovsperf_lab.search import TrialKind, TrialRecord
 from ovsperf_lab.sides import SideSpec, parse_other_config, resolve
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
+
+# The run, compare and progress modules (MLRsearch, scipy, matplotlib, rich: ovsperf[lab]) are
+# imported by the sub-command that needs them, inside the runner.
 
 log = logging.getLogger("ovsperf_lab.cli")
 
@@ -338,85 +332,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _RichProgress(RunObserver):
-    """Show the current trial, its rate and loss, and the best rate so far on stderr."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.task = self.progress.add_task("starting", total=None)
-        self.head = ""
-        self.best = "none yet"
-        self.last = ""
-
-    def __enter__(self) -> _RichProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def _show(self, current: str) -> None:
-        self.progress.update(
-            self.task, description=f"{self.head} | {current} | best {self.best} | last {self.last}"
-        )
-
-    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
-        self.head = f"{test.value} {what} ({number}/{total})"
-        self.best = "none yet"
-        self.last = "-"
-        self._show("calibrating")
-
-    def frame_size_finished(self, test: VsperfTest, result: FrameSizeResult | None) -> None:
-        if result is None:
-            text = "FAILED"
-        else:
-            text = ", ".join(
-                f"{goal_label(g.loss_goal_percent)} "
-                + ("n/a" if g.rx_fps is None else f"{g.rx_fps / 1e6:.3f} Mpps")
-                for g in result.goals
-            )
-        if result is not None and result.generator_limited:
-            text += " (the generator's ceiling: the DUT forwards at least this)"
-        self.progress.console.print(f"{self.head}: throughput {text}")
-
-    def mlr_trial_finished(self, number: int, trial: MlrTrial) -> None:
-        loss = " / ".join(f"{r * 100:.4f} %" for r in trial.loss_ratios)
-        self.last = f"{trial.load_pps / 1e6:.3f} Mpps/dir for {trial.duration_s:g} s, loss {loss}"
-        self._show(f"MLRsearch trial {number} done")
-
-    def latency_started(self, percent_of_pdr: float, load_pps: float, duration_s: float) -> None:
-        self._show(
-            f"latency at {percent_of_pdr:g} % of PDR ({load_pps / 1e6:.3f} Mpps/dir, {duration_s:g} s)"
-        )
-
-    def generator_started(self, generator: TrafficGenerator) -> None:
-        self._show("generator ready")
-
-    def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
-        self._show(f"trial {index} {kind.value} at {rate_pps / 1e6:.3f} Mpps/dir for {duration_s:g} s")
-
-    def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
-        self.last = f"{record.outcome.value}, loss {record.result.loss_ratio * 100:.4f} %"
-        if best_pass_pps is not None:
-            self.best = f"{best_pass_pps / 1e6:.3f} Mpps/dir"
-        self._show(f"trial {record.index} done")
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> Any:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _run_scenario(args: argparse.Namespace) -> int:
     """Plan and run one scenario; print the results directory; 0 when complete, else 2."""
+    from ovsperf_lab.progress import RichProgress
+    from ovsperf_lab.run import run_lab
+
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)
     flows = _flow_counts(args.flows)
@@ -459,7 +383,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
         if args.no_progress or not sys.stderr.isatty():
             outcome = run_lab(plan, facts, output_root=args.output, state_root=args.state_dir)
         else:
-            with _RichProgress() as progress:
+            with RichProgress() as progress:
                 outcome = run_lab(
                     plan, facts, output_root=args.output, state_root=args.state_dir, observer=progress
                 )
@@ -477,21 +401,14 @@ def _run_scenario(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-class _CompareProgress(CompareObserver):
-    """Print one line per measured side on stderr."""
-
-    def measured(self, value: RoundValue, current: PairedEstimate | None) -> None:
-        line = f"round {value.round} side {value.side}: MRR {value.mrr_pps / 1e6:.4f} Mpps"
-        if current is not None and current.mdc_percent is not None:
-            line += (
-                f" | B vs A {current.change_percent:+.2f} % [{current.ci_low_percent:+.2f}, "
-                f"{current.ci_high_percent:+.2f}], MDC {current.mdc_percent:.2f} %, {current.verdict.value}"
-            )
-        print(f"ovsperf-lab: {line}", file=sys.stderr)
-
-
 def _compare(args: argparse.Namespace) -> int:
     """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
+    from ovsperf_lab.abreport import write_outcome
+    from ovsperf_lab.abstats import AbVerdict
+    from ovsperf_lab.abtest import CompareObserver, CompareOutcome, run_compare
+    from ovsperf_lab.progress import CompareProgress
+    from ovsperf_lab.run import _dpdk_generator as dpdk_generator
+
     sizes = _frame_sizes(args.frame_sizes) or ()
     if len(sizes) != 1 or not isinstance(sizes[0], int):
         raise LabError("Option '--frame-sizes' takes one frame size (not a mix) per comparison.")
@@ -547,7 +464,7 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         outcome = run_compare(
             sides, plan.cpus, config, state_root=args.state_dir, generator_factory=dpdk_generator,
-            observer=CompareObserver() if args.no_progress else _CompareProgress(), on_round=keep,
+            observer=CompareObserver() if args.no_progress else CompareProgress(), on_round=keep,
         )  # fmt: skip
         write_outcome(outcome, out)
         verdict = outcome.estimate.verdict if outcome.estimate else None

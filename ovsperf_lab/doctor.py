@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobcreator.catalog import Catalog
+from ovsperf_catalog.catalog import Catalog
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.plan import LabOptions, plan_run

@@ -21,7 +21,7 @@ from hdrh.histogram import HdrHistogram
 from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import TrafficGenerator
-from ovsperf_lab.mlr import CSIT_MIN_LOAD_PPS
+from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
 from ovsperf_lab.model import DirectionResult, TrialSpec
 
 HDR_LOWEST_NS = 1

@@ -6,7 +6,7 @@ pidfiles, ``<bridge>.mgmt``), ``db/conf.db``, ``log/`` (``ovsdb-server.log``,
 ``OVS_SYSCONFDIR`` variables point every OVS tool there, and every ``ovs-vsctl``/``ovs-appctl``
 call names the sandbox's sockets explicitly. DPDK runs with ``--no-pci`` and a file prefix of the
 run (OVS 3.x adds ``--in-memory``, so no hugepage files are created). Both daemons are children of
-this process and recorded in the run's :class:`~ovsperf_lab.state.RunState`.
+this process and recorded in the run's :class:`~ovsperf_lab.state.LabRunState`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ovsperf_common.deadline import Deadline, DeadlineExceededError, load_scaled_timeout, overload_note
 from ovsperf_lab.errors import OvsError
-from ovsperf_lab.state import RunState, TrackedProcess, stop_process
+from ovsperf_lab.state import LabRunState, TrackedProcess, stop_process
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class OvsSandbox:
     called by the run's teardown.
     """
 
-    def __init__(self, state: RunState, config: OvsConfig) -> None:
+    def __init__(self, state: LabRunState, config: OvsConfig) -> None:
         self.state = state
         self.config = config
         self.root = state.run_dir / "ovs"

@@ -1,6 +1,6 @@
 """Decide how a catalog scenario runs on this machine, or refuse it before anything starts.
 
-Input: a :class:`~jobcreator.model.Scenario`, the :class:`~ovsperf_lab.machine.MachineFacts`
+Input: a :class:`~ovsperf_catalog.model.Scenario`, the :class:`~ovsperf_lab.machine.MachineFacts`
 and the user's :class:`LabOptions`. Output: a :class:`LabPlan` (CPU assignment, frame sizes,
 search parameters, forwarder for PVP) or :class:`~ovsperf_lab.errors.RefusedScenarioError`
 listing every unmet requirement with the command that fixes it. Pure: no processes, no files.
@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobcreator.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswitch
+from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, VsperfTest, Vswitch
 from ovsperf_common.framemix import FrameMix, FrameSizeItem
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
-from ovsperf_lab import mlr
+from ovsperf_lab import mlrconfig
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
@@ -45,7 +45,7 @@ MAX_GOALS = 2
 
 LATENCY_LEVELS_PERCENT = (0.0, 10.0, 50.0, 90.0)
 """Loads of the latency trials as shares of the PDR load [%], as CSIT reports them; 0 % means
-:data:`~ovsperf_lab.mlr.CSIT_MIN_LOAD_PPS`."""
+:data:`~ovsperf_lab.mlrconfig.CSIT_MIN_LOAD_PPS`."""
 
 
 class SearchMethod(SpecEnum):
@@ -126,17 +126,17 @@ class LabOptions:
     index ``r * len(tests) + t``, which ``generate-report`` pools as samples of one test [1]."""
     search: SearchMethod = SearchMethod.MLR
     """Search method (``--search``)."""
-    goals_percent: tuple[float, ...] = tuple(g * 100.0 for g in mlr.CSIT_LOSS_RATIO_GOALS)
+    goals_percent: tuple[float, ...] = tuple(g * 100.0 for g in mlrconfig.CSIT_LOSS_RATIO_GOALS)
     """MLRsearch loss-ratio goals [%] (``--goal``, repeatable): 0 is the NDR, 0.5 CSIT's PDR."""
-    goal_width_percent: float = mlr.CSIT_RELATIVE_WIDTH * 100.0
+    goal_width_percent: float = mlrconfig.CSIT_RELATIVE_WIDTH * 100.0
     """MLRsearch goal width relative to the load [%] (``--goal-width``)."""
-    exceed_ratio: float = mlr.CSIT_EXCEED_RATIO
+    exceed_ratio: float = mlrconfig.CSIT_EXCEED_RATIO
     """MLRsearch goal exceed ratio [1] (``--exceed-ratio``)."""
-    final_trial_s: float = mlr.CSIT_FINAL_TRIAL_S
+    final_trial_s: float = mlrconfig.CSIT_FINAL_TRIAL_S
     """MLRsearch final trial duration [s] (``--final-trial-duration``)."""
-    duration_sum_s: float = mlr.CSIT_DURATION_SUM_S
+    duration_sum_s: float = mlrconfig.CSIT_DURATION_SUM_S
     """MLRsearch duration sum per goal [s] (``--duration-sum``)."""
-    search_duration_max_s: float = mlr.CSIT_SEARCH_DURATION_MAX_S
+    search_duration_max_s: float = mlrconfig.CSIT_SEARCH_DURATION_MAX_S
     """MLRsearch limit per frame size [s] (``--search-duration-max``)."""
     latency_levels_percent: tuple[float, ...] = LATENCY_LEVELS_PERCENT
     """Latency trial loads as shares of the PDR load [%] (``--latency-loads``); empty: none."""
@@ -152,18 +152,18 @@ class LabOptions:
         """Return the flow counts to search each frame size at [1]: the sweep, else ``(flows,)``."""
         return self.flow_sweep or (self.flows,)
 
-    def mlr_config(self, frame_size_bytes: FrameSizeItem, max_rate_pps: float) -> mlr.MlrConfig:
+    def mlr_config(self, frame_size_bytes: FrameSizeItem, max_rate_pps: float) -> mlrconfig.MlrConfig:
         """Return the MLRsearch parameters for one frame size [B] or mix up to ``max_rate_pps`` per direction.
 
         :raises LabError: naming the option whose value MLRsearch cannot take.
         """
-        return mlr.MlrConfig(
+        return mlrconfig.MlrConfig(
             frame_size_bytes=frame_size_bytes,
             max_rate_pps=max_rate_pps,
             loss_ratio_goals=tuple(g / 100.0 for g in sorted(self.goals_percent)),
             exceed_ratio=self.exceed_ratio,
             relative_width=self.goal_width_percent / 100.0,
-            initial_trial_s=min(mlr.CSIT_INITIAL_TRIAL_S, self.final_trial_s),
+            initial_trial_s=min(mlrconfig.CSIT_INITIAL_TRIAL_S, self.final_trial_s),
             final_trial_s=self.final_trial_s,
             duration_sum_s=self.duration_sum_s,
             search_duration_max_s=self.search_duration_max_s,

@@ -32,13 +32,53 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jobcreator.model import GuestLoopback, VsperfTest
+from ovsperf_catalog.model import GuestLoopback, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.framemix import FrameSizeItem, item_entries, item_json, item_name
+from ovsperf_common.labfiles import (
+    COL_AVG_LAT,
+    COL_DEPLOYMENT,
+    COL_EXEC_TIME,
+    COL_FRAME_LOSS,
+    COL_ID,
+    COL_LOSS_GOAL,
+    COL_MATCH_TYPE,
+    COL_MAX_LAT,
+    COL_MIN_LAT,
+    COL_PACKET_SIZE,
+    COL_PDR_GOAL,
+    COL_PDR_RX_FPS,
+    COL_PDR_RX_MBPS,
+    COL_PDR_RX_PERCENT,
+    COL_PDR_TX_FPS,
+    COL_PREINSTALLED_FLOWS,
+    COL_RX_FPS,
+    COL_RX_MBPS,
+    COL_RX_PERCENT,
+    COL_SEARCH,
+    COL_START,
+    COL_STOP,
+    COL_STREAM_COUNT,
+    COL_TRAFFIC_TYPE,
+    COL_TX_FPS,
+    COL_TX_MBPS,
+    COL_TX_PERCENT,
+    COL_TYPE,
+    COL_VSWITCH,
+    CSV_COLUMNS,
+    GOAL_COLUMNS,
+    GUEST_COLUMN,
+    HDRH_ENCODING,
+    LATENCY_FILE,
+    LATENCY_SCHEMA,
+    TELEMETRY_FILE,
+    TELEMETRY_SCHEMA,
+    TRIALS_FILE,
+    TRIALS_SCHEMA,
+)
 from ovsperf_common.metadata import METADATA_FILE, RunMetadata
 from ovsperf_common.metadata import write as write_metadata
 from ovsperf_common.resultdir import result_csv_name
-from ovsperf_common.telemetryfile import TELEMETRY_FILE
 from ovsperf_common.units import mix_rates
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.latency import LatencyLevel
@@ -47,57 +87,6 @@ from ovsperf_lab.model import TrialResult
 from ovsperf_lab.search import SearchResult, TrialRecord
 
 log = logging.getLogger(__name__)
-
-CSV_COLUMNS = (
-    "throughput_rx_fps",
-    "throughput_rx_mbps",
-    "throughput_rx_percent",
-    "tx_rate_fps",
-    "tx_rate_mbps",
-    "tx_rate_percent",
-    "min_latency_ns",
-    "max_latency_ns",
-    "avg_latency_ns",
-    "frame_loss_percent",
-    "type",
-    "packet_size",
-    "id",
-    "deployment",
-    "vswitch",
-    "traffic_type",
-    "test_execution_time",
-    "start_time",
-    "stop_time",
-    "stream_count",
-    "match_type",
-    "pre-installed_flows",
-)
-"""VSperf's MoonGen RFC 2544 throughput header (vsperf.md §1.6) with ``frame_loss_percent``."""
-
-GOAL_COLUMNS = (
-    "loss_goal_percent",
-    "search_method",
-    "pdr_loss_goal_percent",
-    "pdr_throughput_rx_fps",
-    "pdr_throughput_rx_mbps",
-    "pdr_throughput_rx_percent",
-    "pdr_tx_rate_fps",
-)
-"""The lab's columns after VSperf's: the goal of VSperf's throughput columns and a second goal
-(the PDR); docs/results-format.md."""
-
-GUEST_COLUMN = "guest_loopback_app"
-"""Appended for deployments with a VNF (VSperf ``TestCase._append_results``)."""
-
-TRIALS_FILE = "ovsperf-trials.json"
-"""The trial log of every search."""
-
-LATENCY_FILE = "ovsperf-latency.json"
-"""Latency at shares of the PDR load (docs/results-format.md)."""
-
-
-HDRH_ENCODING = "HdrHistogram V2, compressed, base64 (HdrHistogram.encode()); values in ns"
-"""How ``ovsperf-latency.json`` encodes its histograms."""
 
 _TIME_FMT = "%Y-%m-%d %H:%M:%S"
 
@@ -316,35 +305,35 @@ def csv_row(
     second = row.goals[1] if len(row.goals) > 1 else None
     lat_min, lat_avg, lat_max = row.latency_ns
     values = {
-        "throughput_rx_fps": _fmt(first.rx_fps, 6),
-        "throughput_rx_mbps": _fmt(mbps(first.rx_fps), 3),
-        "throughput_rx_percent": _fmt(percent(first.rx_fps), 3),
-        "tx_rate_fps": _fmt(first.tx_fps, 6),
-        "tx_rate_mbps": _fmt(mbps(first.tx_fps), 3),
-        "tx_rate_percent": _fmt(percent(first.tx_fps), 3),
-        "min_latency_ns": _fmt(lat_min, 3),
-        "max_latency_ns": _fmt(lat_max, 3),
-        "avg_latency_ns": _fmt(lat_avg, 3),
-        "frame_loss_percent": _fmt(first.frame_loss_percent, 6),
-        "type": "rfc2544_throughput",
-        "packet_size": item_name(row.frame_size_bytes),
-        "id": test.value,
-        "deployment": test.topology.value,
-        "vswitch": vswitch,
-        "traffic_type": "udp",
-        "test_execution_time": time.strftime("%H:%M:%S", time.gmtime((stop - start).total_seconds())),
-        "start_time": start.strftime(_TIME_FMT),
-        "stop_time": stop.strftime(_TIME_FMT),
-        "stream_count": str(row.flows),
-        "match_type": "L4",
-        "pre-installed_flows": "No",
-        "loss_goal_percent": f"{first.loss_goal_percent:g}",
-        "search_method": row.search_method,
-        "pdr_loss_goal_percent": "" if second is None else f"{second.loss_goal_percent:g}",
-        "pdr_throughput_rx_fps": "" if second is None else _fmt(second.rx_fps, 6),
-        "pdr_throughput_rx_mbps": "" if second is None else _fmt(mbps(second.rx_fps), 3),
-        "pdr_throughput_rx_percent": "" if second is None else _fmt(percent(second.rx_fps), 3),
-        "pdr_tx_rate_fps": "" if second is None else _fmt(second.tx_fps, 6),
+        COL_RX_FPS: _fmt(first.rx_fps, 6),
+        COL_RX_MBPS: _fmt(mbps(first.rx_fps), 3),
+        COL_RX_PERCENT: _fmt(percent(first.rx_fps), 3),
+        COL_TX_FPS: _fmt(first.tx_fps, 6),
+        COL_TX_MBPS: _fmt(mbps(first.tx_fps), 3),
+        COL_TX_PERCENT: _fmt(percent(first.tx_fps), 3),
+        COL_MIN_LAT: _fmt(lat_min, 3),
+        COL_MAX_LAT: _fmt(lat_max, 3),
+        COL_AVG_LAT: _fmt(lat_avg, 3),
+        COL_FRAME_LOSS: _fmt(first.frame_loss_percent, 6),
+        COL_TYPE: "rfc2544_throughput",
+        COL_PACKET_SIZE: item_name(row.frame_size_bytes),
+        COL_ID: test.value,
+        COL_DEPLOYMENT: test.topology.value,
+        COL_VSWITCH: vswitch,
+        COL_TRAFFIC_TYPE: "udp",
+        COL_EXEC_TIME: time.strftime("%H:%M:%S", time.gmtime((stop - start).total_seconds())),
+        COL_START: start.strftime(_TIME_FMT),
+        COL_STOP: stop.strftime(_TIME_FMT),
+        COL_STREAM_COUNT: str(row.flows),
+        COL_MATCH_TYPE: "L4",
+        COL_PREINSTALLED_FLOWS: "No",
+        COL_LOSS_GOAL: f"{first.loss_goal_percent:g}",
+        COL_SEARCH: row.search_method,
+        COL_PDR_GOAL: "" if second is None else f"{second.loss_goal_percent:g}",
+        COL_PDR_RX_FPS: "" if second is None else _fmt(second.rx_fps, 6),
+        COL_PDR_RX_MBPS: "" if second is None else _fmt(mbps(second.rx_fps), 3),
+        COL_PDR_RX_PERCENT: "" if second is None else _fmt(percent(second.rx_fps), 3),
+        COL_PDR_TX_FPS: "" if second is None else _fmt(second.tx_fps, 6),
     }
     if guest is not None:
         values[GUEST_COLUMN] = guest.value
@@ -397,7 +386,9 @@ def render_md(test: VsperfTest, env: Environment, rows: Sequence[dict[str, str]]
             f"| {'Metric':^30} | {'Result':^30} |",
             f"| {'-' * 30} | {'-' * 30} |",
         ]
-        out += [f"| {k:<30} | {v or 'n/a':>30} |" for k, v in row.items() if k not in ("id", "deployment")]
+        out += [
+            f"| {k:<30} | {v or 'n/a':>30} |" for k, v in row.items() if k not in (COL_ID, COL_DEPLOYMENT)
+        ]
         out.append("")
     return "\n".join(out) + "\n"
 
@@ -410,9 +401,9 @@ def render_rst(test: VsperfTest, env: Environment, rows: Sequence[dict[str, str]
         out += ["**INCOMPLETE: the run stopped early; only the frame sizes below finished.**", ""]
     out += [*_env_lines(env, test.topology.value, "*"), ""]
     for row in rows:
-        head = f"Test results for packet size: {row['packet_size']}"
+        head = f"Test results for packet size: {row[COL_PACKET_SIZE]}"
         out += [head, "-" * len(head), "", "=" * 30 + " " + "=" * 30]
-        out += [f"{k:<30} {v or 'n/a':>30}" for k, v in row.items() if k not in ("id", "deployment")]
+        out += [f"{k:<30} {v or 'n/a':>30}" for k, v in row.items() if k not in (COL_ID, COL_DEPLOYMENT)]
         out += ["=" * 30 + " " + "=" * 30, ""]
     return "\n".join(out) + "\n"
 
@@ -570,7 +561,9 @@ class ResultsWriter:
         self._write_trials()
 
     def _write_trials(self) -> None:
-        self._write(TRIALS_FILE, json.dumps({"schema": 2, "trials": self.trials}, indent=1) + "\n")
+        self._write(
+            TRIALS_FILE, json.dumps({"schema": TRIALS_SCHEMA, "trials": self.trials}, indent=1) + "\n"
+        )
 
     def add_telemetry(self, index: int, test: VsperfTest, trial: dict[str, Any]) -> None:
         """Keep one trial's DUT telemetry of VSperf result ``index`` (written by :meth:`write_telemetry`)."""
@@ -594,7 +587,7 @@ class ResultsWriter:
         """
         if len(self.telemetry) == self._telemetry_written:
             return
-        document = {"schema": 1, "trials": self.telemetry}
+        document = {"schema": TELEMETRY_SCHEMA, "trials": self.telemetry}
         self._write(TELEMETRY_FILE, json.dumps(document, indent=1) + "\n")
         self._telemetry_written = len(self.telemetry)
 
@@ -628,7 +621,7 @@ class ResultsWriter:
                 "levels": [level.to_json() for level in row.latency_levels],
             }
         )
-        document = {"schema": 1, "histogram_encoding": HDRH_ENCODING, "results": self.latency}
+        document = {"schema": LATENCY_SCHEMA, "histogram_encoding": HDRH_ENCODING, "results": self.latency}
         self._write(LATENCY_FILE, json.dumps(document, indent=1) + "\n")
 
     def write_test(

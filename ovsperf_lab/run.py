@@ -1,6 +1,6 @@
 """Run a planned scenario: sandboxed OVS, topology, forwarder, generator, searches, results.
 
-Everything started is recorded in the run's :class:`~ovsperf_lab.state.RunState` and torn down
+Everything started is recorded in the run's :class:`~ovsperf_lab.state.LabRunState` and torn down
 in ``finally`` blocks: on success, on an error, on Ctrl-C or SIGTERM (the CLI turns SIGTERM into
 ``KeyboardInterrupt``), and when the generator or OVS dies mid-run. Results written so far stay
 in the results directory; ``ovsperf-metadata.json`` (written last) says whether the run is
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from jobcreator.model import GuestLoopback, Topology, VsperfTest
+from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import FrameSizeItem, item_line_rate_pps, item_name, item_text
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
@@ -45,7 +45,7 @@ from ovsperf_lab.search import (
     TrialRecord,
     search_throughput,
 )
-from ovsperf_lab.state import DEFAULT_STATE_ROOT, RunState, release, renice
+from ovsperf_lab.state import DEFAULT_STATE_ROOT, LabRunState, release, renice
 from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
 
@@ -125,8 +125,8 @@ class RunObserver(SearchObserver):
 
 
 @dataclass
-class RunOutcome:
-    """What a run produced."""
+class LabRunOutcome:
+    """What an ``ovsperf-lab run`` produced (not ``remote.run.RemoteRunOutcome``)."""
 
     results_dir: Path
     """The ``results_<timestamp>`` directory."""
@@ -199,7 +199,9 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
     )
 
 
-def _start_vnf(plan: LabPlan, state: RunState, facts: MachineFacts, lay: topology.Layout) -> ForwarderProcess:
+def _start_vnf(
+    plan: LabPlan, state: LabRunState, facts: MachineFacts, lay: topology.Layout
+) -> ForwarderProcess:
     cpu = plan.cpus.vnf_cpu if plan.cpus.vnf_cpu is not None else plan.cpus.generator_cpu
     sockets = (lay.vnf_ports[0].socket, lay.vnf_ports[1].socket)
     if plan.vnf is VnfKind.QEMU and plan.guest_image is not None and facts.qemu is not None:
@@ -314,7 +316,7 @@ def run_lab(
     state_root: Path = DEFAULT_STATE_ROOT,
     generator_factory: GeneratorFactory = _dpdk_generator,
     observer: RunObserver | None = None,
-) -> RunOutcome:
+) -> LabRunOutcome:
     """Run every test and frame size of ``plan`` and write the results directory.
 
     :returns: the outcome; ``complete`` is false when some frame size's search failed (the
@@ -330,10 +332,10 @@ def run_lab(
     started = datetime.now()
     writer = ResultsWriter(output_root, started)
     run_id = f"ovsperf-lab-{started:%Y%m%d%H%M%S}-{os.getpid()}"
-    state = RunState.create(state_root, run_id)
+    state = LabRunState.create(state_root, run_id)
     state.results_dir = str(writer.path)
     state.save()
-    outcome = RunOutcome(writer.path, False, None)
+    outcome = LabRunOutcome(writer.path, False, None)
     reason: str | None = "the run stopped before it finished"
     failures: list[str] = []
     ovs: OvsSandbox | None = None
@@ -440,7 +442,7 @@ class _TestRunner:
     """The run's plan."""
     facts: MachineFacts
     """This machine."""
-    state: RunState
+    state: LabRunState
     """The run's state (tracked processes, sockets, hugepage prefixes)."""
     ovs: OvsSandbox
     """The running OVS sandbox."""
@@ -452,7 +454,7 @@ class _TestRunner:
     """Starts a traffic generator for a test."""
     obs: RunObserver
     """Receives progress."""
-    outcome: RunOutcome
+    outcome: LabRunOutcome
     """What the run produced so far (results per test index, CSV paths)."""
 
     def run(self, index: int, test: VsperfTest) -> list[str]:

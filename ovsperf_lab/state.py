@@ -78,8 +78,11 @@ class TrackedProcess:
 
 
 @dataclass
-class RunState:
-    """The resources of one run, saved to ``state.json`` on every change."""
+class LabRunState:
+    """The resources of one ``ovsperf-lab`` run, saved to ``state.json`` on every change.
+
+    Not ``remote.run.RemoteRunState``, which is a remote run's plan and progress.
+    """
 
     run_dir: Path
     """``<state_root>/<run_id>``."""
@@ -98,7 +101,7 @@ class RunState:
         return self.run_dir.name
 
     @classmethod
-    def create(cls, state_root: Path, run_id: str) -> RunState:
+    def create(cls, state_root: Path, run_id: str) -> LabRunState:
         """Create ``<state_root>/<run_id>`` and its ``state.json``, owned by this process.
 
         :raises OSError: when the directory exists already or cannot be created.
@@ -112,7 +115,7 @@ class RunState:
         return state
 
     @classmethod
-    def load(cls, run_dir: Path) -> RunState:
+    def load(cls, run_dir: Path) -> LabRunState:
         """Read ``run_dir/state.json``.
 
         :raises OSError: when it cannot be read.
@@ -163,12 +166,12 @@ class RunState:
 
 
 def own_prefix(run_id: str) -> str:
-    """Return the start every DPDK file prefix of run ``run_id`` has (:meth:`RunState.new_file_prefix`)."""
+    """Return the start every DPDK file prefix of run ``run_id`` has (:meth:`LabRunState.new_file_prefix`)."""
     return f"{run_id}-" if run_id.startswith(PREFIX) else f"{PREFIX}{run_id}-"
 
 
 def check_file_prefix(prefix: str, run_id: str) -> str:
-    """Return ``prefix`` when it is one :meth:`RunState.new_file_prefix` gives run ``run_id``.
+    """Return ``prefix`` when it is one :meth:`LabRunState.new_file_prefix` gives run ``run_id``.
 
     A prefix becomes ``/var/run/dpdk/<prefix>`` and ``/dev/hugepages/<prefix>map_*``, which
     cleanup removes: one with ``/`` or ``..`` would remove elsewhere, an empty one all of
@@ -255,7 +258,7 @@ def dpdk_leftovers(prefix: str) -> list[Path]:
     return found
 
 
-def release(state: RunState, *, keep_dir: bool = False) -> list[str]:
+def release(state: LabRunState, *, keep_dir: bool = False) -> list[str]:
     """Stop every recorded process (newest first), remove DPDK leftovers and the run directory.
 
     :returns: one line per thing removed or stopped, for the log and ``cleanup``'s output.

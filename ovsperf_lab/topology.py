@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobcreator.model import Topology
+from ovsperf_catalog.model import Topology
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 from ovsperf_lab.errors import LabError, OvsError
 from ovsperf_lab.ovs import OvsSandbox

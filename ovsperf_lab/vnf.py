@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from ovsperf_lab.errors import VnfError
-from ovsperf_lab.state import RunState, TrackedProcess, stop_process
+from ovsperf_lab.state import LabRunState, TrackedProcess, stop_process
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def make_testpmd_argv(
 class ForwarderProcess:
     """A forwarder child process (testpmd or QEMU): stopped by Enter on stdin, then SIGTERM, then SIGKILL."""
 
-    def __init__(self, state: RunState, name: str, argv: list[str], log_path: Path) -> None:
+    def __init__(self, state: LabRunState, name: str, argv: list[str], log_path: Path) -> None:
         self.state = state
         self.name = name
         self.argv = argv

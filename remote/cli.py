@@ -7,33 +7,24 @@ import logging
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jobcreator.catalog import load_catalog
-from jobcreator.errors import CatalogError
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.errors import CatalogError
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
-from remote.check import Outcome, check_host, render_table
+from remote.defaults import DEFAULT_KNOWN_HOSTS, DEFAULT_REMOTE_BASE, DEFAULT_SSH_CONFIG, RUN_DEFAULTS
 from remote.errors import RemoteError
-from remote.lab import run_lab
-from remote.plan import HostPlan, remote_plan, render_plan
-from remote.run import new_run_id
-from remote.runargs import (
-    DEFAULT_REMOTE_BASE,
-    RUN_DEFAULTS,
-    remote_base,
-    remote_collector,
-    run_command_line,
-)
-from remote.ssh import (
-    DEFAULT_KNOWN_HOSTS,
-    DEFAULT_SSH_CONFIG,
-    Session,
-    Settings,
-    parse_target,
-)
 from vsperf_configs.errors import InventoryError
 from vsperf_configs.inventory import Inventory, load_inventory
+
+if TYPE_CHECKING:
+    from remote.plan import HostPlan
+    from remote.runargs import ScenarioChoice
+    from remote.ssh import Settings
+
+# The SSH and plan modules (paramiko, Jinja2: ovsperf[remote]) are imported by each sub-command.
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +183,9 @@ def _nics(inventory: Inventory | None, host: str) -> tuple[str, ...] | None:
         return None  # not in the inventory: the nics row says so
 
 
-def _plans(args: argparse.Namespace, tg: str, dut: str, collector: str | None) -> tuple[HostPlan, HostPlan]:
+def _plans(args: ScenarioChoice, tg: str, dut: str, collector: str | None) -> tuple[HostPlan, HostPlan]:
+    from remote.plan import remote_plan
+
     try:
         scenario = load_catalog(args.catalog).get(args.config)
     except CatalogError as err:
@@ -201,6 +194,10 @@ def _plans(args: argparse.Namespace, tg: str, dut: str, collector: str | None) -
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from remote.plan import render_plan
+    from remote.runargs import remote_collector
+    from remote.ssh import parse_target
+
     tg, dut = parse_target(args.tg, "--tg").host, parse_target(args.dut, "--dut").host
     sys.stdout.write(render_plan(_plans(args, tg, dut, remote_collector(args.collector))))
     return ExitCode.OK
@@ -209,6 +206,11 @@ def _plan(args: argparse.Namespace) -> int:
 def _lab(args: argparse.Namespace) -> int:
     if not 0 < args.timeout <= 168:
         raise FieldError("must be in (0, 168] hours.", field="--timeout")
+    from remote.lab import run_lab
+    from remote.run import new_run_id
+    from remote.runargs import remote_base
+    from remote.ssh import Session, parse_target
+
     lab_args = args.lab_args[1:] if args.lab_args[:1] == ["--"] else args.lab_args
     with Session(parse_target(args.host, "--host"), _settings(args)) as session:
         outcome = run_lab(
@@ -226,6 +228,8 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from remote.ssh import Settings
+
     if not 0 < args.connect_timeout <= 600:
         raise FieldError("must be in (0, 600] seconds.", field="--connect-timeout")
     return Settings(
@@ -241,9 +245,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "plan":
         return _plan(args)
     if args.command == "run":
+        from remote.runargs import run_command_line
+
         return run_command_line(args, _settings(args), _plans)
     if args.command == "lab":
         return _lab(args)
+    from remote.check import Outcome, check_host, render_table
+    from remote.ssh import parse_target
+
     targets = {"tg": parse_target(args.tg, "--tg"), "dut": parse_target(args.dut, "--dut")}
     settings = _settings(args)
     inventory = load_inventory(args.inventory) if args.inventory is not None else None  # errors name the file

@@ -1,8 +1,8 @@
 """Put the tasks on a host and run one of them there, as restraint would under Beaker.
 
 * :func:`upload`: copies what the tasks execute — ``beaker_tasks/`` and the Python packages they
-  run on the host (``ovsperf_common``, ``vsperf_configs``, ``jobcreator``: ``vsperf-config`` and
-  the ``python3 -m`` helpers) — over SFTP into a new run directory. The copy is made in a hidden
+  run on the host (``ovsperf_common``, ``ovsperf_catalog``, ``vsperf_configs``: ``vsperf-config``
+  and the ``python3 -m`` helpers) — over SFTP into a new run directory. The copy is made in a hidden
   sibling and renamed into place at the end (SFTP ``rename``, atomic on one file system), so a run
   never starts on a half-copied tree; an existing run directory is never replaced.
 * :func:`run_task`: ``beaker_tasks/<task>/runtest.sh`` with the step's parameters in its
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-UPLOADED = ("beaker_tasks", "ovsperf_common", "vsperf_configs", "jobcreator")
+UPLOADED = ("beaker_tasks", "ovsperf_common", "ovsperf_catalog", "vsperf_configs")
 """Top-level directories of the repository the tasks need on the host."""
 
 PARAM_NAME_RE = re.compile(r"\A[A-Z][A-Z0-9_]{0,63}\Z")

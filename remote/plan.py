@@ -20,8 +20,8 @@ import shlex
 from dataclasses import dataclass
 
 from jobcreator.jobmodel import JobOptions, TaskStep
-from jobcreator.model import Scenario
 from jobcreator.render import TASK_NAMESPACE, plan_job
+from ovsperf_catalog.model import Scenario
 from ovsperf_common.runner import one_line
 
 UNUSED_DISTRO = "family:preprovisioned"

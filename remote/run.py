@@ -45,11 +45,12 @@ from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.regularfile import read_regular_text
 from ovsperf_common.runner import one_line
 from remote.check import Outcome, sudo_check
+from remote.defaults import BOOT_ID_COMMAND
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
 from remote.executor import REBOOT_REQUEST, run_task, upload
 from remote.fetch import fetch_results
 from remote.plan import HostPlan
-from remote.ssh import BOOT_ID_COMMAND, Session, Settings, Target, sudo_prefix
+from remote.ssh import Session, Settings, Target, sudo_prefix
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,11 @@ class HostState:
 
 
 @dataclass
-class RunState:
-    """A run's identity, plan and progress (``state.json``, written atomically after every step)."""
+class RemoteRunState:
+    """An ``ovsperf-remote`` run's identity, plan and progress.
+
+    Kept in ``state.json``, written atomically after every step.
+    """
 
     run_id: str
     config: str
@@ -133,7 +137,7 @@ class RunState:
         atomic_write_text(path, json.dumps(document, indent=1) + "\n")
 
     @classmethod
-    def load(cls, path: Path) -> RunState:
+    def load(cls, path: Path) -> RemoteRunState:
         """Read ``path``.
 
         :raises RemoteError: naming the file, when it is missing, not JSON or not a run state.
@@ -185,8 +189,8 @@ class RunOptions:
 
 
 @dataclass
-class RunOutcome:
-    """How the run ended."""
+class RemoteRunOutcome:
+    """How an ``ovsperf-remote`` run ended."""
 
     failures: dict[str, str] = field(default_factory=dict)
     """Role → why that host's plan ended early (the first one is the cause)."""
@@ -235,7 +239,7 @@ class Runner:
 
     def __init__(
         self,
-        state: RunState,
+        state: RemoteRunState,
         plans: tuple[HostPlan, HostPlan],
         targets: Mapping[str, Target],
         settings: Settings,
@@ -247,7 +251,7 @@ class Runner:
         self.settings = settings
         self.console = _Console(console if console is not None else sys.stderr)
         self.abort = threading.Event()
-        self.outcome = RunOutcome()
+        self.outcome = RemoteRunOutcome()
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self.hosts = [
@@ -444,7 +448,7 @@ class Runner:
 
     # ---- the run ---------------------------------------------------------------------------
 
-    def run(self) -> RunOutcome:
+    def run(self) -> RemoteRunOutcome:
         """Run both plans in parallel, then fetch the results; return how it ended.
 
         Failures are in the outcome (and ``state.json``), not raised: the caller prints them.

@@ -4,6 +4,10 @@ Validation happens here, before any connection: ``--env`` names and values, ``--
 remote directory, a new run's ``--log-dir`` (a directory that does not exist yet), the reboot
 commands and deadlines; a resumed run must have the same plan as the
 one recorded in its ``state.json``.
+
+The options are a frozen :class:`RunRequest` built in layers by :func:`dataclasses.replace`: the
+defaults, then (``--resume``) the options ``state.json`` recorded, then those given on the command
+line; the argparse namespace is read, never changed.
 """
 
 from __future__ import annotations
@@ -11,15 +15,16 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.fields import rsync_destination
 from ovsperf_common.runner import one_line
+from remote.defaults import RUN_DEFAULTS
 from remote.errors import RemoteError
 from remote.executor import PARAM_NAME_RE, UPLOADED_INVENTORY
 from remote.plan import HostPlan
@@ -27,18 +32,16 @@ from remote.run import (
     STATE_FILE,
     HostState,
     RebootSettings,
+    RemoteRunState,
     Runner,
     RunOptions,
-    RunState,
     new_run_id,
 )
-from remote.ssh import BOOT_ID_COMMAND, Settings, parse_target
+from remote.ssh import Settings, parse_target
 from vsperf_configs.inventory import load_inventory
 
 log = logging.getLogger(__name__)
 
-DEFAULT_REMOTE_BASE = "/var/tmp/ovsperf-remote"
-"""Where each host gets ``<run id>/<role>/``: kept after the run (logs, resume); survives reboots."""
 RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_RESULTS_FILE"}
 """Set by the runner; ``--env`` may not change them."""
 
@@ -57,18 +60,100 @@ RESUMED = (
     "reboot_timeout",
 )
 """Options ``state.json`` keeps, so that ``--resume LOG_DIR`` needs nothing else (given again: they win)."""
-RUN_DEFAULTS: dict[str, Any] = {
-    "timeout": 12.0,
-    "reboot_command": "systemctl reboot",
-    "boot_id_command": " ".join(BOOT_ID_COMMAND),
-    "reboot_timeout": 1200.0,
-}
-"""Defaults of the options above that have one (filled in after a resume took the recorded ones)."""
-
-PlanFactory = Callable[[argparse.Namespace, str, str, "str | None"], tuple[HostPlan, HostPlan]]
+_ENV_OPTIONS = ("env", "tg_env", "dut_env")
+_HOURS_OR_SECONDS = ("timeout", "reboot_timeout")
 
 
-def _env(items: list[str], option: str, plan: HostPlan | None) -> dict[str, str]:
+class ScenarioChoice(Protocol):
+    """The options that choose a plan: ``plan``'s namespace or a run's :class:`RunRequest`."""
+
+    @property
+    def config(self) -> str:
+        """The scenario name."""
+
+    @property
+    def catalog(self) -> Path | None:
+        """The catalog file; None: the packaged one."""
+
+    @property
+    def inventory(self) -> str | None:
+        """``INVENTORY`` of the tasks: a path on the hosts."""
+
+
+PlanFactory = Callable[[ScenarioChoice, str, str, "str | None"], tuple[HostPlan, HostPlan]]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``ovsperf-remote run`` is asked: the options :data:`RESUMED` names, and the scenario.
+
+    Empty text, None and () mean "not given" in the layers :meth:`given` merges.
+    """
+
+    config: str = ""
+    """Scenario name (a resumed run's is the one ``state.json`` recorded)."""
+    tg: str = ""
+    """``[USER@]HOST[:PORT]`` of the traffic generator."""
+    dut: str = ""
+    """``[USER@]HOST[:PORT]`` of the device under test."""
+    catalog: Path | None = None
+    """Scenario catalog file; None: the packaged one."""
+    inventory: str | None = None
+    """``--inventory``: a local file (copied into each run directory) or a path on the hosts."""
+    collector: str | None = None
+    """A local directory or ``USER@HOST:/PATH`` (:func:`remote_collector`)."""
+    env: tuple[str, ...] = ()
+    """``NAME=VALUE`` items for both hosts."""
+    tg_env: tuple[str, ...] = ()
+    """``NAME=VALUE`` items for the traffic generator."""
+    dut_env: tuple[str, ...] = ()
+    """``NAME=VALUE`` items for the DUT."""
+    timeout: float = RUN_DEFAULTS["timeout"]
+    """Deadline of the whole run [hours]."""
+    reboot_command: str = RUN_DEFAULTS["reboot_command"]
+    """Run as root to reboot a host (shell words)."""
+    boot_id_command: str = RUN_DEFAULTS["boot_id_command"]
+    """Prints an id that changes at every boot (shell words)."""
+    reboot_timeout: float = RUN_DEFAULTS["reboot_timeout"]
+    """Until a rebooted host is back [s]."""
+
+    def given(self, options: Mapping[str, Any]) -> RunRequest:
+        """Return a copy in which each option of ``options`` that has a value replaces ours.
+
+        :param options: option name (a field) → value as argparse or ``state.json`` holds it (lists
+            for the ``--env`` options, text for ``--catalog``); other names are ignored.
+        :raises ValueError: for a value that is not of its option's kind (a hand-edited ``state.json``).
+        :raises TypeError: likewise.
+        """
+        taken: dict[str, Any] = {}
+        for key in ("config", *RESUMED):
+            value = options.get(key)
+            if value is None or value in ("", [], ()):
+                continue
+            if key == "catalog":
+                taken[key] = Path(value)
+            elif key in _ENV_OPTIONS:
+                if not isinstance(value, (list, tuple)):
+                    raise TypeError(f"'{key}' is not a list")
+                taken[key] = tuple(str(item) for item in value)
+            elif key in _HOURS_OR_SECONDS:
+                taken[key] = float(value)
+            else:
+                taken[key] = str(value)
+        return replace(self, **taken)
+
+    def recorded(self) -> dict[str, Any]:
+        """Return the options :data:`RESUMED` names as ``state.json`` keeps them (JSON values)."""
+        document: dict[str, Any] = {}
+        for key in RESUMED:
+            value = getattr(self, key)
+            document[key] = (
+                str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+            )
+        return document
+
+
+def _env(items: tuple[str, ...], option: str, plan: HostPlan | None) -> dict[str, str]:
     """Parse ``NAME=VALUE`` items of ``option``.
 
     :raises FieldError: naming the option, for a bad name, a multi-line value, a reserved name or
@@ -100,18 +185,16 @@ def _command(text: str, option: str) -> tuple[str, ...]:
     return words
 
 
-def _options(
-    args: argparse.Namespace, log_dir: Path, plans: tuple[HostPlan, HostPlan], collector: str | None
-) -> RunOptions:
-    if not 0 < args.timeout <= 168:
+def _options(request: RunRequest, log_dir: Path, plans: tuple[HostPlan, HostPlan]) -> RunOptions:
+    if not 0 < request.timeout <= 168:
         raise FieldError("must be in (0, 168] hours.", field="--timeout")
-    if not 10 <= args.reboot_timeout <= 7200:
+    if not 10 <= request.reboot_timeout <= 7200:
         raise FieldError("must be in [10, 7200] seconds.", field="--reboot-timeout")
-    common = _env(args.env, "--env", None)
+    common = _env(request.env, "--env", None)
     tg, dut = plans
     env = {
-        tg.role: {**common, **_env(args.tg_env, "--tg-env", tg)},
-        dut.role: {**common, **_env(args.dut_env, "--dut-env", dut)},
+        tg.role: {**common, **_env(request.tg_env, "--tg-env", tg)},
+        dut.role: {**common, **_env(request.dut_env, "--dut-env", dut)},
     }
     for plan in plans:
         clash = set(env[plan.role]) & {name for step in plan.steps for name, _ in step.params}
@@ -119,33 +202,61 @@ def _options(
             raise FieldError(
                 f"{', '.join(sorted(clash))} is a task parameter of the plan; not changed.", field="--env"
             )
+    collector = request.collector
     local = None if collector is None or remote_collector(collector) else Path(collector)
     return RunOptions(
         log_dir=log_dir,
-        deadline_s=args.timeout * 3600.0,
+        deadline_s=request.timeout * 3600.0,
         env=env,
         collector=local,
         reboot=RebootSettings(
-            command=_command(args.reboot_command, "--reboot-command"),
-            boot_id_command=_command(args.boot_id_command, "--boot-id-command"),
-            timeout_s=args.reboot_timeout,
+            command=_command(request.reboot_command, "--reboot-command"),
+            boot_id_command=_command(request.boot_id_command, "--boot-id-command"),
+            timeout_s=request.reboot_timeout,
         ),
     )
 
 
-def _local_inventory(args: argparse.Namespace) -> Path | None:
+def _local_inventory(inventory: str | None) -> Path | None:
     """Return ``--inventory`` when it names a local file (checked now); None for a path on the hosts.
 
-    A local file is copied into each run directory; the plan then names that copy.
+    A local file is copied into each run directory; the plan then names that copy
+    (:data:`~remote.executor.UPLOADED_INVENTORY`).
 
     :raises InventoryError: naming the file, when it is not a valid inventory.
     """
-    if not args.inventory or not Path(args.inventory).expanduser().is_file():
+    if not inventory or not Path(inventory).expanduser().is_file():
         return None
-    local = Path(args.inventory).expanduser().resolve()
+    local = Path(inventory).expanduser().resolve()
     load_inventory(local)  # a broken file is refused here, before any host is touched
-    args.inventory = UPLOADED_INVENTORY
     return local
+
+
+def _request(args: argparse.Namespace) -> tuple[RunRequest, RemoteRunState | None]:
+    """Return the run's options and, for ``--resume``, the state of the run it continues.
+
+    :raises FieldError: for a ``--config`` other than the resumed run's, or a missing
+        ``--config``, ``--tg`` or ``--dut``.
+    :raises RemoteError: naming ``state.json`` when it cannot be read or holds bad options.
+    """
+    if args.resume is None:
+        request = RunRequest().given(vars(args))
+        if not (request.config and request.tg and request.dut):
+            raise FieldError("--config, --tg and --dut are needed (or --resume LOG_DIR).", field="run")
+        return request, None
+    path = args.resume / STATE_FILE
+    state = RemoteRunState.load(path)
+    if args.config and args.config != state.config:
+        raise FieldError(f"the run to resume ran {state.config}, not {args.config}.", field="--config")
+    try:
+        recorded = RunRequest(config=state.config).given(state.options)
+    except (ValueError, TypeError) as err:
+        raise RemoteError(f"Cannot resume from '{path}': its options: {one_line(err)}.") from err
+    request = recorded.given(vars(args))
+    missing = [f"--{key}" for key in ("tg", "dut") if not getattr(request, key)]
+    if missing:
+        raise FieldError(f"'{path}' records no {' or '.join(missing)}; give it.", field="--resume")
+    return request, state
 
 
 def remote_collector(collector: str | None) -> str | None:
@@ -229,35 +340,15 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
     """
     if args.resume is None and args.log_dir is not None:
         new_log_dir(args.log_dir)  # before anything else
-    if args.resume is not None:
-        state = RunState.load(args.resume / STATE_FILE)
-        log_dir = args.resume
-        config = args.config or state.config
-        if config != state.config:
-            raise FieldError(f"the run to resume ran {state.config}, not {args.config}.", field="--config")
-        args.config = config
-        for key in RESUMED:
-            if getattr(args, key) in (None, []):
-                value = state.options.get(key)
-                setattr(args, key, Path(value) if key == "catalog" and value else value)
-    for key, default in RUN_DEFAULTS.items():
-        if getattr(args, key) is None:
-            setattr(args, key, default)
-    for key in ("env", "tg_env", "dut_env"):
-        setattr(args, key, list(getattr(args, key) or []))
-    if args.resume is not None:
-        tg_text, dut_text, collector = args.tg, args.dut, args.collector
-    else:
-        if not (args.config and args.tg and args.dut):
-            raise FieldError("--config, --tg and --dut are needed (or --resume LOG_DIR).", field="run")
-        tg_text, dut_text, collector = args.tg, args.dut, args.collector
-    targets = {"TRAFFICGEN": parse_target(tg_text, "--tg"), "DUT": parse_target(dut_text, "--dut")}
-    given_inventory = args.inventory
-    local_inventory = _local_inventory(args)
-    sent_to = remote_collector(collector)
-    plans = make_plans(args, targets["TRAFFICGEN"].host, targets["DUT"].host, sent_to)
-    if args.resume is not None:
-        if RunState.plan_of(plans) != state.plan:
+    request, resumed = _request(args)
+    targets = {"TRAFFICGEN": parse_target(request.tg, "--tg"), "DUT": parse_target(request.dut, "--dut")}
+    local_inventory = _local_inventory(request.inventory)
+    sent_to = remote_collector(request.collector)
+    chosen = replace(request, inventory=UPLOADED_INVENTORY) if local_inventory else request
+    plans = make_plans(chosen, targets["TRAFFICGEN"].host, targets["DUT"].host, sent_to)
+    if resumed is not None:
+        state, log_dir = resumed, args.resume
+        if RemoteRunState.plan_of(plans) != state.plan:
             raise RemoteError(
                 f"The plan of {state.config} differs from the one in '{args.resume / STATE_FILE}' "
                 "(another catalog, inventory or collector?); resume with the same options."
@@ -266,22 +357,20 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
         run_id = new_run_id()
         base = remote_base(args.remote_dir)
         log_dir = new_log_dir(args.log_dir or Path(f"ovsperf-remote-{run_id}"))
-        state = RunState(
+        state = RemoteRunState(
             run_id=run_id,
-            config=args.config,
-            plan=RunState.plan_of(plans),
+            config=request.config,
+            plan=RemoteRunState.plan_of(plans),
             hosts={
                 p.role: HostState(p.role, targets[p.role].host, str(base / run_id / p.role.lower()))
                 for p in plans
             },
-            collector=collector,
+            collector=request.collector,
         )
-    options = replace(_options(args, log_dir, plans, collector), inventory=local_inventory)
-    state.options = {
-        key: str(getattr(args, key)) if isinstance(getattr(args, key), Path) else getattr(args, key)
-        for key in RESUMED
-    }
-    state.options["inventory"] = str(local_inventory) if local_inventory else given_inventory
+    options = replace(_options(request, log_dir, plans), inventory=local_inventory)
+    state.options = request.recorded()
+    if local_inventory:
+        state.options["inventory"] = str(local_inventory)
     _create_log_dir(log_dir, resumed=args.resume is not None)
     state.save(log_dir / STATE_FILE)
     log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)

@@ -34,6 +34,7 @@ from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import LOGIN_NAME_RE, hostname
 from ovsperf_common.regularfile import require_regular
 from ovsperf_common.runner import one_line
+from remote.defaults import BOOT_ID_COMMAND, DEFAULT_KNOWN_HOSTS, DEFAULT_SSH_CONFIG
 from remote.errors import AuthError, CancelledError, HostKeyError, RemoteError, UnreachableError
 from remote.knownhosts import CERT_SUFFIX, KnownHosts, read_known_hosts
 
@@ -41,12 +42,8 @@ log = logging.getLogger(__name__)
 
 USER_RE = LOGIN_NAME_RE
 """A login name (POSIX portable characters, at most 32, as useradd accepts)."""
-DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
-DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 STOP_TIMEOUT_S = 15.0
 """Deadline of stopping a timed-out command's process group (TERM, 2 s, KILL) [s]."""
-BOOT_ID_COMMAND = ("cat", "/proc/sys/kernel/random/boot_id")
-"""Prints the kernel's boot id: a new random UUID at every boot (random(4))."""
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 """Most output kept per stream of one command [B]; the rest is counted, not kept."""
 

@@ -41,8 +41,12 @@ import jumpavg
 from ovsperf_common.spec import SpecEnum
 
 
-class TrendVerdict(SpecEnum):
-    """What the trend analysis says of one build in one series."""
+class ChangePointVerdict(SpecEnum):
+    """What the change-point analysis says of one build in one series.
+
+    Raw analysis only; the report's verdict of a cell (with EXPECTED and NO_HISTORY) is
+    :class:`reporting.model.TrendVerdict`, which ``resultstore.trend`` derives from this one.
+    """
 
     REGRESSION = "REGRESSION"
     """A change point starts at this build and the new group is worse."""
@@ -74,7 +78,7 @@ class Change:
 
     index: int
     """First build of the new group [0-based]."""
-    verdict: TrendVerdict
+    verdict: ChangePointVerdict
     """REGRESSION or PROGRESSION."""
     step_percent: float
     """(new group average / previous group average − 1) × 100 [%]."""
@@ -90,7 +94,7 @@ class SeriesAnalysis:
     """Groups in build order (outliers excluded from their group's statistics)."""
     changes: tuple[Change, ...]
     """Change points in build order."""
-    verdicts: tuple[TrendVerdict, ...]
+    verdicts: tuple[ChangePointVerdict, ...]
     """One verdict per build, same order as the input."""
 
     def to_json(self) -> dict[str, Any]:
@@ -109,8 +113,11 @@ class SeriesAnalysis:
         """
         return cls(
             tuple(Group(int(a), int(b), float(m), float(sd)) for a, b, m, sd in data["groups"]),
-            tuple(Change(int(i), TrendVerdict(v), float(st), float(cf)) for i, v, st, cf in data["changes"]),
-            tuple(TrendVerdict(v) for v in data["verdicts"]),
+            tuple(
+                Change(int(i), ChangePointVerdict(v), float(st), float(cf))
+                for i, v, st, cf in data["changes"]
+            ),
+            tuple(ChangePointVerdict(v) for v in data["verdicts"]),
         )
 
     def group_of(self, index: int) -> Group:
@@ -214,7 +221,7 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
 
     :param values: per build its measured values (at least one each, all finite and > 0) [any unit].
     :param higher_is_better: True for throughput; False for latency and loss (a rise is a regression).
-    :returns: the groups, the change points and one :class:`TrendVerdict` per build; an empty
+    :returns: the groups, the change points and one :class:`ChangePointVerdict` per build; an empty
         series gives an empty analysis.
     :raises ValueError: when a build has no value or a value is not finite and positive.
     """
@@ -282,14 +289,14 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
     for lo, hi in itertools.pairwise([0, *cuts, len(runs)]):
         mean, stdev = _stats(members(lo, hi, outliers))
         groups.append(Group(lo, hi, mean, stdev))
-    verdicts = [TrendVerdict.NORMAL] * len(runs)
+    verdicts = [ChangePointVerdict.NORMAL] * len(runs)
     for k in outliers:
-        verdicts[k] = TrendVerdict.OUTLIER
+        verdicts[k] = ChangePointVerdict.OUTLIER
     changes: list[Change] = []
     for prev, cur, saved in zip(groups[:-1], groups[1:], saved_bits, strict=True):
         step = (cur.average / prev.average - 1.0) * 100.0
         better = step > 0 if higher_is_better else step < 0
-        verdict = TrendVerdict.PROGRESSION if better else TrendVerdict.REGRESSION
+        verdict = ChangePointVerdict.PROGRESSION if better else ChangePointVerdict.REGRESSION
         changes.append(Change(cur.start, verdict, step, 1.0 - 2.0 ** (-saved)))
         verdicts[cur.start] = verdict
     return SeriesAnalysis(tuple(groups), tuple(changes), tuple(verdicts))
@@ -325,14 +332,14 @@ def extend(
         raise ValueError(f"the series has {len(values)} builds, fewer than the {done} analysed before")
     cut = done - TAIL_BUILDS
     # Never cut through an outlier run: it belongs with its neighbours.
-    while cut > 0 and TrendVerdict.OUTLIER in (previous.verdicts[cut], previous.verdicts[cut - 1]):
+    while cut > 0 and ChangePointVerdict.OUTLIER in (previous.verdicts[cut], previous.verdicts[cut - 1]):
         cut -= 1
     if cut <= 0:
         return analyse(values, higher_is_better=higher_is_better)
     tail = analyse(values[cut:], higher_is_better=higher_is_better)
     runs = [tuple(float(v) for v in build) for build in values]
-    outliers = {i for i, v in enumerate(previous.verdicts[:cut]) if v is TrendVerdict.OUTLIER}
-    outliers |= {cut + i for i, v in enumerate(tail.verdicts) if v is TrendVerdict.OUTLIER}
+    outliers = {i for i, v in enumerate(previous.verdicts[:cut]) if v is ChangePointVerdict.OUTLIER}
+    outliers |= {cut + i for i, v in enumerate(tail.verdicts) if v is ChangePointVerdict.OUTLIER}
 
     def members(lo: int, hi: int) -> list[tuple[float, ...]]:
         kept = [runs[k] for k in range(lo, hi) if k not in outliers]
@@ -353,15 +360,15 @@ def extend(
     if saved < MIN_SAVED_BITS:
         mean, stdev = _stats(members(last.start, shifted[0].end))
         groups.append(Group(last.start, shifted[0].end, mean, stdev))
-        if verdicts[cut] is not TrendVerdict.OUTLIER:
-            verdicts[cut] = TrendVerdict.NORMAL
+        if verdicts[cut] is not ChangePointVerdict.OUTLIER:
+            verdicts[cut] = ChangePointVerdict.NORMAL
     else:
         mean, stdev = _stats(before)
         groups.append(Group(last.start, cut, mean, stdev))
         groups.append(shifted[0])
         step = (shifted[0].average / mean - 1.0) * 100.0
         better = step > 0 if higher_is_better else step < 0
-        verdict = TrendVerdict.PROGRESSION if better else TrendVerdict.REGRESSION
+        verdict = ChangePointVerdict.PROGRESSION if better else ChangePointVerdict.REGRESSION
         changes.append(Change(cut, verdict, step, 1.0 - 2.0 ** (-saved)))
         verdicts[cut] = verdict
     groups.extend(shifted[1:])

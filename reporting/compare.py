@@ -338,8 +338,11 @@ def _run_value(
 
 
 @dataclass(frozen=True)
-class Decision:
-    """Result of :func:`decide` (or of a cell not compared, INVALID or NO_BASELINE: numbers None)."""
+class StatisticalVerdict:
+    """A cell's verdict with the statistics behind it.
+
+    The result of :func:`decide`, or of a cell not compared (INVALID or NO_BASELINE: numbers None).
+    """
 
     rel_change_percent: float | None
     ci_low_percent: float | None
@@ -350,9 +353,9 @@ class Decision:
     reason: str
 
 
-def _not_compared(verdict: Verdict, reason: str) -> Decision:
+def _not_compared(verdict: Verdict, reason: str) -> StatisticalVerdict:
     """Return a decision without numbers (INVALID or NO_BASELINE)."""
-    return Decision(
+    return StatisticalVerdict(
         rel_change_percent=None,
         ci_low_percent=None,
         ci_high_percent=None,
@@ -363,7 +366,7 @@ def _not_compared(verdict: Verdict, reason: str) -> Decision:
     )
 
 
-def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
+def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> StatisticalVerdict:
     """Return the verdict for valid samples on both sides (see the module docstring).
 
     :param base: baseline samples, each > 0 [pps].
@@ -379,7 +382,7 @@ def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
             verdict = Verdict.IMPROVEMENT
         else:
             verdict = Verdict.PASS
-        return Decision(
+        return StatisticalVerdict(
             rel_change_percent=rel,
             ci_low_percent=None,
             ci_high_percent=None,
@@ -442,7 +445,7 @@ def decide(base: SideStats, cur: SideStats, thresholds: Thresholds) -> Decision:
             Verdict.UNSTABLE,
             "Too noisy to decide (interval crosses a threshold); run more repeats",
         )
-    return Decision(
+    return StatisticalVerdict(
         rel_change_percent=rel,
         ci_low_percent=low,
         ci_high_percent=high,

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.framemix import TrafficKey, traffic_from_json
+from ovsperf_common.labfiles import LATENCY_FILE, LATENCY_SCHEMA
 from reporting.latency import within
 from reporting.resultmodel import LatencyPoint, LoadWarning
-
-LATENCY_FILE = "ovsperf-latency.json"
-"""The lab's latency file in a results directory."""
 
 MAX_LATENCY_FILE_BYTES = 64 * 1024 * 1024
 """Larger files are not read [B] (a run of 7 sizes × 4 levels is well below 1 MiB)."""
@@ -107,14 +105,14 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         return {}
     if (
         not isinstance(document, dict)
-        or document.get("schema") != 1
+        or document.get("schema") != LATENCY_SCHEMA
         or not isinstance(document.get("results"), list)
     ):
         warnings.append(
             LoadWarning(
                 file,
                 None,
-                "Not an ovsperf-latency.json of schema 1 with a 'results' list; latency not shown.",
+                f"Not an {LATENCY_FILE} of schema {LATENCY_SCHEMA} with a 'results' list; latency not shown.",
             )
         )
         return {}

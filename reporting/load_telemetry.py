@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_common.framemix import TrafficKey, traffic_from_json
-from ovsperf_common.telemetryfile import HIT_COUNTERS, TELEMETRY_FILE
+from ovsperf_common.labfiles import TELEMETRY_FILE, TELEMETRY_SCHEMA
+from ovsperf_common.telemetryfile import HIT_COUNTERS
 from reporting.resultmodel import LoadWarning, TelemetryPoint
 
 MAX_TELEMETRY_FILE_BYTES = 256 * 1024 * 1024
@@ -202,12 +203,14 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
         return {}
     if (
         not isinstance(document, dict)
-        or document.get("schema") != 1
+        or document.get("schema") != TELEMETRY_SCHEMA
         or not isinstance(document.get("trials"), list)
     ):
         warnings.append(
             LoadWarning(
-                file, None, "Not an ovsperf-telemetry.json of schema 1 with a 'trials' list; not shown."
+                file,
+                None,
+                f"Not an {TELEMETRY_FILE} of schema {TELEMETRY_SCHEMA} with a 'trials' list; not shown.",
             )
         )
         return {}

@@ -150,7 +150,11 @@ baseline comparison decides as before. docs/trending.md states the rule."""
 
 
 class TrendVerdict(SpecEnum):
-    """What a cell's build history says of the build (:mod:`reporting.changepoints`, resultstore.trend)."""
+    """What a cell's build history says of the build.
+
+    ``resultstore.trend`` derives it from the per-build
+    :class:`reporting.changepoints.ChangePointVerdict` and the testers' marks.
+    """
 
     REGRESSION = "REGRESSION"
     """A change point to a worse group starts at this build, or such a change is still open."""

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import TrafficKey, read_packet_size
@@ -16,12 +16,11 @@ from ovsperf_common.runner import one_line, run_command
 from ovsperf_common.secrets import mask_tree
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.errors import ResultStoreError
-from resultstore.importer import import_dirs
-from resultstore.model import ComparisonRecord, Decision, SeriesKey
+from resultstore.model import ComparisonRecord, ReviewDecision, SeriesKey
 from resultstore.samples import THROUGHPUT_METRICS
-from resultstore.store import ResultStore
-from resultstore.trendpages import write_store_pages
-from resultstore.verdicts import record_verdict, refresh_pages
+
+if TYPE_CHECKING:
+    from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +68,14 @@ def _parser() -> argparse.ArgumentParser:
         "--pass",
         dest="decision",
         action="store_const",
-        const=Decision.PASS,
+        const=ReviewDecision.PASS,
         help="acceptable (no regression)",
     )
     decision.add_argument(
         "--fail",
         dest="decision",
         action="store_const",
-        const=Decision.FAIL,
+        const=ReviewDecision.FAIL,
         help="a real problem (give --bug)",
     )
     verdict.add_argument(
@@ -233,6 +232,8 @@ def _since(text: str | None) -> datetime | None:
 
 
 def _import(store: ResultStore, args: argparse.Namespace) -> int:
+    from resultstore.importer import import_dirs  # HdrHistogram: ovsperf[report]
+
     def progress(done: int, total: int, name: str) -> None:
         log.info("Imported %d/%d: %s", done, total, name)
 
@@ -259,6 +260,8 @@ def _import(store: ResultStore, args: argparse.Namespace) -> int:
 
 
 def _trend(store: ResultStore, args: argparse.Namespace) -> int:
+    from resultstore.trendpages import write_store_pages  # jumpavg, Plotly: ovsperf[report]
+
     since = _since(args.since)
     metrics = [_METRICS[m] for m in args.metric] if args.metric else list(THROUGHPUT_METRICS)
     if args.scenario is not None:
@@ -357,6 +360,8 @@ def _expect(store: ResultStore, args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Open the store and run the sub-command; return 0, or 3 when nothing was found."""
+    from resultstore.store import ResultStore  # SQLAlchemy, Alembic: ovsperf[report]
+
     with ResultStore.open(database_url(args.db), create_directory=args.command == "import") as store:
         if args.command == "import":
             return _import(store, args)
@@ -394,6 +399,8 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 _print_show(store, record)
             return int(ExitCode.OK)
+        from resultstore.verdicts import record_verdict, refresh_pages  # the report: matplotlib, scipy
+
         if args.command == "verdict":
             record = record_verdict(
                 store,

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
+from ovsperf_common.installgroups import GROUPS_OF_MODULE
 from ovsperf_common.regularfile import require_regular
 from resultstore.errors import StoreDatabaseError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 DB_ENV_VAR = "OVSPERF_RESULTS_DB"
 """Environment variable naming the database (URL or SQLite file path) when ``--db`` is not given."""
@@ -52,6 +52,9 @@ def database_url(spec: str | Path | None) -> str:
 
 def masked_url(url: str) -> str:
     """Return ``url`` with any password replaced by ``***`` (safe for logs and messages)."""
+    from sqlalchemy.engine import make_url  # here: the names above serve `--help` without SQLAlchemy
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -101,6 +104,10 @@ def open_engine(url: str, *, create_directory: bool = True) -> Engine:
         SQLite directory is missing (and may not be) or cannot be created, or the SQLite path is
         not a regular file or a new one (:func:`check_sqlite_file`).
     """
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
     shown = masked_url(url)
     try:
         parsed = make_url(url)
@@ -122,6 +129,10 @@ def open_engine(url: str, *, create_directory: bool = True) -> Engine:
         check_sqlite_file(Path(str(parsed.database)), shown)
     try:
         engine = create_engine(url, pool_pre_ping=not is_sqlite)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] in GROUPS_OF_MODULE:
+            raise  # an install group is missing (psycopg: 'ovsperf[postgresql]'): the runner names it
+        raise StoreDatabaseError(f"cannot use this URL ({err}); {_URL_HINT}", url=shown) from err
     except (ArgumentError, ImportError, SQLAlchemyError) as err:
         raise StoreDatabaseError(f"cannot use this URL ({err}); {_URL_HINT}", url=shown) from err
     if is_sqlite:

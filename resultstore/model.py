@@ -33,8 +33,11 @@ def check_name(value: object, field: str) -> str:
     return value
 
 
-class Decision(SpecEnum):
-    """A tester's decision on one comparison (the role CQE had)."""
+class ReviewDecision(SpecEnum):
+    """A tester's decision on one comparison, after reviewing it (the role CQE had).
+
+    Not the statistics' verdict of a cell (``reporting.compare.StatisticalVerdict``).
+    """
 
     PASS = "PASS"
     """The comparison is acceptable; its current result may serve as a baseline."""
@@ -86,7 +89,7 @@ class VerdictRecord:
     """Database id (grows with time)."""
     comparison_id: int
     """The comparison decided on."""
-    decision: Decision
+    decision: ReviewDecision
     """PASS or FAIL."""
     bug_id: str | None
     """Bug tracker id, e.g. ``RHBZ#1234567``; None when not given."""

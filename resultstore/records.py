@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from resultstore.model import ComparisonRecord, Decision, ResultRecord, ResultStatus, VerdictRecord
+from resultstore.model import ComparisonRecord, ResultRecord, ResultStatus, ReviewDecision, VerdictRecord
 from resultstore.schema import ComparisonRow, ResultRow, VerdictRow
 
 _IN_CHUNK = 500
@@ -81,7 +81,7 @@ def verdict_record(row: VerdictRow) -> VerdictRecord:
     return VerdictRecord(
         id=row.id,
         comparison_id=row.comparison_id,
-        decision=Decision.from_spec(row.decision),
+        decision=ReviewDecision.from_spec(row.decision),
         bug_id=row.bug_id,
         comment=row.comment,
         tester=row.tester,

@@ -11,11 +11,7 @@ import logging
 from pathlib import Path
 
 from ovsperf_common.runner import one_line, run_command
-from reporting.api import generate_report
 from reporting.model import TREND_MIN_HISTORY, Thresholds
-from resultstore.connect import database_url
-from resultstore.store import ResultStore
-from resultstore.trend import trend_for_dirs
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +132,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     """Write the report; print its index.html path; return the overall verdict's exit code."""
+    from reporting.api import generate_report  # matplotlib, scipy, Jinja2: ovsperf[report]
+
     thresholds = Thresholds(**{field: getattr(args, field) for _, field, _, _ in _THRESHOLD_OPTIONS})
     trend = None
     if args.db:
+        from resultstore.connect import database_url  # SQLAlchemy, Alembic, jumpavg: ovsperf[report]
+        from resultstore.store import ResultStore
+        from resultstore.trend import trend_for_dirs
+
         with ResultStore.open(database_url(args.db), create_directory=False) as store:
             trend = trend_for_dirs(store, args.result_dirs, scenario=args.scenario)
     elif args.scenario:

@@ -33,9 +33,9 @@ from resultstore.errors import (
 from resultstore.migrate import upgrade
 from resultstore.model import (
     ComparisonRecord,
-    Decision,
     ResultRecord,
     ResultStatus,
+    ReviewDecision,
     Series,
     SeriesKey,
     SeriesPoint,
@@ -326,7 +326,7 @@ class ResultStore:
             .join(latest, latest.c.comparison_id == ComparisonRow.id)
             .join(VerdictRow, VerdictRow.id == latest.c.verdict_id)
             .where(
-                VerdictRow.decision == Decision.PASS.value,
+                VerdictRow.decision == ReviewDecision.PASS.value,
                 ResultRow.scenario == scenario,
                 ResultRow.status == ResultStatus.PROCESSED.value,
             )
@@ -473,7 +473,7 @@ class ResultStore:
         self,
         comparison_id: int,
         *,
-        decision: Decision,
+        decision: ReviewDecision,
         bug_id: str | None = None,
         comment: str | None = None,
         tester: str | None = None,

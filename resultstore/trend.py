@@ -33,8 +33,7 @@ from typing import Any
 from ovsperf_common.metadata import MetadataError
 from ovsperf_common.metadata import read as read_metadata
 from reporting.api import TrendKey
-from reporting.changepoints import RULES, SeriesAnalysis, analyse, extend
-from reporting.changepoints import TrendVerdict as PointVerdict
+from reporting.changepoints import RULES, ChangePointVerdict, SeriesAnalysis, analyse, extend
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.model import TrendCell, TrendVerdict
 from reporting.resultmodel import ResultSet
@@ -108,7 +107,7 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
     group = analysis.group_of(index)
     change = next((c for c in reversed(analysis.changes) if c.index <= index), None)
     verdict = analysis.verdicts[index]
-    if verdict is PointVerdict.OUTLIER:
+    if verdict is ChangePointVerdict.OUTLIER:
         return TrendCell(
             TrendVerdict.OUTLIER,
             index,
@@ -145,7 +144,7 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
             since_build=build,
         )
 
-    if change.verdict is PointVerdict.PROGRESSION:
+    if change.verdict is ChangePointVerdict.PROGRESSION:
         if change.index == index:
             return cell(TrendVerdict.PROGRESSION, f"a better group starts here: {described}")
         return TrendCell(

@@ -29,7 +29,7 @@ from ovsperf_templates import environment  # type: ignore[import-not-found, unus
 
 from ovsperf_common.atomicio import atomic_directory
 from ovsperf_common.framemix import TrafficKey
-from reporting.changepoints import TrendVerdict as PointVerdict
+from reporting.changepoints import ChangePointVerdict
 from reporting.model import TrendVerdict
 from resultstore.samples import THROUGHPUT_METRICS
 from resultstore.store import ResultStore
@@ -57,9 +57,9 @@ VERDICT_ORDER = (
 _METRIC_LABEL = {"ndr_fps": "NDR", "pdr_fps": "PDR", "mrr_fps": "MRR"}
 _METRIC_COLOUR = {"ndr_fps": "#1f5fa8", "pdr_fps": "#7a3db8", "mrr_fps": "#2a7f62"}
 _MARKERS = {
-    PointVerdict.REGRESSION: ("triangle-down", "#c00000", "regression"),
-    PointVerdict.PROGRESSION: ("triangle-up", "#008a00", "progression"),
-    PointVerdict.OUTLIER: ("x", "#e08a00", "outlier"),
+    ChangePointVerdict.REGRESSION: ("triangle-down", "#c00000", "regression"),
+    ChangePointVerdict.PROGRESSION: ("triangle-up", "#008a00", "progression"),
+    ChangePointVerdict.OUTLIER: ("x", "#e08a00", "outlier"),
 }
 
 

@@ -14,7 +14,7 @@ import logging
 from reporting.api import ReportOutcome, TesterVerdict, Thresholds, generate_report
 from reporting.errors import ReportingError
 from resultstore.errors import OverviewError, RenderError
-from resultstore.model import ComparisonRecord, Decision, VerdictRecord
+from resultstore.model import ComparisonRecord, ReviewDecision, VerdictRecord
 from resultstore.overview import OVERVIEW_HREF, write_overview
 from resultstore.samples import build_note
 from resultstore.store import ResultStore
@@ -95,7 +95,7 @@ def render_comparison(store: ResultStore, comparison: ComparisonRecord) -> Compa
 def record_verdict(
     store: ResultStore,
     ref: str,
-    decision: Decision,
+    decision: ReviewDecision,
     *,
     bug_id: str | None = None,
     comment: str | None = None,

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Set up a Debian 12 machine for ovsperf: distribution packages, 2 MB hugepages, the Python venv
-# and the DPDK traffic generator. Idempotent; run as root (or through sudo).
+# (versions pinned by packaging/constraints.txt), jenkins-jobs in a venv of its own and the DPDK
+# traffic generator. Idempotent; run as root (or through sudo).
 set -o errexit -o nounset -o pipefail
 
 die() { printf 'setup-debian: %s\n' "$*" >&2; exit 2; }
@@ -8,6 +9,8 @@ log() { printf 'setup-debian: %s\n' "$*" >&2; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${VENV:=${ROOT}/.venv}"
+: "${JJB_VENV:=${ROOT}/.venv-jjb}"  # jenkins-job-builder's own venv (tests/jenkins/jjb.py finds it)
+CONSTRAINTS=${ROOT}/packaging/constraints.txt  # generated: `make constraints`, CONTRIBUTING.md
 : "${HUGEPAGES_2M:=1536}"          # 3 GiB: OVS (1 GiB) + generator + testpmd VNF
 : "${SKIP_APT:=0}"
 
@@ -46,8 +49,21 @@ if [[ ! -x ${VENV}/bin/python ]]; then
     python3 -m venv "${VENV}"
 fi
 "${VENV}/bin/python" -m pip install -q --upgrade pip >&2
-"${VENV}/bin/python" -m pip install -q -e "${ROOT}[all,test]" >&2
+"${VENV}/bin/python" -m pip install -q -c "${CONSTRAINTS}" -e "${ROOT}[all,test]" >&2
 log "python package installed in ${VENV}"
+
+# jenkins-jobs: jenkins-job-builder 6.x imports pkg_resources, so it needs setuptools < 81; that pin
+# stays in this tool venv and never reaches the product's. Requirements: pyproject's `jenkins` extra.
+if [[ ! -x ${JJB_VENV}/bin/python ]]; then
+    python3 -m venv "${JJB_VENV}"
+fi
+mapfile -t jjb_requirements < <("${VENV}/bin/python" -c 'import sys, tomllib
+print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["jenkins"]))' \
+    "${ROOT}/pyproject.toml")
+[[ ${#jjb_requirements[@]} -gt 0 ]] || die "pyproject.toml names no 'jenkins' requirements"
+"${JJB_VENV}/bin/python" -m pip install -q --upgrade pip >&2
+"${JJB_VENV}/bin/python" -m pip install -q -c "${CONSTRAINTS}" "${jjb_requirements[@]}" >&2
+log "jenkins-jobs installed in ${JJB_VENV}"
 
 # The DPDK traffic generator of the local lab, built against the distribution's libdpdk.
 if [[ -f ${ROOT}/trafficgen/Makefile ]]; then

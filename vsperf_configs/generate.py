@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobcreator.catalog import load_catalog
-from jobcreator.errors import CatalogError
-from jobcreator.model import GuestLoopback, Scenario, Topology, Vswitch
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.errors import CatalogError
+from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, Vswitch
 from ovsperf_common.errors import FieldError
 from ovsperf_common.runner import one_line
 from vsperf_configs.errors import InventoryError, VsperfConfigError

@@ -279,7 +279,7 @@ vsperf_test_config() {
         task_vsperf_config "${args[@]}" ${telemetry[@]+"${telemetry[@]}"} --pod-dir "${VSPERF_TEST_PODS}" \
         --hugepage-dir "${VSPERF_HUGEPAGE_DIR}" --output "${VSPERF_TEST_CONF}" ||
         task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
-    listing="$(task_vsperf_config "${args[@]}" --list-tests)" ||
+    listing="$(task_vsperf_config "${args[@]}" --pod-dir "${VSPERF_TEST_PODS}" --list-tests)" ||
         task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
     mapfile -t VSPERF_TEST_TESTS <<<"${listing}"
     [[ -n "${VSPERF_TEST_TESTS[0]:-}" ]] || task_abort "Scenario ${SCENARIO} has no tests."

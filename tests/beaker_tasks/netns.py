@@ -2,7 +2,11 @@
 
 Only addresses inside the namespaces we create are used (192.0.2.0/24, RFC 5737 TEST-NET-1). Every
 perfsync server started in them is recorded by PID (from its PID file, checked against its command
-line) and killed at the end; the namespaces are deleted, which removes the veth pair.
+line) and killed at the end; the namespaces are deleted, which removes the veth pair. They are named
+``ovsperf-bt-p<pid>-…`` after the process that made them: a killed run's are removed (with the
+servers in them) by the next, and SIGTERM unwinds so that their own are deleted
+(``tests/netnsguard.py``). Both ends of the veth pair are inside the namespaces, so the addresses
+cannot collide with the test's own namespace.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.netnsguard import owned_name, remove_stale, sigterm_unwinds
+
+NS_PREFIX = "ovsperf-bt-"
 PERFSYNC = Path(__file__).resolve().parents[2] / "beaker_tasks" / "perf_synchronization" / "perfsync.py"
 IP = shutil.which("ip") or "/usr/sbin/ip"
 """The real ip(8), by absolute path: the task tests put an ``ip`` shim first on PATH."""
@@ -113,21 +120,28 @@ def _ip(*args: str) -> None:
 def two_hosts(root: Path) -> Iterator[tuple[Host, Host]]:
     """Yield hosts A (192.0.2.1) and B (192.0.2.2) in fresh namespaces joined by a veth pair."""
     tag = uuid.uuid4().hex[:6]
-    ns_a, ns_b = f"ovsperf-bt-a-{tag}", f"ovsperf-bt-b-{tag}"
+    ns_a, ns_b = owned_name(NS_PREFIX, f"a-{tag}"), owned_name(NS_PREFIX, f"b-{tag}")
     veth_a, veth_b = f"obt{tag}a", f"obt{tag}b"
     hosts = (
         Host(ns_a, "192.0.2.1", root / "a" / "perfsync"),
         Host(ns_b, "192.0.2.2", root / "b" / "perfsync"),
     )
+    remove_stale(NS_PREFIX)
+    with sigterm_unwinds():
+        yield from _made(hosts, (veth_a, veth_b))
+
+
+def _made(hosts: tuple[Host, Host], veths: tuple[str, str]) -> Iterator[tuple[Host, Host]]:
+    """Make the namespaces and the veth pair, yield the hosts, then delete everything made."""
     created: list[str] = []
     try:
         for host in hosts:
             _ip("netns", "add", host.ns)
             created.append(host.ns)
-        _ip("link", "add", veth_a, "type", "veth", "peer", "name", veth_b)
-        _ip("link", "set", veth_a, "netns", ns_a)
-        _ip("link", "set", veth_b, "netns", ns_b)
-        for host, veth in zip(hosts, (veth_a, veth_b), strict=True):
+        _ip("link", "add", veths[0], "type", "veth", "peer", "name", veths[1])
+        for host, veth in zip(hosts, veths, strict=True):
+            _ip("link", "set", veth, "netns", host.ns)
+        for host, veth in zip(hosts, veths, strict=True):
             _ip("-n", host.ns, "addr", "add", f"{host.address}/24", "dev", veth)
             _ip("-n", host.ns, "link", "set", veth, "up")
             _ip("-n", host.ns, "link", "set", "lo", "up")

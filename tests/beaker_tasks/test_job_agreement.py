@@ -15,9 +15,9 @@ import re
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
 from jobcreator.jobmodel import JobOptions, ReserveMode
 from jobcreator.render import render_job
+from ovsperf_catalog.catalog import load_catalog
 
 from .shims import REPO, TASKS
 

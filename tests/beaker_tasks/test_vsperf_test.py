@@ -216,7 +216,8 @@ def test_run_collector_down_is_warn_and_keeps_results(dut: Lab, tmp_path: Path) 
 def test_run_without_collector_keeps_results_on_the_dut(dut: Lab, tmp_path: Path) -> None:
     _setup(dut)
     catalog = tmp_path / "catalog.yaml"  # a custom catalog given as CATALOG
-    catalog.write_text((REPO / "jobcreator" / "scenarios.yaml").read_text().replace("OVS_DPDK1q:", "MY_P2P:"))
+    shipped = (REPO / "ovsperf_catalog" / "scenarios.yaml").read_text()
+    catalog.write_text(shipped.replace("OVS_DPDK1q:", "MY_P2P:"))
     params = _params(dut, SCENARIO="MY_P2P", CATALOG=str(catalog))
     run = dut.run("vsperf_test", reboot=0, VSPERF_ACTION="run", **params)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -13,7 +13,7 @@ from ciflow.cli import main
 from ciflow.inbox import pass_lock
 from ciflow.model import LOCK_NAME
 from resultstore.connect import database_url
-from resultstore.model import Decision, ResultStatus
+from resultstore.model import ResultStatus, ReviewDecision
 from resultstore.store import ResultStore
 from tests.ciflow.helpers import (
     BASELINE,
@@ -326,7 +326,7 @@ def test_latest_pass_baseline_comes_from_tester_verdict(
     with store_of(tmp_path) as store:
         first = store.comparison("night-1")
         assert first.baseline_result_name is None
-        store.add_verdict(first.id, decision=Decision.PASS, tester="qe")
+        store.add_verdict(first.id, decision=ReviewDecision.PASS, tester="qe")
 
     deliver(ci_in, "night-2", CANDIDATE)
     code, lines = run(config, capsys)
@@ -372,7 +372,7 @@ def test_redelivery_of_an_archived_result_is_a_duplicate(
     assert run(config, capsys)[0] == 1
     if with_verdict:
         with store_of(tmp_path) as store:
-            store.add_verdict(store.comparison("night-1").id, decision=Decision.FAIL, bug_id="RHBZ#5")
+            store.add_verdict(store.comparison("night-1").id, decision=ReviewDecision.FAIL, bug_id="RHBZ#5")
     shutil.rmtree(tmp_path / "ci_processed" / "night-1")  # archived away by the lab admin
     page = (tmp_path / "reports" / "night-1" / "report.json").read_bytes()
 

@@ -22,7 +22,7 @@ from ciflow.process import run_pass
 from resultstore.cli import main as results_main
 from resultstore.connect import database_url
 from resultstore.errors import StoreDatabaseError
-from resultstore.model import Decision
+from resultstore.model import ReviewDecision
 from resultstore.store import ResultStore
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, fill_disk, snapshot, tmpfs, write_config
 
@@ -132,7 +132,7 @@ def test_crash_before_move_is_repaired_by_next_pass_without_duplicates(
 
     db = database_url(str(tmp_path / "results.sqlite"))
     with ResultStore.open(db) as store:  # a tester is quick and decides before the next pass
-        store.add_verdict(store.comparison("night-1").id, decision=Decision.FAIL, bug_id="RHBZ#11")
+        store.add_verdict(store.comparison("night-1").id, decision=ReviewDecision.FAIL, bug_id="RHBZ#11")
 
     monkeypatch.undo()
     code, lines = run(config, capsys)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
+from ovsperf_catalog.catalog import load_catalog
 from tests.jobcreator.conftest import HUB_PASSWORD, HUB_USER, write_client_conf
 from tests.jobcreator.fakehub import FakeBeakerHub
 from tests.kojiwatch.cliutil import koji_args

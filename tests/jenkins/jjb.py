@@ -2,23 +2,29 @@
 
 Shared by the job tests, the install-group test and anything that runs the builders the way
 Jenkins does (the shell steps of a rendered job, in order).
+
+``jenkins-jobs`` comes from jenkins-job-builder's own venv, ``.venv-jjb`` next to ``.venv`` (made by
+``make setup``; ``OVSPERF_JJB_VENV`` names another): JJB 6.x needs setuptools < 81, which must not
+be in the product's venv, so it is not in the ``all`` install group.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 from lxml import etree
 
 ROOT = Path(__file__).resolve().parents[2]
 JENKINS_DIR = ROOT / "jenkins"
-JJB = Path(sys.executable).parent / "jenkins-jobs"
+JJB_VENV = Path(os.environ.get("OVSPERF_JJB_VENV") or ROOT / ".venv-jjb")
+JJB = JJB_VENV / "bin" / "jenkins-jobs"
 
 
 def render(src: Path, out: Path) -> dict[str, etree._Element]:
     """Run ``jenkins-jobs test -r SRC -o OUT --config-xml``; return job name → parsed config.xml."""
+    assert JJB.is_file(), f"'{JJB}' is missing: 'make setup' makes jenkins-job-builder's venv '{JJB_VENV}'."
     proc = subprocess.run(
         [str(JJB), "-l", "warning", "test", "-r", str(src), "-o", str(out), "--config-xml"],
         capture_output=True,

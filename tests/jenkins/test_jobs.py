@@ -9,7 +9,7 @@ import pytest
 import yaml
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
+from ovsperf_catalog.catalog import load_catalog
 from tests.jenkins.jjb import JENKINS_DIR, params, render, shell_commands
 
 TRIGGER = "com.redhat.jenkins.plugins.ci.CIBuildTrigger"

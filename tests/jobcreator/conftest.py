@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.catalog import Catalog, load_catalog
 from jobcreator.jobmodel import JobOptions
+from ovsperf_catalog.catalog import Catalog, load_catalog
 from tests.jobcreator.fakehub import FakeBeakerHub
 
 TG = "moongen.example.com"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
 from jobcreator.cli import main
 from jobcreator.validate import validate_job
+from ovsperf_catalog.catalog import load_catalog
 from ovsperf_common.exitcodes import ExitCode
 from tests.jobcreator.conftest import DUT, TG
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import Catalog, load_catalog
 from jobcreator.jobmodel import DEFAULT_MOONGEN_COMMIT, DEFAULT_TRAFFICGEN_COMMIT, ReserveMode
 from jobcreator.render import (
     HOST_SETUP_BUDGET_S,
@@ -18,6 +17,7 @@ from jobcreator.render import (
     vsperf_run_budget_s,
 )
 from jobcreator.validate import load_schema, validate_job
+from ovsperf_catalog.catalog import Catalog, load_catalog
 from tests.jobcreator.conftest import DUT, HUB_PASSWORD, KICK_REPOS, TG, make_options
 
 SCENARIOS = load_catalog().names()

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
 from jobcreator.cli import main
 from jobcreator.errors import SubmitError
 from jobcreator.jobmodel import HubSettings
 from jobcreator.render import render_job
 from jobcreator.submit import load_client_config, submit_job
+from ovsperf_catalog.catalog import load_catalog
 from ovsperf_common.exitcodes import ExitCode
 from tests.jobcreator.conftest import DUT, HUB_PASSWORD, HUB_USER, TG, make_options, write_client_conf
 from tests.jobcreator.fakehub import FakeBeakerHub

@@ -8,10 +8,10 @@ import jinja2
 import pytest
 from ovsperf_templates import environment
 
-from jobcreator.catalog import load_catalog
 from jobcreator.errors import JobValidationError
 from jobcreator.render import plan_job, render_job
 from jobcreator.validate import load_schema, validate_job
+from ovsperf_catalog.catalog import load_catalog
 from tests.jobcreator.conftest import DUT, TG, make_options
 
 VALID = render_job(load_catalog().get("OVS_DPDK1q_GUEST_DPDK1q"), make_options(reserve_hours=2.0))

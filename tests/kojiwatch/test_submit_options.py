@@ -9,8 +9,8 @@ import pytest
 import yaml
 from lxml import etree
 
-from jobcreator.catalog import default_catalog_path
 from kojiwatch.cli import main
+from ovsperf_catalog.catalog import default_catalog_path
 from ovsperf_common.exitcodes import ExitCode
 from tests.kojiwatch.cliutil import watch_argv
 from tests.kojiwatch.conftest import OWNER, TAG

@@ -37,7 +37,7 @@ from lxml import etree
 
 from jobcreator.render import TASK_NAMESPACE
 from remote.plan import BEAKER_ONLY, HostPlan, RemoteStep
-from remote.run import HostState, RebootSettings, Runner, RunOptions, RunState, new_run_id
+from remote.run import HostState, RebootSettings, RemoteRunState, Runner, RunOptions, new_run_id
 from remote.ssh import Settings, parse_target
 from tests.beaker_tasks.shims import FAKE_VSPERF, REPO, VSPERF_STUB
 from tests.beaker_tasks.shims import Lab as FakeMachine
@@ -438,10 +438,10 @@ def execute(lab: LabConfig, job: JobSpec, feedback: Feedback, host_keys: Mapping
             tracker.end(role, failed=True)
         return JobRun(job.number, failures, job_dir)
     run_id = new_run_id()
-    state = RunState(
+    state = RemoteRunState(
         run_id,
         f"J:{job.number}",
-        RunState.plan_of((plans[0], plans[1])),
+        RemoteRunState.plan_of((plans[0], plans[1])),
         {p.role: HostState(p.role, p.host, str(job_dir / "remote" / p.role.lower())) for p in plans},
     )
     options = RunOptions(log_dir=job_dir / "logs", deadline_s=lab.deadline_s, env=env, reboot=lab.reboot)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.state import RunState, dpdk_leftovers, release
+from ovsperf_lab.state import LabRunState, dpdk_leftovers, release
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def state_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def assert_released(state: RunState) -> None:
+def assert_released(state: LabRunState) -> None:
     """Assert nothing of ``state`` is left: processes, sockets, hugepage files, runtime dirs."""
     alive = [p for p in state.processes if p.alive()]
     assert alive == []
@@ -31,8 +31,8 @@ def assert_released(state: RunState) -> None:
 
 
 @pytest.fixture
-def run_state(state_root: Path) -> Iterator[RunState]:
-    state = RunState.create(state_root, f"ovsperf-lab-t{Path(state_root).name[-6:]}")
+def run_state(state_root: Path) -> Iterator[LabRunState]:
+    state = LabRunState.create(state_root, f"ovsperf-lab-t{Path(state_root).name[-6:]}")
     try:
         yield state
     finally:
@@ -41,7 +41,7 @@ def run_state(state_root: Path) -> Iterator[RunState]:
 
 
 @pytest.fixture
-def ovs(run_state: RunState) -> Iterator[OvsSandbox]:
+def ovs(run_state: LabRunState) -> Iterator[OvsSandbox]:
     cpus = sorted(__import__("os").sched_getaffinity(0))
     sandbox = OvsSandbox(
         run_state,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from scipy import stats as scipy_stats
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
 from ovsperf_lab.abreport import write_outcome
 from ovsperf_lab.abstats import AbVerdict, estimate
 from ovsperf_lab.abtest import CompareConfig, run_compare

@@ -16,7 +16,7 @@ import pytest
 import ovsperf_lab.state as lab_state
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_lab.cli import main
-from ovsperf_lab.state import RunState, TrackedProcess
+from ovsperf_lab.state import LabRunState, TrackedProcess
 
 
 @pytest.fixture
@@ -32,11 +32,11 @@ def dpdk_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
     return runtime, hugepages
 
 
-def _orphan(state_root: Path, prefixes: list[str]) -> RunState:
+def _orphan(state_root: Path, prefixes: list[str]) -> LabRunState:
     """Write a run whose owner is gone, with ``prefixes`` as its file prefixes."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    state = RunState.create(state_root, "ovsperf-lab-orphan")
+    state = LabRunState.create(state_root, "ovsperf-lab-orphan")
     state.owner = TrackedProcess("ovsperf-lab", dead.pid, 1)
     state.file_prefixes = prefixes
     state.save()

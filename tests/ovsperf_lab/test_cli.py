@@ -11,7 +11,7 @@ import pytest
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_lab.cli import main
 from ovsperf_lab.doctor import generator_binary
-from ovsperf_lab.state import DPDK_RUNTIME_DIR, HUGEPAGE_DIR, RunState, TrackedProcess
+from ovsperf_lab.state import DPDK_RUNTIME_DIR, HUGEPAGE_DIR, LabRunState, TrackedProcess
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,7 +175,7 @@ def test_refused_scenario_starts_nothing(
 def test_cleanup_removes_only_orphaned_runs(capsys: pytest.CaptureFixture[str], state_root: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    orphan = RunState.create(state_root, "ovsperf-lab-orphan")
+    orphan = LabRunState.create(state_root, "ovsperf-lab-orphan")
     orphan.owner = TrackedProcess("ovsperf-lab", dead.pid, 1)
     child = subprocess.Popen(["sleep", "600"], start_new_session=True)
     orphan.track_process("ovs-vswitchd", child.pid)
@@ -186,7 +186,7 @@ def test_cleanup_removes_only_orphaned_runs(capsys: pytest.CaptureFixture[str], 
     runtime.mkdir(parents=True)
     (orphan.run_dir / "tg0.sock").touch()
     orphan.save()
-    live = RunState.create(state_root, "ovsperf-lab-live")  # owned by this (running) process
+    live = LabRunState.create(state_root, "ovsperf-lab-live")  # owned by this (running) process
     try:
         assert main(["--state-dir", str(state_root), "cleanup"]) == ExitCode.OK
         out, err = capsys.readouterr()

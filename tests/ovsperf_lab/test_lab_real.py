@@ -14,21 +14,21 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
-from ovsperf_common.telemetryfile import TELEMETRY_FILE
-from ovsperf_lab.errors import OvsError, TrafficGeneratorError
-from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.mlr import MlrTrial
-from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
-from ovsperf_lab.results import (
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
+from ovsperf_common.labfiles import (
     CSV_COLUMNS,
     GOAL_COLUMNS,
     GUEST_COLUMN,
     LATENCY_FILE,
-    METADATA_FILE,
+    TELEMETRY_FILE,
     TRIALS_FILE,
 )
+from ovsperf_common.metadata import METADATA_FILE
+from ovsperf_lab.errors import OvsError, TrafficGeneratorError
+from ovsperf_lab.machine import probe_machine
+from ovsperf_lab.mlr import MlrTrial
+from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from ovsperf_lab.state import HUGEPAGE_DIR

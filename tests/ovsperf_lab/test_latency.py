@@ -9,7 +9,7 @@ from hdrh.histogram import HdrHistogram
 
 from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.latency import level_load_pps, measure_levels, summarize
-from ovsperf_lab.mlr import CSIT_MIN_LOAD_PPS
+from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
 from ovsperf_lab.model import DirectionResult
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from ovsperf_lab.errors import LabError, SearchError, TrafficGeneratorError
-from ovsperf_lab.mlr import CSIT_MIN_LOAD_PPS, MlrConfig, MlrIncompleteError, MlrTrial, relevance, search_mlr
+from ovsperf_lab.mlr import MlrConfig, MlrIncompleteError, MlrTrial, relevance, search_mlr
+from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.model import Topology
+from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
 from ovsperf_lab.errors import OvsError
 from ovsperf_lab.ovs import OvsSandbox, cpu_mask
-from ovsperf_lab.state import RunState
+from ovsperf_lab.state import LabRunState
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
 
 pytestmark = pytest.mark.dpdk
 TESTPMD = shutil.which("dpdk-testpmd") or "dpdk-testpmd"
 
 
-def txonly(state: RunState, lay: topology.Layout, name: str = "tg-testpmd") -> ForwarderProcess:
+def txonly(state: LabRunState, lay: topology.Layout, name: str = "tg-testpmd") -> ForwarderProcess:
     cpu = sorted(os.sched_getaffinity(0))[0]
     argv = make_testpmd_argv(
         binary=TESTPMD,
@@ -40,7 +40,7 @@ def test_cpu_mask() -> None:
     assert cpu_mask((0, 2, 3)) == "0xd"
 
 
-def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: RunState) -> None:
+def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: LabRunState) -> None:
     ovs_version, dpdk_version = ovs.versions()
     assert ovs_version.startswith("3.")
     assert dpdk_version.startswith("22.11")
@@ -54,7 +54,7 @@ def test_sandbox_is_confined_and_reports_versions(ovs: OvsSandbox, run_state: Ru
 
 
 @pytest.mark.parametrize("match_udp", [False, True], ids=["ports", "udp"])
-def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState, match_udp: bool) -> None:
+def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: LabRunState, match_udp: bool) -> None:
     lay = topology.layout(Topology.P2P, run_state.run_dir / "sock")
     topology.build(ovs, lay, n_rxq=1, match_udp=match_udp)
     flows = ovs.ofctl("--no-names", "dump-flows", ovs.bridge_target(ovs.bridge))
@@ -78,7 +78,7 @@ def test_p2p_rules_forward_port1_to_port2(ovs: OvsSandbox, run_state: RunState, 
     assert (c[1].tx_packets or 0) + (c[1].tx_dropped or 0) == c[2].rx_packets
 
 
-def test_pvp_crosses_the_testpmd_forwarder(ovs: OvsSandbox, run_state: RunState) -> None:
+def test_pvp_crosses_the_testpmd_forwarder(ovs: OvsSandbox, run_state: LabRunState) -> None:
     lay = topology.layout(Topology.PVP, run_state.run_dir / "sock")
     topology.build(ovs, lay, n_rxq=1)
     cpu = sorted(os.sched_getaffinity(0))[0]

@@ -16,7 +16,7 @@ import pytest
 from ovsperf_common.deadline import MAX_LOAD_FACTOR, load_scaled_timeout
 from ovsperf_lab.errors import OvsError
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.state import RunState
+from ovsperf_lab.state import LabRunState
 
 
 def _load(monkeypatch: pytest.MonkeyPatch, load: float, cpus: int = 2) -> None:
@@ -24,7 +24,7 @@ def _load(monkeypatch: pytest.MonkeyPatch, load: float, cpus: int = 2) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
 
 
-def _sandbox(run_state: RunState) -> OvsSandbox:
+def _sandbox(run_state: LabRunState) -> OvsSandbox:
     sandbox = OvsSandbox(run_state, OvsConfig(lcore_cpu=0, pmd_cpus=(1,), file_prefix="unused"))
     sandbox.run_dir.mkdir(parents=True)
     return sandbox
@@ -40,7 +40,7 @@ def test_timeouts_scale_with_the_load_per_cpu_within_bounds(monkeypatch: pytest.
 
 
 def test_bridge_socket_that_appears_late_on_a_loaded_machine_is_awaited(
-    run_state: RunState, monkeypatch: pytest.MonkeyPatch
+    run_state: LabRunState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _load(monkeypatch, 7.0)  # 3.5 per CPU: a 0.4 s wait allows 1.4 s
     sandbox = _sandbox(run_state)
@@ -57,7 +57,7 @@ def test_bridge_socket_that_appears_late_on_a_loaded_machine_is_awaited(
 
 
 def test_a_timeout_on_an_overloaded_machine_says_so(
-    run_state: RunState, monkeypatch: pytest.MonkeyPatch
+    run_state: LabRunState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _load(monkeypatch, 7.0)
     sandbox = _sandbox(run_state)
@@ -73,7 +73,7 @@ def test_a_timeout_on_an_overloaded_machine_says_so(
 
 
 def test_a_timeout_on_an_idle_machine_names_no_overload(
-    run_state: RunState, monkeypatch: pytest.MonkeyPatch
+    run_state: LabRunState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _load(monkeypatch, 0.5)
     sandbox = _sandbox(run_state)

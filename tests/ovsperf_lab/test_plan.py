@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.machine import MachineFacts, probe_machine
 from ovsperf_lab.plan import LabOptions, SearchMethod, VnfKind, plan_run

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.model import GuestLoopback, VsperfTest
+from ovsperf_catalog.model import GuestLoopback, VsperfTest
 from ovsperf_common.goals import goal_label
+from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.results import (
-    CSV_COLUMNS,
-    GOAL_COLUMNS,
     Environment,
     FrameSizeResult,
     ResultsWriter,

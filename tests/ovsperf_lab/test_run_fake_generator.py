@@ -17,15 +17,16 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from jobcreator.catalog import load_catalog
-from jobcreator.model import VsperfTest
+from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.framemix import BUILTIN_MIXES, item_name
+from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, TRIALS_FILE
+from ovsperf_common.metadata import METADATA_FILE
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, SearchMethod, plan_run
-from ovsperf_lab.results import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, METADATA_FILE, TRIALS_FILE
 from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from reporting.api import generate_report

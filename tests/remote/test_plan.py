@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from lxml import etree
 
-from jobcreator.catalog import load_catalog
 from jobcreator.jobmodel import JobOptions
 from jobcreator.render import render_job
+from ovsperf_catalog.catalog import load_catalog
 from remote.cli import main
 from remote.plan import remote_plan
 

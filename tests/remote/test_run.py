@@ -30,7 +30,7 @@ from remote.cli import main
 from remote.errors import RemoteError
 from remote.fetch import fetch_results
 from remote.plan import HostPlan, RemoteStep
-from remote.run import HostState, RebootSettings, Runner, RunOptions, RunState, new_run_id
+from remote.run import HostState, RebootSettings, RemoteRunState, Runner, RunOptions, new_run_id
 from remote.ssh import Session, parse_target
 from reporting.load import load_results_dir
 from tests.beaker_tasks.shims import FAKE_VSPERF, REPO, VSPERF_STUB
@@ -229,7 +229,7 @@ def _runner(
     *,
     env: dict[str, dict[str, str]] | None = None,
     reboot: RebootSettings | None = None,
-    state: RunState | None = None,
+    state: RemoteRunState | None = None,
     dut_user: str = "root",
 ) -> Runner:
     """A runner of two hand-made plans (the catalog's need the whole fake lab)."""
@@ -239,10 +239,10 @@ def _runner(
     )
     if state is None:
         run_id = new_run_id()
-        state = RunState(
+        state = RemoteRunState(
             run_id,
             "TEST",
-            RunState.plan_of(plans),
+            RemoteRunState.plan_of(plans),
             {
                 p.role: HostState(p.role, p.host, str(tmp_path / "remote" / run_id / p.role.lower()))
                 for p in plans
@@ -369,7 +369,7 @@ def test_a_resumed_run_skips_what_was_done_and_finishes(lab: Lab, tmp_path: Path
     first = _runner(lab, tmp_path, [short], [short, short], env=env)
     outcome = first.run()
     assert list(outcome.failures) == ["DUT"]
-    saved = RunState.load(tmp_path / "logs" / "state.json")
+    saved = RemoteRunState.load(tmp_path / "logs" / "state.json")
     done_tg = saved.hosts["TRAFFICGEN"].next_step
     blocker.unlink()
     second = _runner(lab, tmp_path, [short], [short, short], env=env, state=saved)

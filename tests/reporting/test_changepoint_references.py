@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from reporting.changepoints import SeriesAnalysis, TrendVerdict, analyse, extend
+from reporting.changepoints import ChangePointVerdict, SeriesAnalysis, analyse, extend
 
 MONGODB = "mongodb/signal-processing-algorithms@aec099a9 tests/test_detection.py"
 OTAVA = "apache/otava@1ceb1537 examples/postgresql/init-db/schema.sql, tests/postgres_e2e_test.py"
@@ -42,7 +42,7 @@ def with_levels(length: int, base: float, levels: dict[tuple[int, int], float]) 
 
 
 def outliers(result: SeriesAnalysis) -> set[int]:
-    return {i for i, v in enumerate(result.verdicts) if v is TrendVerdict.OUTLIER}
+    return {i for i, v in enumerate(result.verdicts) if v is ChangePointVerdict.OUTLIER}
 
 
 # MongoDB's test_random_ish_data: randint(1, 50) x 20, randint(60, 120) x 20, randint(150, 250) x 20.
@@ -119,17 +119,17 @@ def test_a_build_half_way_through_a_step_starts_the_new_group() -> None:
     series = with_levels(30, 50, {(14, 15): 76, (15, 30): 100})
     result = analyse(single(series))
     assert [(g.start, g.end) for g in result.groups] == [(0, 14), (14, 30)]
-    assert result.verdicts[14] is TrendVerdict.PROGRESSION
-    assert set(result.verdicts[:14]) == set(result.verdicts[15:]) == {TrendVerdict.NORMAL}
+    assert result.verdicts[14] is ChangePointVerdict.PROGRESSION
+    assert set(result.verdicts[:14]) == set(result.verdicts[15:]) == {ChangePointVerdict.NORMAL}
     assert result.groups[1].average == pytest.approx((76 + 15 * 100) / 16)
     assert result.changes[0].step_percent == pytest.approx(((76 + 1500) / 16 / 50 - 1) * 100)
     # The same series as latency (lower is better): a regression at 14.
     latency = analyse(single(series), higher_is_better=False)
-    assert [(c.index, c.verdict) for c in latency.changes] == [(14, TrendVerdict.REGRESSION)]
+    assert [(c.index, c.verdict) for c in latency.changes] == [(14, ChangePointVerdict.REGRESSION)]
     # 'ahead': the build half-way stays with the old level.
     ahead = analyse(single([50] * 14 + [74] + [100] * 15))
     assert [(g.start, g.end) for g in ahead.groups] == [(0, 15), (15, 30)]
-    assert ahead.verdicts[14] is TrendVerdict.NORMAL
+    assert ahead.verdicts[14] is ChangePointVerdict.NORMAL
 
 
 def test_two_short_groups_after_a_step_back_are_the_recovery() -> None:
@@ -138,12 +138,12 @@ def test_two_short_groups_after_a_step_back_are_the_recovery() -> None:
     result = analyse(single(series))
     assert [(g.start, g.end) for g in result.groups] == [(0, 15), (15, 30), (30, 45)]
     assert [(c.index, c.verdict) for c in result.changes] == [
-        (15, TrendVerdict.PROGRESSION),
-        (30, TrendVerdict.REGRESSION),
+        (15, ChangePointVerdict.PROGRESSION),
+        (30, ChangePointVerdict.REGRESSION),
     ]
-    assert result.verdicts[30] is TrendVerdict.REGRESSION
-    assert result.verdicts[31] is TrendVerdict.NORMAL
-    assert result.verdicts[32] is TrendVerdict.OUTLIER
+    assert result.verdicts[30] is ChangePointVerdict.REGRESSION
+    assert result.verdicts[31] is ChangePointVerdict.NORMAL
+    assert result.verdicts[32] is ChangePointVerdict.OUTLIER
     # Outliers stay out of their group's statistics.
     assert result.groups[2].average == pytest.approx(50.0) and result.groups[2].stdev == 0.0
     assert result.changes[1].step_percent == pytest.approx(-50.0)
@@ -155,7 +155,7 @@ def test_a_dip_at_a_step_is_an_outlier_of_the_group_before() -> None:
     rng = random.Random(3)
     noisy = [v * rng.gauss(1.0, 0.003) for v in series]
     result = analyse(single(noisy))
-    assert [(c.index, c.verdict) for c in result.changes] == [(21, TrendVerdict.REGRESSION)]
+    assert [(c.index, c.verdict) for c in result.changes] == [(21, ChangePointVerdict.REGRESSION)]
     assert outliers(result) == {20}
 
 
@@ -171,7 +171,7 @@ def test_otava_postgres_first_build_equal_to_its_group_is_normal() -> None:
     result = analyse(single(OTAVA_STDERR), higher_is_better=False)
     assert result.changes == (), OTAVA
     assert outliers(result) == {1}
-    assert result.verdicts[0] is TrendVerdict.NORMAL
+    assert result.verdicts[0] is ChangePointVerdict.NORMAL
     assert [(g.start, g.end) for g in result.groups] == [(0, 6)]
     assert result.groups[0].average == pytest.approx(2052.0) and result.groups[0].stdev == 0.0
 
@@ -187,7 +187,7 @@ def test_otava_postgres_mean_and_diff() -> None:
     assert analyse(single(OTAVA_MEAN)).changes == ()
     longer = OTAVA_MEAN[:3] * 2 + OTAVA_MEAN[3:] * 2
     result = analyse(single(longer))
-    assert [(c.index, c.verdict) for c in result.changes] == [(6, TrendVerdict.REGRESSION)]
+    assert [(c.index, c.verdict) for c in result.changes] == [(6, ChangePointVerdict.REGRESSION)]
     assert result.changes[0].step_percent == pytest.approx(-5.6, abs=0.05)
 
 

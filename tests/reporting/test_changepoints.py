@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reporting.changepoints import MIN_SAVED_BITS, SeriesAnalysis, TrendVerdict, analyse, extend
+from reporting.changepoints import MIN_SAVED_BITS, ChangePointVerdict, SeriesAnalysis, analyse, extend
 
 
 def noisy(level: float, n: int, cv: float, seed: int) -> list[float]:
@@ -26,7 +26,7 @@ def test_flat_series_has_one_group_and_no_change() -> None:
     assert len(result.groups) == 1
     assert result.groups[0].start == 0 and result.groups[0].end == 120
     assert result.groups[0].average == pytest.approx(sum(values) / 120)
-    assert set(result.verdicts) == {TrendVerdict.NORMAL}
+    assert set(result.verdicts) == {ChangePointVerdict.NORMAL}
 
 
 def test_step_down_is_a_regression_at_its_build_with_size_and_confidence() -> None:
@@ -35,18 +35,18 @@ def test_step_down_is_a_regression_at_its_build_with_size_and_confidence() -> No
     assert len(result.changes) == 1
     change = result.changes[0]
     assert abs(change.index - 40) <= 1
-    assert change.verdict is TrendVerdict.REGRESSION
+    assert change.verdict is ChangePointVerdict.REGRESSION
     assert change.step_percent == pytest.approx(-6.0, abs=0.8)
     assert change.confidence > 0.999
-    assert result.verdicts[change.index] is TrendVerdict.REGRESSION
+    assert result.verdicts[change.index] is ChangePointVerdict.REGRESSION
     assert [g.end - g.start for g in result.groups] == [change.index, 80 - change.index]
 
 
 def test_step_up_is_a_progression_and_latency_rise_a_regression() -> None:
     values = noisy(5e6, 30, 0.01, 4) + noisy(5.5e6, 30, 0.01, 5)
-    assert analyse(single(values)).changes[0].verdict is TrendVerdict.PROGRESSION
+    assert analyse(single(values)).changes[0].verdict is ChangePointVerdict.PROGRESSION
     latency = analyse(single(values), higher_is_better=False)
-    assert latency.changes[0].verdict is TrendVerdict.REGRESSION
+    assert latency.changes[0].verdict is ChangePointVerdict.REGRESSION
 
 
 def test_single_dip_is_an_outlier_not_two_changes() -> None:
@@ -54,8 +54,8 @@ def test_single_dip_is_an_outlier_not_two_changes() -> None:
     values[30] = 3e6
     result = analyse(single(values))
     assert result.changes == ()
-    assert result.verdicts[30] is TrendVerdict.OUTLIER
-    assert [i for i, v in enumerate(result.verdicts) if v is not TrendVerdict.NORMAL] == [30]
+    assert result.verdicts[30] is ChangePointVerdict.OUTLIER
+    assert [i for i, v in enumerate(result.verdicts) if v is not ChangePointVerdict.NORMAL] == [30]
     # The outlier does not pull its group's average down.
     assert result.groups[0].average == pytest.approx(sum(values[:30] + values[31:]) / 59)
 
@@ -66,13 +66,13 @@ def test_two_build_dip_and_a_bad_first_build_are_outliers() -> None:
     values[0] = 2e6
     result = analyse(single(values))
     assert result.changes == ()
-    assert {i for i, v in enumerate(result.verdicts) if v is TrendVerdict.OUTLIER} == {0, 20, 21}
+    assert {i for i, v in enumerate(result.verdicts) if v is ChangePointVerdict.OUTLIER} == {0, 20, 21}
 
 
 def test_newest_build_far_off_is_a_change_not_an_outlier() -> None:
     values = [*noisy(7e6, 50, 0.01, 8), 5e6]
     result = analyse(single(values))
-    assert [(c.index, c.verdict) for c in result.changes] == [(50, TrendVerdict.REGRESSION)]
+    assert [(c.index, c.verdict) for c in result.changes] == [(50, ChangePointVerdict.REGRESSION)]
 
 
 def test_weak_split_is_merged() -> None:
@@ -88,7 +88,7 @@ def test_repeats_are_one_build() -> None:
     builds += [[6.3e6 * rng.gauss(1, 0.02) for _ in range(3)] for _ in range(20)]
     result = analyse(builds)
     assert len(result.verdicts) == 40
-    assert [(c.index, c.verdict) for c in result.changes] == [(20, TrendVerdict.REGRESSION)]
+    assert [(c.index, c.verdict) for c in result.changes] == [(20, ChangePointVerdict.REGRESSION)]
 
 
 def test_analysis_round_trips_through_json() -> None:
@@ -122,7 +122,7 @@ def test_extend_equals_a_full_analysis_and_keeps_old_boundaries() -> None:
     # A step among the new builds is found there.
     grown = values + [[6.0e6 * rng.gauss(1, 0.02)] for _ in range(10)]
     later = extend(full, grown)
-    assert [(c.index, c.verdict) for c in later.changes][-1] == (365, TrendVerdict.REGRESSION)
+    assert [(c.index, c.verdict) for c in later.changes][-1] == (365, ChangePointVerdict.REGRESSION)
     with pytest.raises(ValueError, match="fewer than the 365"):
         extend(full, values[:300])
 

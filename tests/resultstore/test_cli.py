@@ -10,7 +10,7 @@ import pytest
 
 from ciflow.cli import main as process_main
 from resultstore.cli import main
-from resultstore.model import Decision, ResultStatus
+from resultstore.model import ResultStatus, ReviewDecision
 from resultstore.store import ResultStore
 from tests.ciflow.helpers import BASELINE, CANDIDATE, deliver, write_config
 
@@ -152,7 +152,7 @@ def test_verdict_is_stored_and_shown_on_the_page(
     with ResultStore.open(processed) as store:
         record = store.comparison(1)
         assert record.verdict is not None
-        assert (record.verdict.decision, record.verdict.tester) == (Decision.PASS, "ana")
+        assert (record.verdict.decision, record.verdict.tester) == (ReviewDecision.PASS, "ana")
         assert len(store.verdict_history(1)) == 2
     page = json.loads((report / "report.json").read_text(encoding="utf-8"))
     assert page["tester_verdict"]["verdict"] == "PASS"

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from resultstore.errors import SchemaVersionError
 from resultstore.migrate import MIGRATIONS_DIR, PRE_MIGRATION_REVISION, head_revision
-from resultstore.model import Decision, ResultStatus, SeriesKey
+from resultstore.model import ResultStatus, ReviewDecision, SeriesKey
 from resultstore.samples import BuildInfo, Sample
 from resultstore.schema import SCHEMA_VERSION
 from resultstore.store import ResultStore
@@ -77,7 +77,7 @@ def test_schema_1_store_is_upgraded_in_place_keeping_every_row(store_url: str) -
         assert store.result("night-1") is not None and store.result("night-2") is not None
         comparison = store.comparison("night-2")
         assert comparison.overall == "REGRESSION" and comparison.baseline_result_name == "night-1"
-        assert comparison.verdict is not None and comparison.verdict.decision is Decision.FAIL
+        assert comparison.verdict is not None and comparison.verdict.decision is ReviewDecision.FAIL
         assert comparison.verdict.bug_id == "RHBZ#1"
         # The new tables work on the upgraded store.
         build = BuildInfo(

@@ -16,7 +16,7 @@ from resultstore.errors import (
     SchemaVersionError,
     StoreDatabaseError,
 )
-from resultstore.model import Decision, ResultStatus
+from resultstore.model import ResultStatus, ReviewDecision
 from resultstore.store import ResultStore
 
 T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
@@ -76,7 +76,7 @@ def test_comparison_upsert_keeps_id_and_verdicts(store_url: str) -> None:
     with ResultStore.open(store_url) as store:
         add_result(store, "night-1")
         cid = add_comparison(store, "night-1", "REGRESSION")
-        store.add_verdict(cid, decision=Decision.FAIL, bug_id="RHBZ#1", tester="qe")
+        store.add_verdict(cid, decision=ReviewDecision.FAIL, bug_id="RHBZ#1", tester="qe")
         assert add_comparison(store, "night-1", "PASS") == cid  # same result + report dir: updated
         record = store.comparison(cid)
         assert record.overall == "PASS"
@@ -105,17 +105,21 @@ def test_verdict_history_newest_wins(store_url: str) -> None:
     with ResultStore.open(store_url) as store:
         add_result(store, "night-1")
         cid = add_comparison(store, "night-1", "REGRESSION")
-        store.add_verdict(cid, decision=Decision.FAIL, bug_id="RHBZ#7", comment="real drop\nin pvp 64 B")
-        store.add_verdict(cid, decision=Decision.PASS, comment="lab noise, re-run was fine", tester="ana")
+        store.add_verdict(
+            cid, decision=ReviewDecision.FAIL, bug_id="RHBZ#7", comment="real drop\nin pvp 64 B"
+        )
+        store.add_verdict(
+            cid, decision=ReviewDecision.PASS, comment="lab noise, re-run was fine", tester="ana"
+        )
         history = store.verdict_history(cid)
-        assert [v.decision for v in history] == [Decision.FAIL, Decision.PASS]
+        assert [v.decision for v in history] == [ReviewDecision.FAIL, ReviewDecision.PASS]
         assert history[0].comment == "real drop\nin pvp 64 B"
         current = store.comparison(cid).verdict
         assert current is not None
-        assert (current.decision, current.tester, current.bug_id) == (Decision.PASS, "ana", None)
+        assert (current.decision, current.tester, current.bug_id) == (ReviewDecision.PASS, "ana", None)
         assert current.recorded_at.tzinfo is not None
         with pytest.raises(ResultStoreError):
-            store.add_verdict(cid + 100, decision=Decision.PASS)
+            store.add_verdict(cid + 100, decision=ReviewDecision.PASS)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +136,7 @@ def test_verdict_fields_are_validated(store_url: str, field: str, value: str, me
         add_result(store, "night-1")
         cid = add_comparison(store, "night-1")
         with pytest.raises(InvalidRecordError, match=message):
-            store.add_verdict(cid, decision=Decision.FAIL, **{field: value})
+            store.add_verdict(cid, decision=ReviewDecision.FAIL, **{field: value})
         assert store.verdict_history(cid) == []
 
 
@@ -144,17 +148,19 @@ def test_latest_passed_result_follows_newest_verdicts(store_url: str) -> None:
         c1, c2, c3 = (add_comparison(store, n) for n in ("n1", "n2", "n3"))
         c_other = add_comparison(store, "other")
         assert store.latest_passed_result("OVS_DPDK2q") is None
-        store.add_verdict(c1, decision=Decision.PASS)
-        store.add_verdict(c_other, decision=Decision.PASS)
-        store.add_verdict(c3, decision=Decision.FAIL, bug_id="RHBZ#3")
-        store.add_verdict(c2, decision=Decision.PASS)
+        store.add_verdict(c1, decision=ReviewDecision.PASS)
+        store.add_verdict(c_other, decision=ReviewDecision.PASS)
+        store.add_verdict(c3, decision=ReviewDecision.FAIL, bug_id="RHBZ#3")
+        store.add_verdict(c2, decision=ReviewDecision.PASS)
         found = store.latest_passed_result("OVS_DPDK2q")
         assert found is not None and found.name == "n2"
-        store.add_verdict(c2, decision=Decision.FAIL, comment="changed my mind")  # newest verdict counts
+        store.add_verdict(
+            c2, decision=ReviewDecision.FAIL, comment="changed my mind"
+        )  # newest verdict counts
         found = store.latest_passed_result("OVS_DPDK2q")
         assert found is not None and found.name == "n1"
         assert store.latest_passed_result("OVS_DPDK2q", exclude_name="n1") is None
-        store.add_verdict(c3, decision=Decision.PASS)
+        store.add_verdict(c3, decision=ReviewDecision.PASS)
         found = store.latest_passed_result("OVS_DPDK2q")
         assert found is not None and found.name == "n3"
 
@@ -165,7 +171,7 @@ def test_comparisons_filters(store_url: str) -> None:
         add_result(store, "b", "OVS_DPDK4q")
         add_result(store, "c", "OVS_DPDK2q")
         ca, _cb, cc = (add_comparison(store, n) for n in "abc")
-        store.add_verdict(ca, decision=Decision.PASS)
+        store.add_verdict(ca, decision=ReviewDecision.PASS)
         assert [c.result_name for c in store.comparisons()] == ["c", "b", "a"]
         assert [c.result_name for c in store.comparisons(scenario="OVS_DPDK2q")] == ["c", "a"]
         assert [c.result_name for c in store.comparisons(undecided_only=True)] == ["c", "b"]
@@ -178,7 +184,7 @@ def test_times_are_stored_as_utc(store_url: str) -> None:
         cid = add_comparison(store, "n1")
         prague = timezone(timedelta(hours=1))
         verdict = store.add_verdict(
-            cid, decision=Decision.PASS, recorded_at=datetime(2026, 11, 21, 9, 30, tzinfo=prague)
+            cid, decision=ReviewDecision.PASS, recorded_at=datetime(2026, 11, 21, 9, 30, tzinfo=prague)
         )
         stored = store.verdict_history(cid)[0].recorded_at
         assert stored == verdict.recorded_at == datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
@@ -236,13 +242,13 @@ def test_bad_url_and_unwritable_sqlite_location(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("enum_cls", "spec", "expected"),
     [
-        (Decision, " pass ", Decision.PASS),
-        (Decision, "FAIL", Decision.FAIL),
+        (ReviewDecision, " pass ", ReviewDecision.PASS),
+        (ReviewDecision, "FAIL", ReviewDecision.FAIL),
         (ResultStatus, "Failed", ResultStatus.FAILED),
     ],
 )
 def test_from_spec_accepts_any_case(
-    enum_cls: type[Decision] | type[ResultStatus], spec: str, expected: object
+    enum_cls: type[ReviewDecision] | type[ResultStatus], spec: str, expected: object
 ) -> None:
     assert enum_cls.from_spec(spec) is expected
 
@@ -250,7 +256,7 @@ def test_from_spec_accepts_any_case(
 @pytest.mark.parametrize("spec", ["maybe", 1, None])
 def test_from_spec_lists_valid_values(spec: object) -> None:
     with pytest.raises(FieldError, match="expected one of 'PASS', 'FAIL'"):
-        Decision.from_spec(spec)
+        ReviewDecision.from_spec(spec)
 
 
 def test_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:

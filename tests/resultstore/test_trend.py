@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporting.changepoints import TrendVerdict as PointVerdict
+from reporting.changepoints import ChangePointVerdict
 from reporting.model import TREND_MIN_HISTORY, TrendVerdict
 from resultstore.model import SeriesKey
 from resultstore.samples import BuildInfo, Sample, samples_from_sets
@@ -70,7 +70,7 @@ def test_single_bad_build_in_the_past_is_an_outlier(store: ResultStore) -> None:
     add_builds(store, [7e6] * 15 + [3e6] + [7e6] * 15)
     trends, _ = analyse_series(store.series(), store.trend_marks())
     trend = next(t for t in trends if t.series.key == KEY64)
-    assert trend.analysis.verdicts[15] is PointVerdict.OUTLIER
+    assert trend.analysis.verdicts[15] is ChangePointVerdict.OUTLIER
     assert trend.last.verdict is TrendVerdict.NORMAL
 
 
@@ -81,8 +81,8 @@ def test_an_open_regression_is_dated_at_the_build_half_way_through_the_step(stor
     names = add_builds(store, [10e6] * 14 + [7.4e6] + [5e6] * 15, cv=0.0)
     trends, _ = analyse_series(store.series(), store.trend_marks())
     trend = next(t for t in trends if t.series.key == KEY64)
-    assert [(c.index, c.verdict) for c in trend.analysis.changes] == [(14, PointVerdict.REGRESSION)]
-    assert PointVerdict.OUTLIER not in trend.analysis.verdicts
+    assert [(c.index, c.verdict) for c in trend.analysis.changes] == [(14, ChangePointVerdict.REGRESSION)]
+    assert ChangePointVerdict.OUTLIER not in trend.analysis.verdicts
     assert trend.last.verdict is TrendVerdict.REGRESSION
     assert trend.last.since == names[14] and "3.1.0-14.el9" in trend.last.reason
     assert trend.last.step_percent == pytest.approx(((7.4 + 15 * 5) / 16 / 10 - 1) * 100)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.catalog import load_catalog
+from ovsperf_catalog.catalog import load_catalog
 from vsperf_configs.errors import CpuOverlapError, InventoryError, VsperfConfigError
 from vsperf_configs.generate import DEFAULT_FLOWS, generate_config
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcreator.catalog import default_catalog_path, load_catalog
+from ovsperf_catalog.catalog import default_catalog_path, load_catalog
 from vsperf_configs.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

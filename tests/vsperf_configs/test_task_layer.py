@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobcreator.catalog import load_catalog
+from ovsperf_catalog.catalog import load_catalog
 from ovsperf_common.exitcodes import ExitCode
 from vsperf_configs.cli import main
 from vsperf_configs.errors import VsperfConfigError

@@ -106,7 +106,7 @@ class Guest:
 class Scenario:
     """One entry of the scenario catalog: everything every stage needs to run it.
 
-    Created by :func:`jobcreator.catalog.load_catalog`, which validates every field.
+    Created by :func:`ovsperf_catalog.catalog.load_catalog`, which validates every field.
     """
 
     name: str

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from jobcreator.catalog import default_catalog_path, load_catalog
-from jobcreator.errors import CatalogError
-from jobcreator.model import GuestLoopback, Topology, VsperfTest, Vswitch
+from ovsperf_catalog.catalog import default_catalog_path, load_catalog
+from ovsperf_catalog.errors import CatalogError
+from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest, Vswitch
 
 DESIGN_SCENARIOS = {
     # name: (vswitch, topologies, queues, guest loopback, dpdk in host, dpdk in guest)
@@ -152,3 +154,21 @@ def test_rfc2544_keyword_selects_the_rfc_sizes(tmp_path: Path) -> None:
 def test_tests_keep_vsperf_order() -> None:
     scenario = load_catalog().get("OVS_DPDK1q_GUEST_DPDK1q")
     assert scenario.tests == (VsperfTest.PHY2PHY_TPUT, VsperfTest.PVP_TPUT)
+
+
+def test_the_example_of_contributing_md_is_a_new_valid_scenario(tmp_path: Path) -> None:
+    """CONTRIBUTING.md "Adding a scenario": its entry, added to the shipped catalog, loads as it says."""
+    guide = (Path(__file__).resolve().parents[2] / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    found = re.search(r"^## Adding a scenario$.*?```yaml\n(.*?)```", guide, re.MULTILINE | re.DOTALL)
+    assert found is not None
+    entry = yaml.safe_load(textwrap.dedent(found.group(1)))
+    data = yaml.safe_load(default_catalog_path().read_text())
+    assert set(entry) == {"OVS_DPDK2q_PDR"} and not set(entry) & set(data["scenarios"])
+    data["scenarios"].update(entry)
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    scenario = load_catalog(path).get("OVS_DPDK2q_PDR")
+    assert (scenario.vswitch, scenario.guest) == (Vswitch.OVS_DPDK, None)
+    assert scenario.tests == (VsperfTest.PHY2PHY_TPUT,)
+    assert (scenario.rx_queues, scenario.tx_queues, scenario.loss_ratio_limit) == (2, 2, pytest.approx(0.005))
+    assert scenario.frame_sizes_bytes == (64, 576, 1280, 1500)  # from 'defaults:'

@@ -1,8 +1,9 @@
-"""Load the scenario catalog (YAML) into validated :class:`~jobcreator.model.Scenario` records.
+"""Load the scenario catalog (YAML) into validated :class:`~ovsperf_catalog.model.Scenario` records.
 
-The catalog is the single source of truth for jobcreator, the VSperf configuration generator
-and the local lab. The packaged default is ``jobcreator/scenarios.yaml``; every command that
-reads it also takes ``--catalog FILE``.
+The catalog is the single source of truth for jobcreator, the VSperf configuration generator,
+the local lab, remote, kojiwatch and ciflow. The packaged default is
+``ovsperf_catalog/scenarios.yaml``; every command that reads it also takes another one
+(``--catalog FILE``; ciflow: ``catalog:`` in its configuration).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from jobcreator.errors import CatalogError
-from jobcreator.model import Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
+from ovsperf_catalog.errors import CatalogError
+from ovsperf_catalog.model import Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
 from ovsperf_common import fields
 from ovsperf_common.errorfmt import located
 from ovsperf_common.errors import FieldError
@@ -49,7 +50,7 @@ _GUEST_KEYS = frozenset({"loopback", "vcpus", "memory_mb", "nic_queues"})
 
 def default_catalog_path() -> Path:
     """Return the path of the catalog shipped with the package."""
-    return Path(str(importlib.resources.files("jobcreator").joinpath("scenarios.yaml")))
+    return Path(str(importlib.resources.files("ovsperf_catalog").joinpath("scenarios.yaml")))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,104 @@
+"""The progress ``ovsperf-lab`` shows on stderr: a live line for ``run``, a line per side for ``compare``.
+
+Imported by the command once it runs (it needs the run and compare modules: ``ovsperf[lab]``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ovsperf_catalog.model import VsperfTest
+from ovsperf_common.goals import goal_label
+from ovsperf_lab.abstats import PairedEstimate
+from ovsperf_lab.abtest import CompareObserver, RoundValue
+from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.mlr import MlrTrial
+from ovsperf_lab.results import FrameSizeResult
+from ovsperf_lab.run import RunObserver
+from ovsperf_lab.search import TrialKind, TrialRecord
+
+
+class RichProgress(RunObserver):
+    """Show the current trial, its rate and loss, and the best rate so far on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.task = self.progress.add_task("starting", total=None)
+        self.head = ""
+        self.best = "none yet"
+        self.last = ""
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def _show(self, current: str) -> None:
+        self.progress.update(
+            self.task, description=f"{self.head} | {current} | best {self.best} | last {self.last}"
+        )
+
+    def frame_size_started(self, test: VsperfTest, what: str, number: int, total: int) -> None:
+        self.head = f"{test.value} {what} ({number}/{total})"
+        self.best = "none yet"
+        self.last = "-"
+        self._show("calibrating")
+
+    def frame_size_finished(self, test: VsperfTest, result: FrameSizeResult | None) -> None:
+        if result is None:
+            text = "FAILED"
+        else:
+            text = ", ".join(
+                f"{goal_label(g.loss_goal_percent)} "
+                + ("n/a" if g.rx_fps is None else f"{g.rx_fps / 1e6:.3f} Mpps")
+                for g in result.goals
+            )
+        if result is not None and result.generator_limited:
+            text += " (the generator's ceiling: the DUT forwards at least this)"
+        self.progress.console.print(f"{self.head}: throughput {text}")
+
+    def mlr_trial_finished(self, number: int, trial: MlrTrial) -> None:
+        loss = " / ".join(f"{r * 100:.4f} %" for r in trial.loss_ratios)
+        self.last = f"{trial.load_pps / 1e6:.3f} Mpps/dir for {trial.duration_s:g} s, loss {loss}"
+        self._show(f"MLRsearch trial {number} done")
+
+    def latency_started(self, percent_of_pdr: float, load_pps: float, duration_s: float) -> None:
+        self._show(
+            f"latency at {percent_of_pdr:g} % of PDR ({load_pps / 1e6:.3f} Mpps/dir, {duration_s:g} s)"
+        )
+
+    def generator_started(self, generator: TrafficGenerator) -> None:
+        self._show("generator ready")
+
+    def trial_started(self, index: int, kind: TrialKind, rate_pps: float, duration_s: float) -> None:
+        self._show(f"trial {index} {kind.value} at {rate_pps / 1e6:.3f} Mpps/dir for {duration_s:g} s")
+
+    def trial_finished(self, record: TrialRecord, best_pass_pps: float | None) -> None:
+        self.last = f"{record.outcome.value}, loss {record.result.loss_ratio * 100:.4f} %"
+        if best_pass_pps is not None:
+            self.best = f"{best_pass_pps / 1e6:.3f} Mpps/dir"
+        self._show(f"trial {record.index} done")
+
+
+class CompareProgress(CompareObserver):
+    """Print one line per measured side on stderr."""
+
+    def measured(self, value: RoundValue, current: PairedEstimate | None) -> None:
+        line = f"round {value.round} side {value.side}: MRR {value.mrr_pps / 1e6:.4f} Mpps"
+        if current is not None and current.mdc_percent is not None:
+            line += (
+                f" | B vs A {current.change_percent:+.2f} % [{current.ci_low_percent:+.2f}, "
+                f"{current.ci_high_percent:+.2f}], MDC {current.mdc_percent:.2f} %, {current.verdict.value}"
+            )
+        print(f"ovsperf-lab: {line}", file=sys.stderr)
