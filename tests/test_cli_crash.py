@@ -282,6 +282,7 @@ def test_a_postgresql_store_without_its_driver_names_the_postgresql_group(tmp_pa
     done = _run_without(["psycopg"], [_script("ovsperf-results"), "--db", url, "list"], tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
+    hint = "pip install 'ovsperf[postgresql]'"
     assert done.stderr.splitlines() == [
-        "ovsperf-results: error: the Python module 'psycopg' is not installed: pip install 'ovsperf[postgresql]'."
+        f"ovsperf-results: error: the Python module 'psycopg' is not installed: {hint}."
     ]
