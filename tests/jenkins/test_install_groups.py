@@ -206,10 +206,11 @@ def test_a_job_installing_too_little_is_caught(
     collector = rendered["ovsperf-process-results"].builders[0]
     problems = missing_imports(perf_venv, commands_run(collector), tmp_path)
     assert problems["ovsperf-beaker"] == []
-    assert len(problems["process-ci-results"]) >= 2  # the import and --help
+    # The modules its code imports are missing; its --help still works (heavy imports happen inside
+    # the runner, per sub-command), so the import walk, not --help, is what catches the job.
     report_modules = ("scipy", "sqlalchemy", "matplotlib", "jumpavg", "hdrh", "alembic", "plotly")
     assert any(module in problem for problem in problems["process-ci-results"] for module in report_modules)
-    assert any("'process-ci-results --help' exited" in problem for problem in problems["process-ci-results"])
+    assert not any("--help' exited" in problem for problem in problems["process-ci-results"])
 
 
 def test_the_command_parse_reads_sourced_files_and_refuses_path_lookups() -> None:
