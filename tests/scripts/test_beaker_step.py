@@ -36,6 +36,22 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _lab_env(tmp_path: Path, conf: Path, kickrepos: str, **extra: str) -> dict[str, str]:
+    """Return the step's environment for a lab at the stand-in hub of ``conf`` (fast polling)."""
+    return _env(
+        tmp_path,
+        BEAKER_CLIENT_CONF=str(conf),
+        BEAKER_SCENARIO=SCENARIO,
+        BEAKER_TG="tg.lab.example.com",
+        BEAKER_DUT="dut.lab.example.com",
+        BEAKER_DISTRO="RHEL-9.4.0",
+        BEAKER_KICKREPOS=kickrepos,
+        BEAKER_POLL_S="0.2",
+        BEAKER_DEADLINE_S="60",
+        **extra,
+    )
+
+
 def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(STEP)], env=env, capture_output=True, text=True, timeout=300, check=False
@@ -76,19 +92,8 @@ def test_a_configured_hub_is_submitted_to_followed_and_collected(tmp_path: Path)
             threading.Timer(0.5, later).start()
 
         hub.state.on_upload = run_job
-        env = _env(
-            tmp_path,
-            BEAKER_CLIENT_CONF=str(conf),
-            BEAKER_SCENARIO=SCENARIO,
-            BEAKER_TG="tg.lab.example.com",
-            BEAKER_DUT="dut.lab.example.com",
-            BEAKER_DISTRO="RHEL-9.4.0",
-            BEAKER_KICKREPOS="http://repo.lab.example.com/ovs/ http://repo.lab.example.com/dpdk/",
-            BEAKER_NVRS="openvswitch3.3-3.3.0-2.el9fdp",
-            BEAKER_POLL_S="0.2",
-            BEAKER_DEADLINE_S="60",
-        )
-        done = _run(env)
+        kickrepos = "http://repo.lab.example.com/ovs/ http://repo.lab.example.com/dpdk/"
+        done = _run(_lab_env(tmp_path, conf, kickrepos, BEAKER_NVRS="openvswitch3.3-3.3.0-2.el9fdp"))
     assert done.returncode == 0, done.stderr
     job_xml, job_id, delivered = done.stdout.splitlines()
     assert job_id == f"J:{hub.state.first_job_id}"
@@ -123,18 +128,7 @@ def test_an_aborted_job_is_an_error_not_results(tmp_path: Path) -> None:
         hub.state.on_upload = lambda job: threading.Timer(
             0.5, hub.state.abort_job, (job.id, "External Watchdog Expired")
         ).start()
-        env = _env(
-            tmp_path,
-            BEAKER_CLIENT_CONF=str(conf),
-            BEAKER_SCENARIO=SCENARIO,
-            BEAKER_TG="tg.lab.example.com",
-            BEAKER_DUT="dut.lab.example.com",
-            BEAKER_DISTRO="RHEL-9.4.0",
-            BEAKER_KICKREPOS="http://repo.lab.example.com/ovs/",
-            BEAKER_POLL_S="0.2",
-            BEAKER_DEADLINE_S="60",
-        )
-        done = _run(env)
+        done = _run(_lab_env(tmp_path, conf, "http://repo.lab.example.com/ovs/"))
     assert done.returncode == 2
     assert "an infrastructure failure, no results" in done.stderr
     assert "Aborted" in done.stderr
