@@ -20,6 +20,7 @@ from ciflow.model import CiConfig, InboxEntry, OutcomeKind, ResultOutcome, faile
 from ciflow.moves import free_destination, move_result
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.metadata import RunMetadata
+from ovsperf_common.runner import one_line
 from resultstore.errors import InvalidRecordError, ResultStoreError
 from resultstore.model import ResultStatus
 from resultstore.samples import build_note
@@ -30,9 +31,10 @@ log = logging.getLogger(__name__)
 
 def infrastructure_reason(metadata: RunMetadata) -> str:
     """Return why an infrastructure-failure delivery holds no results, naming the Beaker job."""
-    job = metadata.beaker_job_id or "(job id not given)"
-    status = f" ended {metadata.beaker_status}" if metadata.beaker_status else ""
-    why = metadata.incomplete_reason or "the producer marked it an infrastructure failure"
+    job = one_line(metadata.beaker_job_id or "(job id not given)")[:80]
+    status = f" ended {one_line(metadata.beaker_status)[:80]}" if metadata.beaker_status else ""
+    # The producer's words: one line (no forged log or mail lines), bounded.
+    why = one_line(metadata.incomplete_reason or "the producer marked it an infrastructure failure")[:500]
     return (
         f"infrastructure failure: Beaker job {job}{status}: {why}; "
         "nothing was measured, the build is not judged."

@@ -91,7 +91,8 @@ def regression_message(
     named so and never called a regression.
     """
     hit = [o for o in outcomes if o.kind is OutcomeKind.PROCESSED and o.regressions]
-    broken = [o for o in outcomes if o.infrastructure_failure]
+    # Moved to ci_failed this pass; one left in ci_in (ERROR) is retried, not mailed again each pass.
+    broken = [o for o in outcomes if o.infrastructure_failure and o.kind is OutcomeKind.FAILED]
     if not hit and not broken:
         return None
     cells = sum(len(o.regressions) for o in hit)
@@ -129,7 +130,7 @@ def regression_message(
     for outcome in broken:
         lines.append(f"{one_line(outcome.name)}: INFRASTRUCTURE FAILURE{_what(outcome)}")
         lines.append(f"  {one_line(outcome.reason or '')}")
-        lines.append(f"  delivery kept in: {outcome.location}")
+        lines.append(f"  delivery kept in: {one_line(str(outcome.location))}")
         lines.append("")
     if trend_index is not None:
         lines.append(f"Trends over builds: {_url_or_path(mail, reports_dir, trend_index)}")

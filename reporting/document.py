@@ -17,6 +17,7 @@ from typing import Any
 
 from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.goals import goal_label
+from ovsperf_common.secrets import url_credentials
 from ovsperf_common.units import l1_bps
 from reporting.model import (
     TREND_MIN_HISTORY,
@@ -201,8 +202,14 @@ def _traffic_json(traffic: TrafficKey) -> dict[str, Any]:
 
 
 def _build_json(build: BuildNote) -> dict[str, Any]:
-    """Return the ``build`` object; a URL that is not plain http(s) is left out (never a link)."""
-    url = build.url if build.url and _HTTP_URL.match(build.url) else None
+    """Return the ``build`` object; an unsafe URL is left out.
+
+    Left out (never a link, never on the page or in ``report.json``): a URL that is not plain
+    http(s), or one that carries credentials (a user, password or token).
+    """
+    url = build.url
+    if not url or not _HTTP_URL.match(url) or url_credentials(url) is not None:
+        url = None
     return {"name": build.name, "tag": build.tag, "url": url}
 
 

@@ -21,7 +21,6 @@ import ast
 import importlib.metadata
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -36,6 +35,7 @@ from packaging.utils import canonicalize_name
 
 from ovsperf_common.installgroups import BASE, GROUP_OF_COMMAND, GROUPS_OF_MODULE
 from tests.jenkins.importcheck import imported_names
+from tests.treecopy import copy_tree_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -252,19 +252,7 @@ def test_all_is_every_role_and_jenkins_job_builder_stays_out_of_it() -> None:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built (as pip builds it, isolated) from a copy of the tree's files (tracked or new)."""
-    files = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.split(b"\0")
-    src = tmp_path_factory.mktemp("src")
-    for raw in files:
-        rel = raw.decode()
-        if rel and (ROOT / rel).is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, src / rel)
+    src = copy_tree_files(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(src)],

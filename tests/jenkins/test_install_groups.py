@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -29,6 +28,7 @@ import pytest
 from lxml import etree
 
 from tests.jenkins.jjb import JENKINS_DIR, ROOT, render, shell_commands
+from tests.treecopy import copy_tree_files
 
 pytestmark = pytest.mark.slow
 
@@ -118,21 +118,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Job]:
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Jenkins workspace after the SCM step: the tree's files (tracked or new, not ignored)."""
-    files = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.split(b"\0")
-    workspace = tmp_path_factory.mktemp("workspace")
-    for raw in files:
-        rel = raw.decode()
-        if not rel or not (ROOT / rel).is_file():
-            continue
-        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, workspace / rel)
-    return workspace
+    return copy_tree_files(tmp_path_factory.mktemp("workspace"))
 
 
 class Venvs:

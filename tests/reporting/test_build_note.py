@@ -17,6 +17,8 @@ from tests.ciflow.helpers import BASELINE, CANDIDATE
         ("https://jenkins.example.com/job/n/7/", True),
         ("javascript:alert(1)", False),
         ('https://x.example.com/" onclick="alert(1)', False),
+        ("https://bot:hunter2@jenkins.example.com/job/n/7/", False),
+        ("https://jenkins.example.com/job/n/7/?token=hunter2", False),
     ],
 )
 def test_build_under_test_is_shown_and_only_http_links(tmp_path: Path, url: str, linked: bool) -> None:
@@ -32,6 +34,7 @@ def test_build_under_test_is_shown_and_only_http_links(tmp_path: Path, url: str,
     assert "Build under test: <b>openvswitch3.1-3.1.0-65.el9fdp</b>, Koji tag <b>fdp-el9</b>" in page
     assert ('">Jenkins build</a>' in page) is linked
     assert "javascript:" not in page and "onclick" not in page
+    assert "hunter2" not in page and "hunter2" not in outcome.report_json.read_text(encoding="utf-8")
 
 
 def test_no_build_no_line(tmp_path: Path) -> None:
