@@ -144,7 +144,9 @@ def collect(
             except HubError as err:
                 left = ", ".join(w.job.job_id for w in watches)
                 raise HubError(f"{err} Still tracked for the next pass: {left}.") from err
-            except BeakerWatchError as err:
+            except (BeakerWatchError, FieldError) as err:
+                # FieldError: a value from the hub (a file name) that the delivery rules refuse; this
+                # job fails, the others are still collected.
                 if isinstance(err, NothingTrackedError):
                     raise
                 log.error("%s (%s): %s", watch.job.job_id, watch.job.scenario, err)

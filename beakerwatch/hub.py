@@ -33,6 +33,7 @@ from bkr.common.hub import HubProxy
 from beakerwatch.errors import BeakerWatchError, HubError
 from jobcreator.submit import ClientConfig, fault_text
 from ovsperf_common.deadline import Deadline, run_within
+from ovsperf_common.secrets import url_credentials
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,16 @@ class BeakerHub:
     """The read-only part of a Beaker hub's ``taskactions`` API, each call retried and bounded."""
 
     def __init__(self, config: ClientConfig, policy: RetryPolicy, deadline: Deadline) -> None:
-        """Remember the configuration; nothing is sent until a method is called."""
+        """Remember the configuration; nothing is sent until a method is called.
+
+        :raises BeakerWatchError: when ``HUB_URL`` carries credentials (they would reach messages).
+        """
+        why = url_credentials(config.hub_url)
+        if why is not None:
+            raise BeakerWatchError(
+                f"The Beaker client configuration's HUB_URL is refused: {why}; "
+                "put the credentials in USERNAME/PASSWORD or a keytab, not in the URL."
+            )
         self.config = config
         self.policy = policy
         self.deadline = deadline

@@ -25,7 +25,7 @@ from pathlib import Path
 from ovsperf_common.metadata import METADATA_FILE
 from ovsperf_common.runner import run_command
 
-RESULTS_DIR_RE = re.compile(r"^results_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}$")
+RESULTS_DIR_RE = re.compile(r"\Aresults_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}\Z")
 """VSperf ``results_<%Y-%m-%d_%H-%M-%S>`` directory name (``vsperf`` ``main()``)."""
 
 RESULT_CSV_RE = re.compile(r"^result_(?:(\d+)_)?(.+)_([a-z0-9]+)\.csv$")

@@ -23,6 +23,9 @@
 #   BEAKER_POLL_S                how often the hub is asked [s] (default 60)
 #   BEAKER_STATE                 the collector's state file (default ${LAB_STATE_DIR}/beaker-jobs.json)
 set -o errexit -o nounset -o pipefail
+# Any unexpected failure (also inside a function) is an error (2), never 1 ("regression" to every caller).
+set -o errtrace
+trap 'exit 2' ERR
 
 die() { printf 'beaker-step: %s\n' "$*" >&2; exit 2; }
 log() { printf 'beaker-step: %s\n' "$*" >&2; }

@@ -13,6 +13,9 @@
 # on stdout).
 # Needs root (DPDK, hugepages): `make run` calls it through sudo. Finishes in a few minutes.
 set -o errexit -o nounset -o pipefail
+# Any unexpected failure (also inside a function) is an error (2), never 1 ("regression" to every caller).
+set -o errtrace
+trap 'exit 2' ERR
 
 die() { printf 'main-job: %s\n' "$*" >&2; exit 2; }
 log() { printf 'main-job: %s\n' "$*" >&2; }

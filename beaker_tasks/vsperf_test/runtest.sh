@@ -684,7 +684,7 @@ vsperf_test_run() {
     # shell (rsync <= 3.2.3), so nothing in it may be a shell character.
     local why
     if [[ -n "${COLLECTOR}" ]] &&
-        ! why="$(task_ovsperf_module ovsperf_common.fields rsync-destination "${COLLECTOR}" --field COLLECTOR 2>&1)"; then
+        ! why="$(task_ovsperf_module ovsperf_common.fields rsync-destination --field COLLECTOR -- "${COLLECTOR}" 2>&1)"; then
         task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path: ${why##*error: }"
     fi
     vsperf_test_inventory

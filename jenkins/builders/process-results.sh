@@ -23,7 +23,7 @@ collected=0
 if [[ -n "${BEAKER_STATE:-}" ]]; then
     ovsperf_require ovsperf-beaker
     "${OVSPERF_VENV}/bin/ovsperf-beaker" collect --once --state "${BEAKER_STATE}" --ci-in "${CI_IN}" \
-        --deadline-s "${COLLECT_DEADLINE_S}" | tee "${OUT}/collected.txt" || collected=$?
+        --deadline-s "${COLLECT_DEADLINE_S}" | tee "${OUT}/collected.txt" || collected=${PIPESTATUS[0]}
     case "${collected}" in
         0) ;;
         3)
@@ -36,7 +36,7 @@ fi
 
 processed=0
 "${OVSPERF_VENV}/bin/process-ci-results" --config "${CIFLOW_CONFIG}" --junit "${OUT}/ovsperf-junit.xml" \
-    | tee "${OUT}/processed.txt" || processed=$?
+    | tee "${OUT}/processed.txt" || processed=${PIPESTATUS[0]}
 if ((processed == 3)); then
     echo "process-results: nothing new in ci_in." >&2
     processed=0

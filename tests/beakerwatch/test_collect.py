@@ -170,3 +170,25 @@ def test_koji_tag_from_the_ids_file_unless_given(lab: Lab, capsys: pytest.Captur
     lab.ids_file.write_text(json.dumps({**record, "koji_tag": "bad\ntag"}))
     assert main([*argv, "--state", str(lab.tmp / "other.json")]) == ExitCode.ERROR
     assert "koji_tag" in capsys.readouterr().err
+
+
+def test_a_results_file_name_with_a_newline_is_no_results_tarball(lab: Lab) -> None:
+    bad, good = lab.submit(), lab.submit()
+    lab.track(bad, good)
+    lab.finish(bad, results_tarball(lab.tmp), name=f"{TS}\n.tar.gz")
+    lab.finish(good, results_tarball(lab.tmp / "good"))
+    assert lab.collect() == ExitCode.OK
+    assert [name for name in lab.deliveries() if not name.startswith(".")] == [
+        f"J{bad.id}-{SCENARIO}-infrastructure-failure",
+        f"J{good.id}-{SCENARIO}-{TS}",
+    ]
+
+
+def test_a_hub_url_with_credentials_is_refused(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    job = lab.submit()
+    lab.track(job)
+    host = lab.hub.url.removeprefix("http://")
+    lab.conf.write_text(lab.conf.read_text().replace(lab.hub.url, f"http://bot:hunter2@{host}"))
+    assert lab.collect() == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "HUB_URL is refused" in err and "hunter2" not in err
