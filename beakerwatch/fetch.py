@@ -15,6 +15,7 @@ cap and a broken gzip stream are not (:class:`~beakerwatch.errors.UnusableResult
 from __future__ import annotations
 
 import http.client
+import itertools
 import logging
 import ssl
 import urllib.error
@@ -23,6 +24,7 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from beakerwatch.errors import UnusableResultsError
 from beakerwatch.hub import RetryPolicy, with_retries
@@ -120,6 +122,27 @@ def _inflate(inflater: zlib._Decompress, data: bytes, room: int) -> int:
     return produced
 
 
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to another http(s) URL (never ``ftp:``/``file:``)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        """Return the redirected request, refusing a scheme other than http(s).
+
+        :raises UnusableResultsError: when the hub redirects elsewhere.
+        """
+        if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):
+            raise UnusableResultsError(f"The results tarball was redirected to a non-http(s) URL '{newurl}'.")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 def download(
     url: str,
     dest: Path,
@@ -128,7 +151,7 @@ def download(
     deadline: Deadline,
     context: ssl.SSLContext | None = None,
 ) -> Download:
-    """Download ``url`` to ``dest`` (replaced on each attempt); return its sizes.
+    """Download ``url`` to ``dest`` (written whole by the attempt that succeeds); return its sizes.
 
     :raises UnusableResultsError: when the URL is not http(s), the server answers 404/410 or
         another 4xx, the file exceeds :attr:`Limits.max_tarball_bytes`, unpacks beyond
@@ -139,11 +162,21 @@ def download(
     if scheme not in ("http", "https"):
         raise UnusableResultsError(f"The results tarball URL '{url}' is not http or https.")
 
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpOnlyRedirects())
+    attempts = itertools.count(1)
+    partials: list[Path] = []
+
     def attempt() -> Download:
+        # Each attempt writes its own file, renamed to ``dest`` only when whole and checked: an
+        # attempt abandoned at its timeout (its thread may still be writing) never mixes into it.
+        partial = dest.with_name(f".{dest.name}.attempt-{next(attempts)}")
+        partials.append(partial)
         request = urllib.request.Request(url, headers={"User-Agent": "ovsperf-beaker"})
         try:
-            with urllib.request.urlopen(request, timeout=policy.timeout_s, context=context) as response:
-                return _read_into(response, dest, url, limits, deadline)
+            with opener.open(request, timeout=policy.timeout_s) as response:
+                got = _read_into(response, partial, url, limits, deadline)
+            partial.replace(dest)
+            return got
         except urllib.error.HTTPError as err:
             if err.code >= 500:
                 raise
@@ -151,6 +184,10 @@ def download(
                 f"The results tarball '{url}' could not be fetched: HTTP {err.code} {err.reason}."
             ) from err
 
-    result = with_retries(f"Download of '{url}'", attempt, policy, deadline)
+    try:
+        result = with_retries(f"Download of '{url}'", attempt, policy, deadline)
+    finally:
+        for partial in partials:
+            partial.unlink(missing_ok=True)
     log.info("Downloaded '%s': %d B (%d B unpacked).", url, result.size_bytes, result.unpacked_bytes)
     return result
