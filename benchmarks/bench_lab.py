@@ -30,11 +30,12 @@ from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.dpdk_generator import pool_mbufs, pool_memory_mb
+from ovsperf_lab.dpdk_generator import start as _dpdk_generator
 from ovsperf_lab.errors import SearchError
+from ovsperf_lab.generator_api import GeneratorRequest
 from ovsperf_lab.mlr import MlrConfig, search_mlr
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE
-from ovsperf_lab.run import GeneratorRequest, _dpdk_generator
 from ovsperf_lab.search import SearchConfig, search_throughput
 from ovsperf_lab.state import LabRunState, release, renice
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
@@ -55,7 +56,7 @@ def measure_max_forwarding(
         cpu=cpu,
         file_prefix=state.new_file_prefix("flowgen"),
         memory_mb=pool_memory_mb(2, 1, FLOWGEN_RING_SIZE),
-        sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+        ports=lay.attachments(),
         queues=1,
         forward_mode="flowgen",
         queue_size=FLOWGEN_RING_SIZE,
@@ -110,7 +111,7 @@ def main() -> int:
             renice(pid, -10)
         gen = _dpdk_generator(
             GeneratorRequest(
-                sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                ports=lay.attachments(),
                 cpu=cpus[0],
                 file_prefix=state.new_file_prefix("tg"),
                 memory_mb=256,

@@ -63,12 +63,13 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
     from ovsperf_catalog.catalog import load_catalog
     from ovsperf_catalog.model import Topology, VsperfTest
     from ovsperf_lab import topology
+    from ovsperf_lab.dpdk_generator import start as dpdk_generator
+    from ovsperf_lab.generator_api import GeneratorRequest
     from ovsperf_lab.machine import probe_machine
     from ovsperf_lab.model import TrialSpec
     from ovsperf_lab.ovs import OvsConfig, OvsSandbox
     from ovsperf_lab.plan import LabOptions, plan_run
-    from ovsperf_lab.run import LINK_TIMEOUT_S, GeneratorRequest
-    from ovsperf_lab.run import _dpdk_generator as dpdk_generator
+    from ovsperf_lab.run import LINK_TIMEOUT_S
     from ovsperf_lab.state import LabRunState, release
     from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
 
@@ -92,7 +93,7 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
             topology.build(ovs, lay, 1)
             generator = dpdk_generator(
                 GeneratorRequest(
-                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    ports=lay.attachments(),
                     cpu=cpus.generator_cpu,
                     file_prefix=state.new_file_prefix("tg"),
                     memory_mb=256,

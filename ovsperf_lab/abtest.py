@@ -28,12 +28,13 @@ from ovsperf_lab.abstats import PairedEstimate, estimate
 from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
 from ovsperf_lab.errors import OvsError, SearchError
-from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.generator_api import GeneratorFactory, GeneratorRequest, TrafficGenerator
+from ovsperf_lab.generators import generator_backend
 from ovsperf_lab.mlr import MlrConfig, search_mlr
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import CpuPlan
-from ovsperf_lab.run import DEFAULT_LINK_SPEED_MBPS, LINK_TIMEOUT_S, GeneratorFactory, GeneratorRequest
+from ovsperf_lab.run import DEFAULT_LINK_SPEED_MBPS, LINK_TIMEOUT_S
 from ovsperf_lab.sides import Side
 from ovsperf_lab.state import LabRunState, release, renice
 
@@ -141,7 +142,7 @@ class _SideRun:
                 renice(pid, -10)
             generator = self.generator_factory(
                 GeneratorRequest(
-                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    ports=lay.attachments(),
                     cpu=self.cpus.generator_cpu,
                     file_prefix=state.new_file_prefix("tg"),
                     memory_mb=256,
@@ -150,7 +151,7 @@ class _SideRun:
                 )
             )
             if generator.pid is not None:
-                state.track_process("ovsperf-trafficgen", generator.pid)
+                state.track_process(generator_backend(self.config.generator).label, generator.pid)
                 renice(generator.pid, -10)
             generator.wait_link(timeout_s=LINK_TIMEOUT_S)
             if self.side.label == "B" and self.config.b_cpu_steal_percent:

@@ -21,8 +21,9 @@ from ovsperf_common.verdict import Overall
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
-from ovsperf_lab.doctor import diagnose, generator_binary, scenario_readiness
+from ovsperf_lab.doctor import diagnose, scenario_readiness
 from ovsperf_lab.errors import LabError
+from ovsperf_lab.generators import DEFAULT_GENERATOR, GENERATORS, generator_backend
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
@@ -83,6 +84,18 @@ COMPARE_EPILOG = (
 )
 
 
+def _generator_option(parser: Any) -> None:
+    """Add ``--generator NAME``: one of the registered backends (:mod:`ovsperf_lab.generators`)."""
+    parser.add_argument(
+        "--generator",
+        choices=list(GENERATORS),
+        default=DEFAULT_GENERATOR,
+        help="traffic generator: "
+        + "; ".join(f"{b.name}: {b.summary}" for b in GENERATORS.values()).replace("%", "%%")
+        + " (%(default)s)",
+    )
+
+
 def _compare_parser(sub: Any) -> None:
     """Add ``ovsperf-lab compare``: two sides measured in interleaved rounds (docs/lab.md)."""
     ab = sub.add_parser(
@@ -119,6 +132,7 @@ def _compare_parser(sub: Any) -> None:
         help="mrr: received rate at full offered load, one trial per side and round; pdr: a short "
         "MLRsearch for the 0.5 %% PDR per side and round (slower) (mrr)",
     )
+    _generator_option(ab)
     ab.add_argument("--rounds", type=int, default=defaults.max_rounds, help="most rounds (%(default)s)")
     ab.add_argument(
         "--min-rounds",
@@ -252,6 +266,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="S",
         help="duration of each latency trial [s] (%(default)s)",
     )
+    _generator_option(run)
     run.add_argument(
         "--no-telemetry",
         dest="telemetry",
@@ -369,15 +384,12 @@ def _run_scenario(args: argparse.Namespace) -> int:
         latency_levels_percent=args.latency_loads,
         latency_trial_s=args.latency_time,
         telemetry=args.telemetry,
+        generator=args.generator,
         tests=tuple(VsperfTest.from_spec(t, field="--test") for t in args.test) if args.test else None,
     )
     facts = probe_machine()
     plan = plan_run(scenario, facts, options)
-    binary = generator_binary()
-    if not binary.is_file():
-        raise LabError(
-            f"Traffic generator '{binary}' is not built; run 'make -C trafficgen' (see 'ovsperf-lab doctor')."
-        )
+    generator_backend(options.generator).readiness().require(options.generator)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if args.no_progress or not sys.stderr.isatty():
@@ -407,7 +419,6 @@ def _compare(args: argparse.Namespace) -> int:
     from ovsperf_lab.abstats import AbVerdict
     from ovsperf_lab.abtest import CompareObserver, CompareOutcome, run_compare
     from ovsperf_lab.progress import CompareProgress
-    from ovsperf_lab.run import _dpdk_generator as dpdk_generator
 
     sizes = _frame_sizes(args.frame_sizes) or ()
     if len(sizes) != 1 or not isinstance(sizes[0], int):
@@ -422,6 +433,7 @@ def _compare(args: argparse.Namespace) -> int:
         b_cpu_steal_percent=args.b_cpu_steal,
         seed=args.seed,
         metric=args.metric,
+        generator=args.generator,
     )
     if args.b_cpu_steal is not None:
         CpuSteal(args.b_cpu_steal, "ovsperf-lab-check")  # checks the range and the controller now
@@ -446,8 +458,8 @@ def _compare(args: argparse.Namespace) -> int:
         facts,
         LabOptions(frame_sizes_bytes=sizes, tests=(VsperfTest.PHY2PHY_TPUT,)),
     )
-    if not generator_binary().is_file():
-        raise LabError("Traffic generator is not built; run 'make -C trafficgen' (see 'ovsperf-lab doctor').")
+    backend = generator_backend(config.generator)
+    backend.readiness().require(backend.name)
     out = Path(args.output) / f"compare_{datetime.now():%Y-%m-%d_%H-%M-%S}"
     try:
         out.mkdir(parents=True)
@@ -463,7 +475,7 @@ def _compare(args: argparse.Namespace) -> int:
     status = ExitCode.ERROR
     try:
         outcome = run_compare(
-            sides, plan.cpus, config, state_root=args.state_dir, generator_factory=dpdk_generator,
+            sides, plan.cpus, config, state_root=args.state_dir, generator_factory=backend.start,
             observer=CompareObserver() if args.no_progress else CompareProgress(), on_round=keep,
         )  # fmt: skip
         write_outcome(outcome, out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovsperf_lab.errors import LabError
+from ovsperf_lab.generators import DEFAULT_GENERATOR, generator_backend
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class CompareConfig:
     """``mrr`` (one trial at full offered load) or ``pdr`` (a short MLRsearch for the 0.5 % PDR)."""
     pdr_duration_sum_s: float = 5.0
     """``--metric pdr``: MLRsearch duration sum per load [s] (shorter than CSIT's 21 s: rounds repeat)."""
+    generator: str = DEFAULT_GENERATOR
+    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators`)."""
 
     def __post_init__(self) -> None:
         """Check every field against its range.
@@ -62,5 +65,10 @@ class CompareConfig:
             raise LabError(f"Option '--target-mdc' must be in (0, 100) %, got {self.target_mdc_percent!r}.")
         if self.metric not in ("mrr", "pdr"):
             raise LabError(f"Option '--metric' must be 'mrr' or 'pdr', got {self.metric!r}.")
+        if self.metric == "pdr" and not generator_backend(self.generator).paced:
+            raise LabError(
+                f"Option '--generator': '{self.generator}' cannot hold an offered load below its maximum, "
+                "so it cannot search for the PDR; use '--metric mrr'."
+            )
         if not 0 <= self.threshold_percent < 100:
             raise LabError(f"Option '--threshold' must be in [0, 100) %, got {self.threshold_percent!r}.")

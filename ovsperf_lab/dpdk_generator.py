@@ -30,7 +30,14 @@ from ovsperf_common.deadline import Deadline
 from ovsperf_common.framemix import reduced_weights
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
+from ovsperf_lab.generator_api import (
+    AttachmentKind,
+    GeneratorBackend,
+    GeneratorRequest,
+    PortInfo,
+    Readiness,
+    TrafficGenerator,
+)
 from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, DirectionResult, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
@@ -97,6 +104,12 @@ def pool_memory_mb(ports: int, queues: int, ring_size: int, *, jumbo: bool = Fal
 def pool_mbufs(ports: int, queues: int, ring_size: int) -> int:
     """Return the mbufs that fill every RX and TX ring of ``ports`` plus 4096 in flight [1]."""
     return ports * queues * 2 * ring_size + 4096
+
+
+def default_binary() -> Path:
+    """Return ``$OVSPERF_TRAFFICGEN``, else the binary ``make -C trafficgen`` builds in this checkout."""
+    env = os.environ.get(BINARY_ENV)
+    return Path(env) if env else DEFAULT_BINARY
 
 
 def _default_lcore() -> str:
@@ -184,10 +197,7 @@ class GeneratorConfig:
 
     def resolved_binary(self) -> Path:
         """Return the generator binary to run (see :attr:`binary`)."""
-        if self.binary is not None:
-            return self.binary
-        env = os.environ.get(BINARY_ENV)
-        return Path(env) if env else DEFAULT_BINARY
+        return self.binary if self.binary is not None else default_binary()
 
     def command(self, file_prefix: str) -> list[str]:
         """Return the full command line: binary, EAL arguments, ``--``, application options.
@@ -699,3 +709,52 @@ class DpdkTrafficGenerator(TrafficGenerator):
 
     def __enter__(self) -> DpdkTrafficGenerator:
         return self
+
+
+def start(request: GeneratorRequest) -> TrafficGenerator:
+    """Start ``ovsperf-trafficgen`` serving the request's vhost-user sockets.
+
+    Each port is a ``net_virtio_user`` vdev with ``server=1`` (OVS connects as a
+    ``dpdkvhostuserclient``); the EAL memory is raised to what the rings need (:func:`pool_memory_mb`).
+
+    :raises LabError: when a port's attachment is not a vhost-user server.
+    :raises TrafficGeneratorError: when the generator does not start.
+    """
+    ring = request.ring_size
+    vdevs = tuple(
+        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={ring}"
+        for i, sock in enumerate(request.sockets())
+    )
+    return DpdkTrafficGenerator(
+        GeneratorConfig(
+            vdevs=vdevs,
+            lcores=str(request.cpu),
+            memory_mb=max(request.memory_mb, pool_memory_mb(len(vdevs), request.queues, ring)),
+            file_prefix=request.file_prefix,
+            queues=request.queues,
+            ring_size=ring,
+        )
+    )
+
+
+def readiness() -> Readiness:
+    """Return whether the generator binary (``$OVSPERF_TRAFFICGEN`` or this checkout's build) is there."""
+    binary = default_binary()
+    built = binary.is_file() and os.access(binary, os.X_OK)
+    return Readiness(
+        built,
+        str(binary) if built else f"{binary} not built",
+        None if built else "make -C trafficgen (needs libdpdk-dev, libjansson-dev)",
+    )
+
+
+BACKEND = GeneratorBackend(
+    name="trafficgen",
+    summary="ovsperf-trafficgen (trafficgen/, DPDK): paced RFC 2544 trials, flows, mixes, latency",
+    label="ovsperf-trafficgen",
+    attachment=AttachmentKind.VHOST_USER_SERVER,
+    paced=True,
+    start=start,
+    readiness=readiness,
+)
+"""The registry entry (:mod:`ovsperf_lab.generators`)."""

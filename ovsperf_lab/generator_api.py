@@ -2,14 +2,28 @@
 
 Implementations: :class:`~ovsperf_lab.dpdk_generator.DpdkTrafficGenerator` (drives the C program
 ``trafficgen/``), :class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator` (wraps another and checks
-its counters against OVS's), and the tests' fake.
+its counters against OVS's), and the tests' fake. The backends a user can pick
+(``--generator``) are registered in :mod:`ovsperf_lab.generators`.
+
+What the lab asks a backend for is a :class:`GeneratorRequest`: two ports *by role* (west sends
+direction 0 into the DUT's first port, east direction 1), each with the attachment the testbed
+built for it, plus CPU, memory and queues. A backend turns that into its own arguments; nothing
+above this module knows a backend's command line.
+
+"Generator" here is the lab's traffic generator on this machine. On the Beaker path the
+generator is a host (MoonGen + lua-trafficgen driven by VSperf, ``beaker_tasks/``); the two
+never meet.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from ovsperf_common.spec import SpecEnum
+from ovsperf_lab.errors import LabError
 from ovsperf_lab.model import TrialResult, TrialSpec
 
 
@@ -75,3 +89,129 @@ class TrafficGenerator(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class PortRole(SpecEnum):
+    """Which side of the DUT a generator port stands on (RFC 2544 §6's bidirectional test)."""
+
+    WEST = "west"
+    """Generator port 0: sends direction 0 into the DUT's first port, receives direction 1."""
+    EAST = "east"
+    """Generator port 1: sends direction 1 into the DUT's second port, receives direction 0."""
+
+
+class AttachmentKind(SpecEnum):
+    """How a generator port meets the DUT; the testbed builds the DUT's side of it."""
+
+    VHOST_USER_SERVER = "vhost-user-server"
+    """The generator serves a vhost-user socket (DPDK ``net_virtio_user…,server=1``); OVS connects
+    to it as a ``dpdkvhostuserclient`` port."""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The DUT side of one generator port, as the testbed built it."""
+
+    kind: AttachmentKind
+    """What it is."""
+    socket: Path
+    """The vhost-user socket's path (:attr:`AttachmentKind.VHOST_USER_SERVER`)."""
+
+
+@dataclass(frozen=True)
+class GeneratorPort:
+    """One port the run asks a generator for."""
+
+    role: PortRole
+    """West (port 0) or east (port 1)."""
+    attachment: Attachment
+    """Where it meets the DUT."""
+
+
+@dataclass(frozen=True)
+class GeneratorRequest:
+    """What a run needs from a traffic generator: two ports by role, one CPU, memory and queues."""
+
+    ports: tuple[GeneratorPort, GeneratorPort]
+    """West, then east."""
+    cpu: int
+    """CPU for the generator's lcore (its busy-polling thread)."""
+    file_prefix: str
+    """DPDK ``--file-prefix`` (or another unique name) recorded in the run state."""
+    memory_mb: int
+    """Hugepage memory at least [MiB]; a backend raises it to what its rings need."""
+    queues: int
+    """Queues per port [1]."""
+    ring_size: int
+    """Descriptors per RX and TX ring [1]."""
+
+    def __post_init__(self) -> None:
+        """Check the roles' order.
+
+        :raises LabError: when the ports are not west then east.
+        """
+        if tuple(p.role for p in self.ports) != (PortRole.WEST, PortRole.EAST):
+            raise LabError(
+                f"A generator request's ports must be west then east, got "
+                f"{[p.role.value for p in self.ports]!r}."
+            )
+
+    def sockets(self) -> tuple[Path, Path]:
+        """Return the two ports' vhost-user sockets, west then east.
+
+        :raises LabError: when a port's attachment is not a vhost-user server.
+        """
+        for port in self.ports:
+            if port.attachment.kind is not AttachmentKind.VHOST_USER_SERVER:
+                raise LabError(
+                    f"Generator port '{port.role.value}' is attached as "
+                    f"'{port.attachment.kind.value}', not as a vhost-user server."
+                )
+        return (self.ports[0].attachment.socket, self.ports[1].attachment.socket)
+
+
+GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
+"""Start a generator for a request; the caller closes it."""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a backend can start on this machine (``ovsperf-lab doctor`` shows it)."""
+
+    ready: bool
+    """Whether everything it needs is there."""
+    detail: str
+    """What was found (the binary's path, or what is missing)."""
+    fix: str | None = None
+    """The command that fixes it; ``None`` when ready."""
+
+    def require(self, name: str) -> None:
+        """Refuse to go on unless ready.
+
+        :raises LabError: naming the backend, what is missing and the fix.
+        """
+        if not self.ready:
+            raise LabError(
+                f"Traffic generator '{name}': {self.detail}; fix: {self.fix} (see 'ovsperf-lab doctor')."
+            )
+
+
+@dataclass(frozen=True)
+class GeneratorBackend:
+    """One traffic generator a user can pick with ``--generator`` (:mod:`ovsperf_lab.generators`)."""
+
+    name: str
+    """What ``--generator`` takes, e.g. ``'trafficgen'``."""
+    summary: str
+    """One line for ``--help`` and ``ovsperf-lab doctor``."""
+    label: str
+    """What the results call it (``ovsperf-metadata.json`` hosts, the environment's generator)."""
+    attachment: AttachmentKind
+    """The attachment its ports need."""
+    paced: bool
+    """Whether it holds an offered load below its maximum (an RFC 2544 search needs that; an
+    MRR trial, at full load, does not)."""
+    start: GeneratorFactory
+    """Start it for a request."""
+    readiness: Callable[[], Readiness]
+    """Check, without starting anything, whether it can start here."""

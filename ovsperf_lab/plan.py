@@ -19,6 +19,7 @@ from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab import mlrconfig
 from ovsperf_lab.errors import LabError, RefusedScenarioError
+from ovsperf_lab.generators import DEFAULT_GENERATOR, generator_backend
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
 from ovsperf_lab.requirements import Demand, Need, unmet
@@ -146,6 +147,8 @@ class LabOptions:
     telemetry: bool = True
     """Collect DUT telemetry around each final / validation trial (``--no-telemetry`` turns it off;
     :mod:`ovsperf_lab.telemetry`)."""
+    generator: str = DEFAULT_GENERATOR
+    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators`)."""
 
     @property
     def flow_counts(self) -> tuple[int, ...]:
@@ -260,6 +263,11 @@ class LabOptions:
             )
         if not (math.isfinite(self.latency_trial_s) and 0 < self.latency_trial_s <= 3600):
             raise LabError(f"Option '--latency-time' must be in (0, 3600] s, got {self.latency_trial_s!r}.")
+        if not generator_backend(self.generator).paced:
+            raise LabError(
+                f"Option '--generator': '{self.generator}' cannot hold an offered load below its maximum, "
+                "so it cannot run an RFC 2544 search; use it with 'ovsperf-lab compare' (MRR)."
+            )
 
 
 @dataclass(frozen=True)

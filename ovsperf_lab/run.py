@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -23,14 +22,19 @@ from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import FrameSizeItem, item_line_rate_pps, item_name, item_text
 from ovsperf_lab import topology
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
-from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, pool_mbufs, pool_memory_mb
+from ovsperf_lab.dpdk_generator import pool_mbufs, pool_memory_mb
 from ovsperf_lab.errors import LabError, OvsError, SearchError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.generator_api import (
+    GeneratorFactory,
+    GeneratorRequest,
+    TrafficGenerator,
+)
+from ovsperf_lab.generators import generator_backend
 from ovsperf_lab.latency import LatencyLevel, measure_levels
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.plan import DEFAULT_RING_SIZE, FlowRules, LabPlan, SearchMethod, VnfKind
+from ovsperf_lab.plan import FlowRules, LabPlan, SearchMethod, VnfKind
 from ovsperf_lab.results import (
     Environment,
     FrameSizeResult,
@@ -59,47 +63,6 @@ DEATH_GRACE_S = 3.0
 
 LINK_TIMEOUT_S = 90.0
 """Limit for OVS to connect to the generator's and forwarder's vhost-user sockets [s]."""
-
-
-@dataclass(frozen=True)
-class GeneratorRequest:
-    """What the run needs from a traffic generator: two server sockets, one CPU, a prefix."""
-
-    sockets: tuple[Path, Path]
-    """vhost-user sockets the generator serves (``net_virtio_user…,server=1``)."""
-    cpu: int
-    """CPU for its lcore."""
-    file_prefix: str
-    """DPDK ``--file-prefix`` recorded in the run state."""
-    memory_mb: int
-    """EAL ``-m`` [MiB]."""
-    queues: int
-    """Queues per port [1]."""
-    ring_size: int = DEFAULT_RING_SIZE
-    """Descriptors per RX and TX ring [1]; ``memory_mb`` is raised to what they need."""
-
-
-GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]
-"""Start a generator for a request; the run closes it."""
-
-
-def _dpdk_generator(request: GeneratorRequest) -> TrafficGenerator:
-    """Start ``ovsperf-trafficgen`` serving the request's sockets (``ovsperf_lab.dpdk_generator``)."""
-    ring = request.ring_size
-    vdevs = tuple(
-        f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={ring}"
-        for i, sock in enumerate(request.sockets)
-    )
-    return DpdkTrafficGenerator(
-        GeneratorConfig(
-            vdevs=vdevs,
-            lcores=str(request.cpu),
-            memory_mb=max(request.memory_mb, pool_memory_mb(len(vdevs), request.queues, ring)),
-            file_prefix=request.file_prefix,
-            queues=request.queues,
-            ring_size=ring,
-        )
-    )
 
 
 class RunObserver(SearchObserver):
@@ -184,7 +147,7 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
         vswitch=plan.scenario.vswitch.value,
         ovs_version=ovs_version,
         dpdk_version=dpdk_version,
-        generator="ovsperf-trafficgen",
+        generator=generator_backend(plan.options.generator).label,
         generator_version=None,
         nic=(
             "virtio_user (generator) <-> OVS dpdkvhostuserclient, no physical NIC, "
@@ -314,11 +277,13 @@ def run_lab(
     *,
     output_root: Path,
     state_root: Path = DEFAULT_STATE_ROOT,
-    generator_factory: GeneratorFactory = _dpdk_generator,
+    generator_factory: GeneratorFactory | None = None,
     observer: RunObserver | None = None,
 ) -> LabRunOutcome:
     """Run every test and frame size of ``plan`` and write the results directory.
 
+    :param generator_factory: starts the generator; ``None``: the backend ``plan.options.generator``
+        names (:mod:`ovsperf_lab.generators`).
     :returns: the outcome; ``complete`` is false when some frame size's search failed (the
         others are still reported).
     :raises LabError: (OvsError, TrafficGeneratorError, VnfError, LabError) when the run
@@ -327,6 +292,8 @@ def run_lab(
     :raises KeyboardInterrupt: on Ctrl-C/SIGTERM, after the same teardown.
     """
     obs = observer or RunObserver()
+    backend = generator_backend(plan.options.generator)
+    factory = generator_factory or backend.start
     for warning in plan.warnings:
         log.warning("%s", warning)
     started = datetime.now()
@@ -356,7 +323,7 @@ def run_lab(
             renice(daemon_pid, plan.options.nice)
         versions = ovs.versions()
         env = _environment(plan, facts, *versions)
-        runner = _TestRunner(plan, facts, state, ovs, writer, env, generator_factory, obs, outcome)
+        runner = _TestRunner(plan, facts, state, ovs, writer, env, factory, obs, outcome)
         repeats = plan.options.repeats
         for repeat in range(repeats):
             if repeats > 1:
@@ -388,7 +355,7 @@ def run_lab(
             scenario=plan.scenario.name,
             complete=reason is None,
             reason=reason,
-            hosts={"dut": socket.gethostname(), "trafficgen": "ovsperf-trafficgen (same machine)"},
+            hosts={"dut": socket.gethostname(), "trafficgen": f"{backend.label} (same machine)"},
             extra={
                 "test_names": [t.value for t in plan.tests],
                 "frame_sizes_bytes": [item_name(item) for item in plan.frame_sizes_bytes],
@@ -494,7 +461,7 @@ class _TestRunner:
                 vnf = _start_vnf(plan, state, facts, lay)
             generator = generator_factory(
                 GeneratorRequest(
-                    sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
+                    ports=lay.attachments(),
                     cpu=plan.cpus.generator_cpu,
                     file_prefix=state.new_file_prefix("tg"),
                     memory_mb=plan.options.generator_memory_mb,
@@ -503,7 +470,7 @@ class _TestRunner:
                 )
             )
             if generator.pid is not None:
-                state.track_process("ovsperf-trafficgen", generator.pid)
+                state.track_process(generator_backend(plan.options.generator).label, generator.pid)
                 renice(generator.pid, plan.options.nice)
             if vnf is not None and vnf.pid is not None:
                 renice(vnf.pid, plan.options.nice)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ovsperf_catalog.model import Topology
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 from ovsperf_lab.errors import LabError, OvsError
+from ovsperf_lab.generator_api import Attachment, AttachmentKind, GeneratorPort, PortRole
 from ovsperf_lab.ovs import OvsSandbox
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,17 @@ class Layout:
     def ports(self) -> tuple[VhostPort, ...]:
         """Return all ports, generator ports first."""
         return self.generator_ports + self.vnf_ports
+
+    def attachments(self) -> tuple[GeneratorPort, GeneratorPort]:
+        """Return the generator's two ports by role: west on ``tg0``'s socket, east on ``tg1``'s.
+
+        OVS's ports are ``dpdkvhostuserclient``, so each generator port serves a vhost-user socket.
+        """
+        west, east = self.generator_ports
+        return (
+            GeneratorPort(PortRole.WEST, Attachment(AttachmentKind.VHOST_USER_SERVER, west.socket)),
+            GeneratorPort(PortRole.EAST, Attachment(AttachmentKind.VHOST_USER_SERVER, east.socket)),
+        )
 
 
 def layout(topology: Topology, socket_dir: Path) -> Layout:

@@ -19,10 +19,10 @@ from ovsperf_lab.abstats import AbVerdict, estimate
 from ovsperf_lab.abtest import CompareConfig, run_compare
 from ovsperf_lab.cli import main
 from ovsperf_lab.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
+from ovsperf_lab.dpdk_generator import start as _dpdk_generator
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.run import _dpdk_generator
 from ovsperf_lab.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
 from reporting.load import load_results_dir
 

@@ -10,7 +10,7 @@ import pytest
 
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_lab.cli import main
-from ovsperf_lab.doctor import generator_binary
+from ovsperf_lab.dpdk_generator import readiness
 from ovsperf_lab.state import DPDK_RUNTIME_DIR, HUGEPAGE_DIR, LabRunState, TrackedProcess
 
 
@@ -31,9 +31,9 @@ def test_doctor_reports_this_machine(capsys: pytest.CaptureFixture[str]) -> None
     assert "OVS with DPDK: /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk (OVS 3.1" in out
     assert "  OVS_DPDK1q: runs here" in out
     assert "OVS_DPDK1q_GUEST_linuxbridge: refused: PVP with a 'linux_bridge' guest needs a guest image" in out
-    built = generator_binary().is_file()
+    built = readiness().ready
     assert code == (ExitCode.OK if built else ExitCode.ERROR)
-    assert ("[ok  ] traffic generator" in out) == built
+    assert ("[ok  ] traffic generator 'trafficgen'" in out) == built
 
 
 @pytest.mark.parametrize(
@@ -217,5 +217,5 @@ def test_missing_generator_is_refused_before_start(
         ["--state-dir", str(state_root), "run", "--config", "OVS_DPDK1q", "--output", str(tmp_path / "out")]
     )
     assert code == ExitCode.ERROR
-    assert "is not built; run 'make -C trafficgen'" in capsys.readouterr().err
+    assert "not built; fix: make -C trafficgen" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and list(state_root.iterdir()) == []

@@ -23,11 +23,11 @@ from ovsperf_common.framemix import BUILTIN_MIXES, item_name
 from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, TRIALS_FILE
 from ovsperf_common.metadata import METADATA_FILE
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
-from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.generator_api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, SearchMethod, plan_run
-from ovsperf_lab.run import GeneratorRequest, RunObserver, run_lab
+from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from reporting.api import generate_report
 from reporting.load import load_results_dir
@@ -70,7 +70,7 @@ def test_complete_p2p_run(tmp_path: Path, state_root: Path) -> None:
     outcome = run_lab(plan(), FACTS, output_root=tmp_path, state_root=state_root, generator_factory=factory)
     assert outcome.complete and outcome.reason is None
     assert_nothing_left(state_root)
-    assert requests[0].sockets[0].name == "tg0.sock" and requests[0].file_prefix.startswith("ovsperf-lab-")
+    assert requests[0].sockets()[0].name == "tg0.sock" and requests[0].file_prefix.startswith("ovsperf-lab-")
     [csv_path] = outcome.csv_paths
     assert csv_path.name == "result_0_phy2phy_tput_p2p.csv"
     assert csv_path.read_bytes().count(b"\r\n") == 3  # header + 2 rows, VSperf's CRLF
