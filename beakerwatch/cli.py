@@ -94,7 +94,7 @@ def _track(args: argparse.Namespace) -> int:
 def _collect(args: argparse.Namespace) -> int:
     from beakerwatch.collect import CollectOptions, collect  # beaker-client, tenacity: ovsperf[beaker]
     from beakerwatch.fetch import Limits
-    from beakerwatch.hub import RetryPolicy
+    from beakerwatch.hub import HubRetryPolicy
     from jobcreator.submit import load_client_config
 
     options = CollectOptions(
@@ -106,7 +106,7 @@ def _collect(args: argparse.Namespace) -> int:
             max_tarball_bytes=int(args.max_tarball_mb * MIB),
             max_unpacked_bytes=int(args.max_unpacked_mb * MIB),
         ),
-        policy=RetryPolicy(
+        policy=HubRetryPolicy(
             timeout_s=args.hub_timeout_s, retries=args.hub_retries, backoff_s=args.retry_backoff_s
         ),
     )

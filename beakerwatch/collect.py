@@ -25,8 +25,8 @@ from beakerwatch import state as statefile
 from beakerwatch.deliver import Delivery, deliver_failure, deliver_results
 from beakerwatch.errors import BeakerWatchError, HubError, NothingTrackedError
 from beakerwatch.fetch import Limits, download
-from beakerwatch.hub import BeakerHub, RetryPolicy
-from beakerwatch.model import Outcome, TrackedJob
+from beakerwatch.hub import BeakerHub, HubRetryPolicy
+from beakerwatch.model import JobOutcome, TrackedJob
 from beakerwatch.watch import JobWatch
 from jobcreator.jobmodel import is_job_id
 from jobcreator.submit import ClientConfig
@@ -59,7 +59,7 @@ class CollectOptions:
     """Pause between two looks at unfinished jobs [s]."""
     limits: Limits
     """Caps on a results tarball."""
-    policy: RetryPolicy
+    policy: HubRetryPolicy
     """Timeout and retries of each hub request and download."""
     once: bool = False
     """Look once and leave unfinished jobs for the next pass (exit 0), instead of waiting for them."""
@@ -184,7 +184,7 @@ def collect(
 def _deliver_once(
     state: Path,
     job: TrackedJob,
-    outcome: Outcome,
+    outcome: JobOutcome,
     options: CollectOptions,
     hub: BeakerHub,
     deadline: Deadline,

@@ -29,7 +29,7 @@ from typing import Any
 
 from beakerwatch.errors import BeakerWatchError, UnusableResultsError
 from beakerwatch.fetch import Limits
-from beakerwatch.model import JobState, Outcome, TrackedJob
+from beakerwatch.model import JobOutcome, JobState, TrackedJob
 from beakerwatch.unpack import unpack
 from ovsperf_common import metadata
 from ovsperf_common.atomicio import rename_no_replace
@@ -114,7 +114,7 @@ def _publish(stage: Path, ci_in: Path, name: str) -> Path:
     return target
 
 
-def _common_extra(job: TrackedJob, outcome: Outcome) -> dict[str, Any]:
+def _common_extra(job: TrackedJob, outcome: JobOutcome) -> dict[str, Any]:
     extra: dict[str, Any] = {"beaker_job_id": job.job_id, "beaker_status": one_line(outcome.beaker_status)}
     if outcome.recipe_id is not None:
         extra["beaker_recipe_id"] = outcome.recipe_id
@@ -133,7 +133,7 @@ def one_sentence(text: str) -> str:
     return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 1] + "…"
 
 
-def deliver_failure(ci_in: Path, job: TrackedJob, outcome: Outcome, reason: str) -> Delivery:
+def deliver_failure(ci_in: Path, job: TrackedJob, outcome: JobOutcome, reason: str) -> Delivery:
     """Deliver ``ci_in/J<id>-<scenario>-infrastructure-failure/`` holding only the metadata.
 
     :raises BeakerWatchError: when ``ci_in`` cannot be written.
@@ -164,7 +164,7 @@ def _write_metadata(directory: Path, record: RunMetadata) -> None:
 
 
 def deliver_results(
-    ci_in: Path, job: TrackedJob, outcome: Outcome, fetch: Fetcher, limits: Limits
+    ci_in: Path, job: TrackedJob, outcome: JobOutcome, fetch: Fetcher, limits: Limits
 ) -> Delivery:
     """Download, check and unpack the job's tarball into ``ci_in``; deliver an unusable one as a failure.
 
@@ -196,7 +196,7 @@ def deliver_results(
     return Delivery(name, path, JobState.DELIVERED, None)
 
 
-def _merged_metadata(root: Path, job: TrackedJob, outcome: Outcome, top: str) -> RunMetadata:
+def _merged_metadata(root: Path, job: TrackedJob, outcome: JobOutcome, top: str) -> RunMetadata:
     """Return the task's metadata with the job and build added.
 
     :raises UnusableResultsError: when the tarball has no readable metadata, or it names another scenario.

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from beakerwatch.errors import UnusableResultsError
-from beakerwatch.hub import RetryPolicy, with_retries
+from beakerwatch.hub import HubRetryPolicy, with_retries
 from ovsperf_common.deadline import Deadline
 from ovsperf_common.resultdir import MAX_DELIVERY_ENTRIES
 
@@ -147,7 +147,7 @@ def download(
     url: str,
     dest: Path,
     limits: Limits,
-    policy: RetryPolicy,
+    policy: HubRetryPolicy,
     deadline: Deadline,
     context: ssl.SSLContext | None = None,
 ) -> Download:

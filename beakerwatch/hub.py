@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class HubRetryPolicy:
     """How long one request may take and how often it is tried again."""
 
     timeout_s: float = 60.0
@@ -92,7 +92,7 @@ class _StopAtDeadline(tenacity.stop.stop_base):
         return self.deadline.remaining_s() <= (retry_state.upcoming_sleep or 0.0) + 0.01
 
 
-def with_retries(what: str, call: Callable[[], T], policy: RetryPolicy, deadline: Deadline) -> T:
+def with_retries(what: str, call: Callable[[], T], policy: HubRetryPolicy, deadline: Deadline) -> T:
     """Return ``call()``, trying again on transient errors (:func:`is_transient`) with backoff.
 
     Each attempt is bounded by ``policy.timeout_s`` (and what is left of ``deadline``); retries stop
@@ -151,7 +151,7 @@ def with_retries(what: str, call: Callable[[], T], policy: RetryPolicy, deadline
 class BeakerHub:
     """The read-only part of a Beaker hub's ``taskactions`` API, each call retried and bounded."""
 
-    def __init__(self, config: ClientConfig, policy: RetryPolicy, deadline: Deadline) -> None:
+    def __init__(self, config: ClientConfig, policy: HubRetryPolicy, deadline: Deadline) -> None:
         """Remember the configuration; nothing is sent until a method is called.
 
         :raises BeakerWatchError: when ``HUB_URL`` carries credentials (they would reach messages).

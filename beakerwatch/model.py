@@ -66,7 +66,7 @@ class TrackedJob:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class JobOutcome:
     """How a finished job ended, as far as the results are concerned (what ``collect`` delivers)."""
 
     beaker_status: str

@@ -29,7 +29,7 @@ from lxml import etree
 
 from beakerwatch.errors import BeakerWatchError
 from beakerwatch.hub import BeakerHub
-from beakerwatch.model import DUT_ROLE, RUN_ACTION, RUN_TASK, Outcome, TrackedJob
+from beakerwatch.model import DUT_ROLE, RUN_ACTION, RUN_TASK, JobOutcome, TrackedJob
 from ovsperf_common.resultdir import RESULTS_DIR_RE
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class JobWatch:
         """Make beaker-client's ``Task`` for the job."""
         self.task = Task(None, self.job.job_id)
 
-    def look(self, hub: BeakerHub) -> Outcome | None:
+    def look(self, hub: BeakerHub) -> JobOutcome | None:
         """Ask the hub once; return the outcome when the job has finished measuring, else ``None``.
 
         :raises HubError: when the hub stays unreachable or slow.
@@ -130,7 +130,7 @@ class JobWatch:
             if not job_finished:
                 return None
             status = str(self.task.task_info["state_label"])
-            return Outcome(
+            return JobOutcome(
                 status,
                 None,
                 None,
@@ -153,12 +153,12 @@ class JobWatch:
         if run.status != "Completed":
             notes = f" ({'; '.join(run.notes)})" if run.notes else ""
             why = f"its measuring task '{run.task_id}' was {run.status}{notes}"
-            return Outcome(status, None, None, self._sentence(status, why), run.recipe_id)
+            return JobOutcome(status, None, None, self._sentence(status, why), run.recipe_id)
         tarball = find_tarball(hub.files(run.task_id))
         if tarball is None:
             why = f"its measuring task '{run.task_id}' Completed but uploaded no results_<timestamp>.tar.gz"
-            return Outcome(status, None, None, self._sentence(status, why), run.recipe_id)
-        return Outcome(status, tarball[1], tarball[0], None, run.recipe_id)
+            return JobOutcome(status, None, None, self._sentence(status, why), run.recipe_id)
+        return JobOutcome(status, tarball[1], tarball[0], None, run.recipe_id)
 
     def _sentence(self, status: str, why: str) -> str:
         job = f"Beaker job '{self.job.job_id}' ({self.job.scenario})"

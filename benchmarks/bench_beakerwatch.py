@@ -35,7 +35,7 @@ import benchcli  # noqa: E402
 
 from beakerwatch.collect import CollectOptions, TrackRequest, collect, track  # noqa: E402
 from beakerwatch.fetch import Limits  # noqa: E402
-from beakerwatch.hub import RetryPolicy  # noqa: E402
+from beakerwatch.hub import HubRetryPolicy  # noqa: E402
 from jobcreator.submit import load_client_config  # noqa: E402
 from tests.beakerwatch.conftest import TS, Lab, results_tarball  # noqa: E402
 from tests.jobcreator.conftest import HUB_PASSWORD, HUB_USER, write_client_conf  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> int:
                     poll_s=1,
                     once=True,
                     limits=Limits(max_tarball_bytes=1 << 30, max_unpacked_bytes=8 << 30),
-                    policy=RetryPolicy(timeout_s=120, retries=0),
+                    policy=HubRetryPolicy(timeout_s=120, retries=0),
                 )
                 start = time.perf_counter()
                 done = collect(lab.state, options, config, lambda _r: None)

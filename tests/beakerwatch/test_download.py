@@ -11,7 +11,7 @@ import pytest
 
 from beakerwatch.errors import UnusableResultsError
 from beakerwatch.fetch import Limits, download
-from beakerwatch.hub import RetryPolicy
+from beakerwatch.hub import HubRetryPolicy
 from ovsperf_common.deadline import Deadline
 
 
@@ -43,5 +43,5 @@ def test_a_redirect_away_from_http_is_refused(server: ThreadingHTTPServer, tmp_p
     url = f"http://127.0.0.1:{server.server_port}/logs/results_2026-11-20_01-02-03.tar.gz"
     with pytest.raises(UnusableResultsError, match="redirected to a non-http"):
         deadline = Deadline.in_seconds(30, "the download")
-        download(url, dest, Limits(1 << 20, 1 << 20), RetryPolicy(timeout_s=5, retries=0), deadline)
+        download(url, dest, Limits(1 << 20, 1 << 20), HubRetryPolicy(timeout_s=5, retries=0), deadline)
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no partial file left
