@@ -12,7 +12,9 @@ the whole call (a hub trickling bytes cannot hold it), and tenacity's retries wi
 backoff on errors that may pass (refused or dropped connections, timeouts, HTTP 5xx), stopped by
 the attempt count and by the pass's :class:`~ovsperf_common.deadline.Deadline`. bkr's own
 transport retries (5 × 30 s, unlogged) are switched off. A ``Fault`` (the hub answered: unknown
-job, …) is not retried.
+job, …) is not retried. A reply is parsed while it arrives, and no more than
+:data:`MAX_REPLY_BYTES` of it (after gzip inflation) are fed to the parser: a hub that sends a
+gzip bomb or an endless document fails that call instead of filling this process's memory.
 """
 
 from __future__ import annotations
@@ -38,6 +40,50 @@ from ovsperf_common.secrets import url_credentials
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+"""Largest XML-RPC reply a hub call takes, counted after gzip inflation [B]. A job's results XML
+(``taskactions.to_xml`` with every task result) stays far below it."""
+
+
+class _CappedParser:
+    """Feed an XML-RPC reply to the standard library's parser, refusing more than ``limit`` bytes."""
+
+    def __init__(self, parser: Any, limit: int) -> None:
+        self.parser = parser
+        self.limit = limit
+        self.fed = 0
+
+    def feed(self, data: bytes) -> None:
+        """Feed ``data``.
+
+        :raises xmlrpc.client.ResponseError: once the reply passes the limit.
+        """
+        self.fed += len(data)
+        if self.fed > self.limit:
+            raise xmlrpc.client.ResponseError(f"the reply is larger than {self.limit} bytes (inflated)")
+        self.parser.feed(data)
+
+    def close(self) -> None:
+        """Finish parsing."""
+        self.parser.close()
+
+
+def cap_replies(transport: Any, limit: int = MAX_REPLY_BYTES) -> None:
+    """Make ``transport`` (beaker-client's own, as ``HubProxy`` built it) refuse replies over ``limit`` [B].
+
+    The transport keeps its class's behaviour (cookies, TLS context, ``CA_CERT``): only its
+    ``getparser`` is wrapped, in a subclass made for it, so the standard library's
+    ``Transport.parse_response`` reads (and inflates) the reply 1 KiB at a time into a parser
+    that counts.
+    """
+    base = type(transport)
+
+    def getparser(self: Any) -> tuple[Any, Any]:
+        parser, unmarshaller = base.getparser(self)
+        return _CappedParser(parser, limit), unmarshaller
+
+    transport.__class__ = type(f"Capped{base.__name__}", (base,), {"getparser": getparser})
 
 
 @dataclass(frozen=True)
@@ -151,8 +197,17 @@ def with_retries(what: str, call: Callable[[], T], policy: HubRetryPolicy, deadl
 class BeakerHub:
     """The read-only part of a Beaker hub's ``taskactions`` API, each call retried and bounded."""
 
-    def __init__(self, config: ClientConfig, policy: HubRetryPolicy, deadline: Deadline) -> None:
+    def __init__(
+        self,
+        config: ClientConfig,
+        policy: HubRetryPolicy,
+        deadline: Deadline,
+        *,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+    ) -> None:
         """Remember the configuration; nothing is sent until a method is called.
+
+        :param max_reply_bytes: largest reply a call takes, inflated [B].
 
         :raises BeakerWatchError: when ``HUB_URL`` carries credentials (they would reach messages).
         """
@@ -165,6 +220,7 @@ class BeakerHub:
         self.config = config
         self.policy = policy
         self.deadline = deadline
+        self.max_reply_bytes = max_reply_bytes
 
     @property
     def url(self) -> str:
@@ -177,6 +233,7 @@ class BeakerHub:
             dict(self.config.values), auto_login=False, timeout=self.policy.timeout_s, HUB_URL=self.url
         )
         proxy._transport.retry_count = 0  # bkr would retry 5 × 30 s on its own
+        cap_replies(proxy._transport, self.max_reply_bytes)
         return proxy
 
     def _call(self, method: str, *args: object) -> Any:

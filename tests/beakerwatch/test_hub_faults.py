@@ -129,3 +129,40 @@ def test_missing_client_configuration_is_a_clear_error(
     assert lab.collect() == ExitCode.ERROR
     assert "BEAKER_CLIENT_CONF names" in capsys.readouterr().err
     assert main(["status", "--state", str(lab.state)]) == ExitCode.OK  # status needs no hub
+
+
+def test_hub_sending_a_gzip_bomb_fails_the_pass_without_inflating_it(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """128 KiB of gzip inflating to 128 MiB: the parser stops at MAX_REPLY_BYTES (64 MiB), the pass
+    exits 2 naming the hub and the size, and the job is still tracked."""
+    import resource
+
+    ids = _tracked(lab, 1)
+    before = lab.state.read_bytes()
+    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    lab.hub.state.fail_requests(1, "gzip-bomb")
+    capsys.readouterr()
+    assert lab.collect() == ExitCode.ERROR
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "the reply is larger than 67108864 bytes (inflated)" in err and ids[0] in err
+    assert lab.state.read_bytes() == before
+    # The expat parser holds what it was fed (≤ 64 MiB + 1 KiB); the other 64 MiB never arrived.
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_kib) / 1024
+    assert grown_mib < 100, f"peak RSS grew {grown_mib:.0f} MiB"
+    assert lab.collect() == ExitCode.OK  # the hub is sane again: the next pass delivers
+
+
+def test_cap_replies_keeps_the_transport_class_and_counts_inflated_bytes() -> None:
+    import xmlrpc.client
+
+    from beakerwatch.hub import cap_replies
+
+    transport = xmlrpc.client.Transport()
+    cap_replies(transport, limit=10)
+    assert isinstance(transport, xmlrpc.client.Transport) and type(transport).__name__ == "CappedTransport"
+    parser, _ = transport.getparser()
+    parser.feed(b"<?xml ")
+    with pytest.raises(xmlrpc.client.ResponseError, match="larger than 10 bytes"):
+        parser.feed(b"version='1.0'?>")

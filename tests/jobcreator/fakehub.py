@@ -297,8 +297,10 @@ class HubState:
         raise KeyError(f"R:{number}")
 
     def fail_requests(self, count: int, mode: str = "503") -> None:
-        """Fail the next ``count`` requests (XML-RPC and HTTP): HTTP 503 or a dropped connection."""
-        assert mode in ("503", "drop"), mode
+        """Fail the next ``count`` requests (XML-RPC and HTTP): HTTP 503, a dropped connection, or
+        (``gzip-bomb``, XML-RPC only) HTTP 200 with a gzip body of 128 KiB that inflates to 128 MiB
+        of one XML-RPC string."""
+        assert mode in ("503", "drop", "gzip-bomb"), mode
         with self.lock:
             self.failures_left = count
             self.failure_mode = mode
@@ -656,9 +658,32 @@ class _Handler(SimpleXMLRPCRequestHandler):
         return True
 
     def do_POST(self) -> None:
+        state: HubState = self.server.state  # type: ignore[attr-defined]
+        if state.failure_mode == "gzip-bomb" and state._take_failure() is not None:
+            self._send_gzip_bomb()
+            return
         if self._fail_or_delay():
             return
         super().do_POST()
+
+    def _send_gzip_bomb(self) -> None:
+        """Answer 200 with a gzip reply inflating to 128 MiB (``fail_requests(…, 'gzip-bomb')``)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+        head = b"<?xml version='1.0'?><methodResponse><params><param><value><string>"
+        body = [packer.compress(head)]
+        chunk = b"A" * (1024 * 1024)
+        body += [packer.compress(chunk) for _ in range(128)]
+        body.append(packer.compress(b"</string></value></param></params></methodResponse>"))
+        body.append(packer.flush())
+        data = b"".join(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/xml")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def do_GET(self) -> None:
         state: HubState = self.server.state  # type: ignore[attr-defined]
