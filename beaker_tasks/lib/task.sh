@@ -192,7 +192,10 @@ task_phase_end() {
 
 # task_abort MESSAGE: a lab problem. Report WARN (closing the open phase), abort the recipe, exit 2.
 task_abort() {
-    local message="$*" name="abort" logfile
+    local message name="abort" logfile
+    # One line, no control characters (a parameter may carry a newline or an escape sequence
+    # into the console, the task log and Beaker's result), at most 2000 bytes.
+    message="$(printf '%s' "$*" | LC_ALL=C tr '\000-\037\177' '?' | LC_ALL=C head -c 2000)"
     task_log "ABORT: ${message}"
     printf '%s\n' "${message}" >&2
     if [[ -n "${TASK_PHASE}" ]]; then
@@ -315,10 +318,11 @@ task_tuned_isolate() {
             >"${TASK_ETC}/tuned/cpu-partitioning-variables.conf"
 }
 
-# task_ban_irqs CPULIST: keep irqbalance off CPULIST (IRQBALANCE_BANNED_CPULIST, other lines kept).
+# task_ban_irqs CPULIST [DIR]: keep irqbalance off CPULIST (IRQBALANCE_BANNED_CPULIST, other lines
+# kept) in /etc/DIR/irqbalance: DIR is sysconfig (Red Hat, the default) or default (Debian).
 task_ban_irqs() {
-    local file="${TASK_ETC}/sysconfig/irqbalance"
-    mkdir -p "${TASK_ETC}/sysconfig" && touch "${file}" || return 1
+    local file="${TASK_ETC}/${2:-sysconfig}/irqbalance"
+    mkdir -p "${file%/*}" && touch "${file}" || return 1
     grep -v '^IRQBALANCE_BANNED_CPULIST=' "${file}" >"${file}.ovsperf" || true # grep exits 1 on an empty file
     printf 'IRQBALANCE_BANNED_CPULIST=%s\n' "$1" >>"${file}.ovsperf" &&
         mv "${file}.ovsperf" "${file}"

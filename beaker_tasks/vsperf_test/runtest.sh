@@ -147,7 +147,10 @@ vsperf_test_choose_python() {
         VSPERF_TEST_PYTHON="${VSPERF_BASE_PYTHON}"
     else
         VSPERF_TEST_PYTHON=""
-        for candidate in ${VSPERF_PYTHON_CANDIDATES}; do
+        local -a candidates
+        # Split on blanks only: no pathname expansion of a candidate like 'python3*'.
+        read -r -a candidates <<<"${VSPERF_PYTHON_CANDIDATES}"
+        for candidate in "${candidates[@]}"; do
             version="$(vsperf_test_python_version "${candidate}")" || continue
             if vsperf_test_python_fits "${version}"; then
                 VSPERF_TEST_PYTHON="${candidate}"

@@ -86,6 +86,20 @@ def test_abort_outside_a_phase_reports_and_aborts(lab: Lab) -> None:
     assert Path(uploaded[0][-1]).read_text() == "ABORT: NIC 0000:03:00.0 missing\n"
 
 
+def test_abort_message_is_one_line_without_control_characters(lab: Lab) -> None:
+    """A parameter echoed into an abort (newline, terminal escape, 5000 bytes) reaches the console,
+    the log and Beaker as one clean line of at most 2000 bytes."""
+    proc, calls = _script(
+        lab, "task_abort \"GUEST_NAME '$(printf 'a\\nb\\033[31mc')' is bad$(printf 'x%.0s' {1..5000})\""
+    )
+    assert proc.returncode == 2
+    uploaded = [c for c in calls if c[0] == "rstrnt-report-log"]
+    text = Path(uploaded[0][-1]).read_text()
+    assert text.startswith("ABORT: GUEST_NAME 'a?b?[31mc' is badxxx") and text.endswith("x\n")
+    assert len(text) == len("ABORT: ") + 2000 + 1
+    assert "\033" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
 def test_reboot_count_comes_from_restraint_then_rhts(lab: Lab) -> None:
     proc, _ = _script(lab, 'echo "count=${TASK_REBOOTCOUNT}"', RSTRNT_REBOOTCOUNT="2", REBOOTCOUNT="5")
     assert "count=2" in proc.stdout

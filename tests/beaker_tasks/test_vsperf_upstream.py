@@ -241,6 +241,16 @@ def test_setup_picks_the_first_python_vsperf_runs_on(lab: Lab) -> None:
     run = lab.run("vsperf_test", reboot=0, VSPERF_ACTION="setup", **params)
     assert run.returncode == 2
     assert "No Python VSperf runs on (3.6 to <3.10) among python3 no-such-python" in run.stderr
+    # A candidate is a name, never a pattern: 'python3.[9]' does not expand to python3.9.
+    pattern = f"{lab.bin}/python3.[9]"
+    run = lab.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="setup",
+        **_params(lab, VSPERF_BASE_PYTHON="", VSPERF_PYTHON_CANDIDATES=pattern),
+    )
+    assert run.returncode == 2
+    assert f"among {pattern}: install" in run.stderr
 
 
 def test_run_refuses_a_venv_of_the_wrong_python(lab: Lab, tmp_path: Path) -> None:
