@@ -36,9 +36,9 @@ import benchcli
 from bench_changepoints import otava_detect, otava_python
 
 from ovsperf_common.metadata import RunMetadata, write
+from reporting.metrics import THROUGHPUT_METRICS
 from resultstore.importer import import_dirs
 from resultstore.model import Series
-from resultstore.samples import THROUGHPUT_METRICS
 from resultstore.store import ResultStore
 from resultstore.trend import analyse_series
 from resultstore.trendpages import write_trend_pages

@@ -13,8 +13,12 @@ import statistics
 from collections.abc import Sequence
 
 from ovsperf_common.framemix import TrafficKey
+from reporting.metrics import METRICS
 from reporting.model import TelemetryCell, Thresholds
 from reporting.resultmodel import TelemetryPoint, TestRun
+
+CYCLES_PER_PACKET = METRICS["cycles_per_packet"]
+"""How cycles per packet is compared: lower is better, a rise marked (``Metric.compare``)."""
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -43,7 +47,7 @@ def compare_telemetry(
         base, cur = _side(baseline, key), _side(current, key)
         b_cpp = _mean([p.cycles_per_packet for p in base])
         c_cpp = _mean([p.cycles_per_packet for p in cur])
-        change = (c_cpp / b_cpp - 1.0) * 100.0 if b_cpp and c_cpp is not None else None
+        change, marked = CYCLES_PER_PACKET.compare(b_cpp, c_cpp, thresholds.regression_percent)
         cells.append(
             TelemetryCell(
                 frame_size_bytes=key[0],
@@ -54,7 +58,7 @@ def compare_telemetry(
                 baseline_cycles_per_packet=b_cpp,
                 current_cycles_per_packet=c_cpp,
                 cycles_change_percent=change,
-                marked=change is not None and change >= thresholds.regression_percent,
+                marked=marked,
                 baseline_busy_percent=_mean([p.pmd_busy_percent for p in base]),
                 current_busy_percent=_mean([p.pmd_busy_percent for p in cur]),
             )

@@ -14,17 +14,15 @@ from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import TrafficKey, read_packet_size
 from ovsperf_common.runner import one_line, run_command
 from ovsperf_common.secrets import mask_tree
+from reporting.metrics import OPTIONS, THROUGHPUT_METRICS
 from resultstore.connect import DB_ENV_VAR, database_url, default_database_path
 from resultstore.errors import ResultStoreError
 from resultstore.model import ComparisonRecord, ReviewDecision, SeriesKey
-from resultstore.samples import THROUGHPUT_METRICS
 
 if TYPE_CHECKING:
     from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
-
-_METRICS = {"ndr": "ndr_fps", "pdr": "pdr_fps", "mrr": "mrr_fps"}
 
 EPILOG = f"""\
 database: --db URL, else ${DB_ENV_VAR}, else the SQLite file {default_database_path()}.
@@ -102,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     trend.add_argument("--scenario", help="only this scenario")
     trend.add_argument(
-        "--metric", choices=sorted(_METRICS), action="append", help="only this metric (repeatable)"
+        "--metric", choices=sorted(OPTIONS), action="append", help="only this metric (repeatable)"
     )
     trend.add_argument(
         "--since", metavar="YYYY-MM-DD", help="only builds measured on or after this day (UTC)"
@@ -124,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="flows per direction of the series, when not one (a flow sweep)",
     )
-    expect.add_argument("--metric", choices=sorted(_METRICS), default="ndr", help="metric (default ndr)")
+    expect.add_argument("--metric", choices=sorted(OPTIONS), default="ndr", help="metric (default ndr)")
     expect.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
     expect.add_argument("--comment", metavar="TEXT", help="why it is expected")
     expect.add_argument("--tester", metavar="NAME", help="who decides")
@@ -263,7 +261,7 @@ def _trend(store: ResultStore, args: argparse.Namespace) -> int:
     from resultstore.trendpages import write_store_pages  # jumpavg, Plotly: ovsperf[report]
 
     since = _since(args.since)
-    metrics = [_METRICS[m] for m in args.metric] if args.metric else list(THROUGHPUT_METRICS)
+    metrics = [OPTIONS[m] for m in args.metric] if args.metric else list(THROUGHPUT_METRICS)
     if args.scenario is not None:
         known = store.scenarios()
         if args.scenario not in known:
@@ -323,7 +321,7 @@ def _traffic(frame_size: str, flows: int | None) -> TrafficKey:
 
 
 def _expect(store: ResultStore, args: argparse.Namespace) -> int:
-    metric = _METRICS[args.metric]
+    metric = OPTIONS[args.metric]
     traffic = _traffic(args.frame_size, args.flows)
     result = store.result(args.result)
     if result is None:

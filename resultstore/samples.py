@@ -4,7 +4,9 @@ The store keeps these so that each number can be followed over builds (:mod:`res
 They are read from VSperf results directories with :mod:`reporting.load`, the same reader
 ``generate-report`` uses, so every layout it reads can be recorded.
 
-Metrics (name → unit, source):
+Metrics (name → unit, source), one per entry of :data:`reporting.metrics.METRICS` (which holds
+each one's unit, direction, display and loader; ``tests/resultstore/test_metrics.py`` checks this
+table against it):
 
 ==========================  ======  ==========================================================
 ``ndr_fps``                 fps     RFC 2544 throughput at 0 % loss (``throughput_rx_fps``),
@@ -16,6 +18,7 @@ Metrics (name → unit, source):
 ``latency_avg_ns``          ns      VSperf's average latency at the NDR row (when measured)
 ``latency_p50_ns_<L>pct``   ns      median latency at L % of the PDR load (ovsperf-latency.json)
 ``latency_p99_ns_<L>pct``   ns      99th percentile at L % of the PDR load
+``latency_p999_ns_<L>pct``  ns      99.9th percentile at L % of the PDR load
 ``cycles_per_packet``       cycles  PMD processing cycles / packets of the trial the NDR rests on
                                     (``ovsperf-telemetry.json``; lower is better)
 ``pmd_busy_percent``        %       PMD processing / (idle + processing) cycles, same trial
@@ -40,30 +43,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ovsperf_common.framemix import TrafficKey
 from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
+from reporting.metrics import METRICS
 from reporting.model import BuildNote
 from reporting.resultmodel import ResultSet, TestRun
 from resultstore.model import build_name
-
-THROUGHPUT_METRICS = ("ndr_fps", "pdr_fps", "mrr_fps")
-"""Metrics where higher is better and a trend verdict decides (the others are shown, not judged)."""
-
-
-def metric_unit(metric: str) -> str:
-    """Return the unit of ``metric`` from its name's suffix: ``fps``, ``%``, ``cycles`` or ``ns``."""
-    if metric.endswith("_fps"):
-        return "fps"
-    if metric == "cycles_per_packet":
-        return "cycles"
-    if metric.endswith("_percent"):
-        return "%"
-    return "ns"
-
-
-def higher_is_better(metric: str) -> bool:
-    """Return whether a rise of ``metric`` is an improvement (throughput) or not (latency, loss)."""
-    return metric.endswith("_fps")
 
 
 @dataclass(frozen=True)
@@ -101,44 +85,22 @@ class BuildInfo:
 
 
 def _run_samples(run: TestRun, repeat: int) -> list[Sample]:
+    """Return the samples of one test run: every metric's loader, in registry order."""
     out: list[Sample] = []
-
-    def add(traffic: TrafficKey, metric: str, value: float | None) -> None:
-        if value is not None and math.isfinite(value) and value >= 0:
-            out.append(
-                Sample(
-                    run.test,
-                    run.deployment,
-                    traffic.frame_size_bytes,
-                    metric,
-                    repeat,
-                    float(value),
-                    traffic.store_label,
+    for metric in METRICS.values():
+        for traffic, name, value in metric.samples(run):
+            if value is not None and math.isfinite(value) and value >= 0:
+                out.append(
+                    Sample(
+                        run.test,
+                        run.deployment,
+                        traffic.frame_size_bytes,
+                        name,
+                        repeat,
+                        float(value),
+                        traffic.store_label,
+                    )
                 )
-            )
-
-    continuous = run.test.endswith("_cont")
-    for row in run.rows:
-        if not row.valid:
-            continue
-        if row.loss_goal_percent == 0:
-            add(row.traffic, "mrr_fps" if continuous else "ndr_fps", row.rx_pps)
-            add(row.traffic, "frame_loss_percent", row.frame_loss_percent)
-            add(row.traffic, "latency_avg_ns", row.latency_avg_ns or None)
-        else:
-            add(row.traffic, "pdr_fps", row.rx_pps)
-    for telemetry in run.telemetry:
-        if telemetry.frame_size_bytes is None:
-            continue  # a VSperf whole-test window: no frame size to file it under (module docstring)
-        traffic = TrafficKey(telemetry.frame_size_bytes, telemetry.mix, telemetry.flows)
-        add(traffic, "cycles_per_packet", telemetry.cycles_per_packet)
-        add(traffic, "pmd_busy_percent", telemetry.pmd_busy_percent)
-    for point in run.latency:
-        if not point.valid:
-            continue
-        level = f"{point.percent_of_pdr:g}pct"
-        add(point.traffic, f"latency_p50_ns_{level}", point.p50_ns)
-        add(point.traffic, f"latency_p99_ns_{level}", point.p99_ns)
     return out
 
 

@@ -35,16 +35,11 @@ from ovsperf_common.metadata import read as read_metadata
 from reporting.api import TrendKey
 from reporting.changepoints import RULES, ChangePointVerdict, SeriesAnalysis, analyse, extend
 from reporting.load import find_results_dirs, load_results_dir
+from reporting.metrics import THROUGHPUT_METRICS, higher_is_better, metric
 from reporting.model import TrendCell, TrendVerdict
 from reporting.resultmodel import ResultSet
 from resultstore.model import Series, SeriesKey, SeriesPoint, TrendMark
-from resultstore.samples import (
-    THROUGHPUT_METRICS,
-    build_info,
-    higher_is_better,
-    metric_unit,
-    samples_from_sets,
-)
+from resultstore.samples import build_info, samples_from_sets
 from resultstore.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -68,14 +63,9 @@ class SeriesTrend:
     """Per build, the tester's mark on a change starting there (None when none)."""
 
 
-def _amount(value: float, metric: str) -> str:
-    """Return ``value`` of ``metric`` with its unit: Mpps for rates, ns, or %."""
-    unit = metric_unit(metric)
-    if unit == "fps":
-        return f"{value / 1e6:.4f} Mpps"
-    if unit in ("ns", "cycles"):
-        return f"{value:.0f} {unit}"
-    return f"{value:.4g} %"
+def _amount(value: float, name: str) -> str:
+    """Return ``value`` of metric ``name`` as shown: ``7.0000 Mpps`` (``Metric.text``)."""
+    return metric(name).text(value)
 
 
 def _values(points: Sequence[SeriesPoint]) -> list[tuple[float, ...]]:

@@ -2,7 +2,8 @@
 
 Graphs are Plotly (the ``plotly`` Python package builds the figure and ships ``plotly.min.js``,
 written once beside the pages), so the pages open from ``file://`` and from any plain web server
-without internet access. Each graph shows the throughput metrics of one cell over builds: a marker
+without internet access. Each graph shows the metrics asked for (throughput unless told; each in
+the unit and axis its :mod:`reporting.metrics` entry gives) of one cell over builds: a marker
 per build (mean of its repeats), the groups' averages between change points as steps,
 regressions / progressions / outliers marked; hovering shows the build, its date, OVS / DPDK /
 QEMU versions, the value and verdicts; a click opens that build's report (relative link).
@@ -30,8 +31,8 @@ from ovsperf_templates import environment  # type: ignore[import-not-found, unus
 from ovsperf_common.atomicio import atomic_directory
 from ovsperf_common.framemix import TrafficKey
 from reporting.changepoints import ChangePointVerdict
+from reporting.metrics import THROUGHPUT_METRICS, Metric, metric
 from reporting.model import TrendVerdict
-from resultstore.samples import THROUGHPUT_METRICS
 from resultstore.store import ResultStore
 from resultstore.trend import SeriesTrend, analyse_store_series
 from resultstore.trendlinks import INDEX_NAME, SERIES_DIR, relative_href, series_page_name
@@ -54,8 +55,6 @@ VERDICT_ORDER = (
 )
 """Index order: open regressions first."""
 
-_METRIC_LABEL = {"ndr_fps": "NDR", "pdr_fps": "PDR", "mrr_fps": "MRR"}
-_METRIC_COLOUR = {"ndr_fps": "#1f5fa8", "pdr_fps": "#7a3db8", "mrr_fps": "#2a7f62"}
 _MARKERS = {
     ChangePointVerdict.REGRESSION: ("triangle-down", "#c00000", "regression"),
     ChangePointVerdict.PROGRESSION: ("triangle-up", "#008a00", "progression"),
@@ -83,16 +82,44 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _metrics(trends: Sequence[SeriesTrend]) -> list[Metric]:
+    """Return the metrics of ``trends``' series, each once, in order (:func:`reporting.metrics.metric`)."""
+    found: dict[str, Metric] = {}
+    for trend in trends:
+        name = trend.series.key.metric
+        if name not in found:
+            found[name] = metric(name)
+    return list(found.values())
+
+
+def _drawn(metrics: Sequence[Metric]) -> str:
+    """Return what a graph of ``metrics`` shows, for its page's note.
+
+    ``Throughput over builds (both directions, Mpps; frame size incl. FCS)``.
+    """
+    parts = list(
+        dict.fromkeys(
+            (m.quantity, f"{m.qualifier}, {m.shown_unit}" if m.qualifier else m.shown_unit) for m in metrics
+        )
+    )
+    if len(parts) == 1:
+        (quantity, detail) = parts[0]
+        return f"{quantity.capitalize()} over builds ({detail}; frame size incl. FCS)"
+    listed = "; ".join(f"{quantity} ({detail})" for quantity, detail in parts)
+    return f"{listed[:1].upper()}{listed[1:]} over builds (frame size incl. FCS)"
+
+
 def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
-    """Return the Plotly figure (as a JSON-ready dict) of one cell's throughput series."""
+    """Return the Plotly figure (as a JSON-ready dict) of one cell's series, each in its shown unit."""
     fig = go.Figure()
     for trend in trends:
         key = trend.series.key
-        label = _METRIC_LABEL.get(key.metric, key.metric)
-        colour = _METRIC_COLOUR.get(key.metric, "#444444")
+        shown = metric(key.metric)
+        label = shown.label
+        colour = shown.colour
         points = trend.series.points
         x = [p.built_at.isoformat() for p in points]
-        y = [_mean(p.values) / 1e6 for p in points]
+        y = [shown.shown(_mean(p.values)) for p in points]
         hover = []
         links = []
         for i, p in enumerate(points):
@@ -103,7 +130,8 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
                 f"result {p.result_name}, " + p.built_at.strftime("%Y-%m-%d %H:%M UTC"),
                 f"OVS {p.ovs_version or 'n/a'}, DPDK {p.dpdk_version or 'n/a'}"
                 + (f", QEMU {p.qemu_version}" if p.qemu_version else ""),
-                f"{label} {y[i]:.4f} Mpps" + (f" (mean of {len(p.values)})" if len(p.values) > 1 else ""),
+                f"{label} {shown.text(_mean(p.values))}"
+                + (f" (mean of {len(p.values)})" if len(p.values) > 1 else ""),
                 f"trend: {verdict}" + (" (marked expected)" if mark else ""),
                 f"tester: {p.tester_decision or '-'}" + (f" {p.tester_bug}" if p.tester_bug else ""),
             ]
@@ -126,7 +154,7 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
         steps_y: list[float | None] = []
         for group in trend.analysis.groups:
             steps_x.extend([x[group.start], x[group.end - 1], None])
-            steps_y.extend([group.average / 1e6, group.average / 1e6, None])
+            steps_y.extend([shown.shown(group.average), shown.shown(group.average), None])
         fig.add_trace(
             go.Scatter(
                 x=steps_x,
@@ -160,7 +188,7 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
             )
     fig.update_layout(
         xaxis_title="build (measurement start, UTC)",
-        yaxis_title="throughput, both directions [Mpps]",
+        yaxis_title="; ".join(dict.fromkeys(m.axis_title for m in _metrics(trends))),
         hovermode="closest",
         margin={"l": 60, "r": 20, "t": 70, "b": 50},
         legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
@@ -184,6 +212,7 @@ def _script_json(data: Any) -> str:
 def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
     key = trend.series.key
     last = trend.series.points[-1]
+    shown = metric(key.metric)
     return {
         "scenario": key.scenario,
         "test": key.test,
@@ -191,12 +220,13 @@ def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
         "frame_size": key.frame_size,
         "traffic": key.traffic,
         "frame": key.traffic_key.text(),
-        "metric": _METRIC_LABEL.get(key.metric, key.metric),
+        "metric": shown.label,
         "builds": len(trend.series.points),
         "last_build": last.build,
         "last_result": last.result_name,
         "last_date": last.built_at.strftime("%Y-%m-%d"),
-        "last_mpps": _mean(last.values) / 1e6,
+        "last_value": shown.number(_mean(last.values)),
+        "last_unit": shown.shown_unit,
         "verdict": trend.last.verdict.value,
         "step_percent": trend.last.step_percent,
         "since": trend.last.since_build or trend.last.since,
@@ -217,7 +247,7 @@ def write_trend_pages(
 ) -> PagesOutcome:
     """Write the index and one graph page per (scenario, test, deployment, frame size, traffic).
 
-    :param trends: analysed throughput series (:func:`resultstore.trend.analyse_series`).
+    :param trends: analysed series (:func:`resultstore.trend.analyse_series`) of known metrics.
     :param generated: when the pages are made (shown).
     :param filters: the filters used, shown under the title.
     :raises OSError: when the directory cannot be written (the previous pages stay).
@@ -256,6 +286,7 @@ def write_trend_pages(
                     "frame": TrafficKey.from_store(cell[3], cell[4]).text(),
                 },
                 rows=[_row(t, page) for t in cell_trends],
+                drawn=_drawn(_metrics(cell_trends)),
                 figure_json=_script_json(figure),
                 plotly_js=f"../{PLOTLY_JS}",
                 generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
@@ -273,9 +304,11 @@ def write_trend_pages(
             )
         )
         counts = {v.value: len([r for r in rows if r["verdict"] == v.value]) for v in VERDICT_ORDER}
+        units = {r["last_unit"] for r in rows}
         html = env.get_template(INDEX_NAME + ".j2").render(
             title=title,
             rows=rows,
+            value_header=units.pop() if len(units) == 1 else "value",
             counts=counts,
             filters=filters,
             generated=generated.strftime("%Y-%m-%d %H:%M UTC"),

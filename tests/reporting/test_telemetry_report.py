@@ -144,7 +144,8 @@ def test_bad_telemetry_is_named_and_skipped(
 
 
 def test_cycles_per_packet_is_a_sample_in_the_store(tmp_path: Path) -> None:
-    from resultstore.samples import higher_is_better, metric_unit, samples_from_sets
+    from reporting.metrics import higher_is_better, metric_unit
+    from resultstore.samples import samples_from_sets
 
     loaded = load_results_dir(results(tmp_path, CANDIDATE, "c", [trial(64, 2e6, 0.0, 400.0)]))
     samples = {(s.test, s.frame_size, s.metric): s.value for s in samples_from_sets([loaded])}
