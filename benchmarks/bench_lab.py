@@ -56,12 +56,13 @@ def measure_max_forwarding(
         cpu=cpu,
         file_prefix=state.new_file_prefix("flowgen"),
         memory_mb=pool_memory_mb(2, 1, FLOWGEN_RING_SIZE),
-        ports=lay.attachments(),
+        sockets=(lay.generator_ports[0].socket, lay.generator_ports[1].socket),
         queues=1,
         forward_mode="flowgen",
         queue_size=FLOWGEN_RING_SIZE,
         total_mbufs=pool_mbufs(2, 1, FLOWGEN_RING_SIZE),
-        extra_app_args=("-i", "--txpkts=60"),
+        # flowgen takes the frame size including the FCS (it subtracts 4 B itself): 64 B frames.
+        extra_app_args=("-i", f"--txpkts={FRAME_SIZE_BYTES}"),
     )
     gen = ForwarderProcess(state, "flowgen-testpmd", argv, state.run_dir / "flowgen.log")
     gen.start()

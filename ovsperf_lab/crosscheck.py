@@ -26,7 +26,7 @@ from typing import Any
 
 from ovsperf_common.framemix import item_text
 from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
-from ovsperf_lab.model import TrialResult, TrialSpec
+from ovsperf_lab.model import GeneratorCounters, TrialResult, TrialSpec
 from ovsperf_lab.ovs import OvsSandbox, PortCounters
 
 log = logging.getLogger(__name__)
@@ -80,21 +80,20 @@ def compare(
     after: dict[int, PortCounters],
     result: TrialResult,
     ofports: tuple[int, ...],
-    raw: dict[str, Any] | None = None,
 ) -> CrossCheck:
     """Compare the OVS counter deltas of a trial with the generator's counts.
 
+    The generator's refused, foreign and warm-up frames come from ``result.generator_counters``
+    (none when it is ``None``).
+
     :param ofports: OVS port number facing generator port 0, 1, … (index = generator port).
-    :param raw: the generator's full JSON result when available (``tx_refused_packets``,
-        ``rx_foreign_packets``, ``warmup_tx_packets``).
     """
     mismatches: list[str] = []
     ovs_rx: dict[int, int | None] = {}
     ovs_tx: dict[int, int | None] = {}
     ovs_drop: dict[int, int | None] = {}
-    raw_dirs = list((raw or {}).get("directions") or [])
-    foreign = list((raw or {}).get("rx_foreign_packets") or [])
-    warmup = int((raw or {}).get("warmup_tx_packets") or 0)
+    counters = result.generator_counters or GeneratorCounters()
+    warmup = counters.warmup_tx_packets
     for gport, ofport in enumerate(ofports):
         if ofport not in before or ofport not in after:
             mismatches.append(f"OVS port {ofport} (generator port {gport}) has no counters.")
@@ -107,8 +106,7 @@ def compare(
         for i, d in enumerate(result.directions):
             if d.tx_port == gport:
                 sent += d.tx_packets
-                if i < len(raw_dirs):
-                    refused += int(raw_dirs[i].get("tx_refused_packets") or 0)
+                refused += counters.refused(i)
         if warmup and result.spec.warmup_s > 0:
             sent += warmup // max(1, len({d.tx_port for d in result.directions}))
         entered = sent - refused
@@ -120,8 +118,7 @@ def compare(
                 f"{ovs_rx[gport]}."
             )
         counted = sum(d.rx_packets + d.duplicate_packets for d in result.directions if d.rx_port == gport)
-        if gport < len(foreign):
-            counted += int(foreign[gport] or 0)
+        counted += counters.foreign(gport)
         dropped = ovs_drop[gport]
         if dropped:
             mismatches.append(
@@ -198,8 +195,7 @@ class CrossCheckedGenerator(TrafficGenerator):
         result = self.inner.run_trial(spec)
         self.ovs.check_alive()
         after = self.ovs.port_counters(self.bridge)
-        raw = getattr(self.inner, "raw_result", None)
-        self.last = compare(before, after, result, self.ofports, raw if isinstance(raw, dict) else None)
+        self.last = compare(before, after, result, self.ofports)
         for line in self.last.mismatches:
             log.warning(
                 "Cross-check, %s at %.0f pps: %s", item_text(spec.frame_size_bytes), spec.rate_pps, line

@@ -31,6 +31,8 @@ from ovsperf_common.framemix import reduced_weights
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generator_api import (
+    MAX_RING_SIZE,
+    MIN_RING_SIZE,
     AttachmentKind,
     GeneratorBackend,
     GeneratorRequest,
@@ -38,7 +40,9 @@ from ovsperf_lab.generator_api import (
     Readiness,
     TrafficGenerator,
 )
-from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, DirectionResult, TrialResult, TrialSpec
+from ovsperf_lab.generator_api import pool_mbufs as pool_mbufs  # re-exported: run, testbed, benchmarks
+from ovsperf_lab.generator_api import pool_memory_mb as pool_memory_mb
+from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, DirectionResult, GeneratorCounters, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
 
@@ -71,39 +75,6 @@ class TxFullPolicy(SpecEnum):
     """Count it as sent and lost (virtual ports: the DUT did not take it)."""
     RETRY = "retry"
     """Retry it; a full queue slows the generator (physical NICs, max-rate measurements)."""
-
-
-MIN_RING_SIZE = 64
-"""Smallest ring the generator accepts [descriptors] (``--rxd``/``--txd``)."""
-
-MAX_RING_SIZE = 32768
-"""Largest ring the generator accepts [descriptors]: the virtio maximum queue size."""
-
-MBUF_BYTES = 2048 + 128 + 128 + 64
-"""Hugepage bytes per mbuf of a standard pool: data room (2048 B + 128 B headroom,
-``RTE_MBUF_DEFAULT_BUF_SIZE``), ``struct rte_mbuf`` (128 B) and the mempool object header [B]."""
-
-JUMBO_MBUF_BYTES = 9216 + 128 + 128 + 64
-"""Hugepage bytes per mbuf of a jumbo pool (``JUMBO_DATA_ROOM`` in ``trafficgen/src/main.c``) [B]."""
-
-EAL_OVERHEAD_MB = 64
-"""Hugepage memory EAL, rings and the JSON side need besides the mbuf pool [MiB]."""
-
-
-def pool_memory_mb(ports: int, queues: int, ring_size: int, *, jumbo: bool = False) -> int:
-    """Return the EAL ``-m`` [MiB] a process needs to fill every ring of ``ports`` with mbufs.
-
-    The pool holds ``ports * queues * 2 * ring_size + 4096`` mbufs (every RX and TX ring full
-    plus frames in flight: the sizing in ``trafficgen/src/main.c`` and what ``dpdk-testpmd``
-    needs with ``--total-num-mbufs`` of :func:`pool_mbufs`), plus :data:`EAL_OVERHEAD_MB`.
-    """
-    per = JUMBO_MBUF_BYTES if jumbo else MBUF_BYTES
-    return -(-pool_mbufs(ports, queues, ring_size) * per // (1 << 20)) + EAL_OVERHEAD_MB
-
-
-def pool_mbufs(ports: int, queues: int, ring_size: int) -> int:
-    """Return the mbufs that fill every RX and TX ring of ``ports`` plus 4096 in flight [1]."""
-    return ports * queues * 2 * ring_size + 4096
 
 
 def default_binary() -> Path:
@@ -357,6 +328,27 @@ def parse_trial_result(spec: TrialSpec, result: Mapping[str, Any]) -> TrialResul
         directions=parsed,
         valid=bool(_require(result, "valid", bool, "'result'")),
         invalid_reason=str(reason) if reason is not None else None,
+        generator_counters=parse_counters(result, directions),
+    )
+
+
+def parse_counters(result: Mapping[str, Any], directions: list[Any]) -> GeneratorCounters:
+    """Return the refused, foreign and warm-up frames of a trial ``result`` object.
+
+    Source: ``RESULT`` in ``docs/trafficgen.md`` (``directions[i].tx_refused_packets``,
+    ``rx_foreign_packets``, ``warmup_tx_packets``); a key an older generator omits counts 0.
+    """
+
+    def count(obj: Mapping[str, Any], key: str) -> int:
+        return max(_optional_int(obj, key) or 0, 0)
+
+    foreign = result.get("rx_foreign_packets")
+    return GeneratorCounters(
+        tx_refused_packets=tuple(count(d, "tx_refused_packets") for d in directions),
+        rx_foreign_packets=tuple(
+            count({"n": n}, "n") for n in (foreign if isinstance(foreign, list) else ())
+        ),
+        warmup_tx_packets=count(result, "warmup_tx_packets"),
     )
 
 
@@ -391,8 +383,6 @@ class DpdkTrafficGenerator(TrafficGenerator):
     def __init__(self, config: GeneratorConfig) -> None:
         self.config = config
         self.file_prefix = config.file_prefix or f"ovsperf-tg-{os.getpid()}-{secrets.token_hex(3)}"
-        self.raw_result: dict[str, Any] | None = None
-        """The last trial's full ``result`` object (e.g. ``tx_refused_packets``, ``rx_foreign_packets``)."""
         self.tsc_hz: int | None = None
         self._ports: tuple[PortInfo, ...] = ()
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -634,7 +624,6 @@ class DpdkTrafficGenerator(TrafficGenerator):
         )
         reply = self.command(fields, expected_s + self.config.reply_margin_s)
         result = _require(reply, "result", dict, "the trial reply")
-        self.raw_result = result
         return dict(result)
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
@@ -648,7 +637,7 @@ class DpdkTrafficGenerator(TrafficGenerator):
         """
         result = self.run_raw_trial(self.trial_command(spec))
         trial = parse_trial_result(spec, result)
-        refused = [d.get("tx_refused_packets", 0) for d in result["directions"] if isinstance(d, dict)]
+        refused = trial.generator_counters.tx_refused_packets if trial.generator_counters else ()
         log.info(
             "Trial %s at %.0f pps x %.2f s: loss %.6f, valid %s%s.",
             trial.frame_text,

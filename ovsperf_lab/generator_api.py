@@ -1,8 +1,10 @@
 """Define the traffic-generator interface the lab's search and run drive (an ``abc.ABC``).
 
 Implementations: :class:`~ovsperf_lab.dpdk_generator.DpdkTrafficGenerator` (drives the C program
-``trafficgen/``), :class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator` (wraps another and checks
-its counters against OVS's), and the tests' fake. The backends a user can pick
+``trafficgen/``), :class:`~ovsperf_lab.testpmd_generator.FlowgenGenerator` (drives
+``dpdk-testpmd --forward-mode=flowgen``: MRR at full load only),
+:class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator` (wraps another and checks its counters
+against OVS's), and the tests' fake. The backends a user can pick
 (``--generator``) are registered in :mod:`ovsperf_lab.generators`.
 
 What the lab asks a backend for is a :class:`GeneratorRequest`: two ports *by role* (west sends
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.model import TrialResult, TrialSpec
+from ovsperf_lab.model import MAX_FLOWS, TrialResult, TrialSpec
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,17 @@ class GeneratorRequest:
     """Queues per port [1]."""
     ring_size: int
     """Descriptors per RX and TX ring [1]."""
+    flows: int = 1
+    """Flows per direction the first trials ask for [1]: a backend that fixes its flow count when
+    it starts (``testpmd``'s ``--flowgen-flows``) starts with it, and restarts for another."""
 
     def __post_init__(self) -> None:
-        """Check the roles' order.
+        """Check the roles' order and the flow count.
 
-        :raises LabError: when the ports are not west then east.
+        :raises LabError: when the ports are not west then east, or ``flows`` is out of range.
         """
+        if type(self.flows) is not int or not 1 <= self.flows <= MAX_FLOWS:
+            raise LabError(f"Field 'flows' must be an integer in [1, {MAX_FLOWS}], got {self.flows!r}.")
         if tuple(p.role for p in self.ports) != (PortRole.WEST, PortRole.EAST):
             raise LabError(
                 f"A generator request's ports must be west then east, got "
@@ -168,6 +175,46 @@ class GeneratorRequest:
                     f"'{port.attachment.kind.value}', not as a vhost-user server."
                 )
         return (self.ports[0].attachment.socket, self.ports[1].attachment.socket)
+
+
+DEFAULT_LINK_SPEED_MBPS = 10_000
+"""Link speed the lab assumes for a generator port that reports none (virtio_user) [Mbit/s]:
+MoonGen's 10 GbE, so that line rate and MRR trials mean what they mean on the Beaker lab."""
+
+
+# -- DPDK mbuf pool sizing (every DPDK backend and the VNF's testpmd) ------------------------
+
+MIN_RING_SIZE = 64
+"""Smallest ring a DPDK backend accepts [descriptors] (``--rxd``/``--txd``)."""
+
+MAX_RING_SIZE = 32768
+"""Largest ring a DPDK backend accepts [descriptors]: the virtio maximum queue size."""
+
+MBUF_BYTES = 2048 + 128 + 128 + 64
+"""Hugepage bytes per mbuf of a standard pool: data room (2048 B + 128 B headroom,
+``RTE_MBUF_DEFAULT_BUF_SIZE``), ``struct rte_mbuf`` (128 B) and the mempool object header [B]."""
+
+JUMBO_MBUF_BYTES = 9216 + 128 + 128 + 64
+"""Hugepage bytes per mbuf of a jumbo pool (``JUMBO_DATA_ROOM`` in ``trafficgen/src/main.c``) [B]."""
+
+EAL_OVERHEAD_MB = 64
+"""Hugepage memory EAL, rings and the JSON side need besides the mbuf pool [MiB]."""
+
+
+def pool_memory_mb(ports: int, queues: int, ring_size: int, *, jumbo: bool = False) -> int:
+    """Return the EAL ``-m`` [MiB] a process needs to fill every ring of ``ports`` with mbufs.
+
+    The pool holds ``ports * queues * 2 * ring_size + 4096`` mbufs (every RX and TX ring full
+    plus frames in flight: the sizing in ``trafficgen/src/main.c`` and what ``dpdk-testpmd``
+    needs with ``--total-num-mbufs`` of :func:`pool_mbufs`), plus :data:`EAL_OVERHEAD_MB`.
+    """
+    per = JUMBO_MBUF_BYTES if jumbo else MBUF_BYTES
+    return -(-pool_mbufs(ports, queues, ring_size) * per // (1 << 20)) + EAL_OVERHEAD_MB
+
+
+def pool_mbufs(ports: int, queues: int, ring_size: int) -> int:
+    """Return the mbufs that fill every RX and TX ring of ``ports`` plus 4096 in flight [1]."""
+    return ports * queues * 2 * ring_size + 4096
 
 
 GeneratorFactory = Callable[[GeneratorRequest], TrafficGenerator]

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ovsperf_lab import dpdk_generator
+from ovsperf_lab import dpdk_generator, testpmd_generator
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generator_api import GeneratorBackend
 
 GENERATORS: Mapping[str, GeneratorBackend] = MappingProxyType(
-    {backend.name: backend for backend in (dpdk_generator.BACKEND,)}
+    {backend.name: backend for backend in (dpdk_generator.BACKEND, testpmd_generator.BACKEND)}
 )
 """Name → backend, in the order ``--help`` lists them."""
 

@@ -149,6 +149,44 @@ class DirectionResult:
 
 
 @dataclass(frozen=True)
+class GeneratorCounters:
+    """What a generator counted in one trial beyond :class:`DirectionResult` (the cross-check reads it).
+
+    Source: the ``tx_refused_packets``, ``rx_foreign_packets`` and ``warmup_tx_packets`` keys of
+    ``ovsperf-trafficgen``'s trial result (docs/trafficgen.md); a backend fills what it counts.
+
+    :raises LabError: when a count is not a whole number >= 0 (the message names the field).
+    """
+
+    tx_refused_packets: tuple[int, ...] = ()
+    """Per direction, in :attr:`TrialResult.directions` order: frames counted in ``tx_packets``
+    that the port's TX queue refused, so they never reached the DUT [1]; empty: none were."""
+    rx_foreign_packets: tuple[int, ...] = ()
+    """Per generator port: frames received that are not the generator's own and are therefore not
+    in ``rx_packets`` [1]; empty: none (or the generator counts every frame it receives)."""
+    warmup_tx_packets: int = 0
+    """Frames sent during the warm-up, all directions, not in ``tx_packets`` [1]."""
+
+    def __post_init__(self) -> None:
+        for name in ("tx_refused_packets", "rx_foreign_packets"):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or any(type(v) is not int or v < 0 for v in values):
+                raise LabError(f"Field {name!r} must be a tuple of whole numbers >= 0, got {values!r}.")
+        if type(self.warmup_tx_packets) is not int or self.warmup_tx_packets < 0:
+            raise LabError(
+                f"Field 'warmup_tx_packets' must be a whole number >= 0, got {self.warmup_tx_packets!r}."
+            )
+
+    def refused(self, direction: int) -> int:
+        """Return the refused frames of ``direction`` (its index) [1]; 0 when none were reported."""
+        return self.tx_refused_packets[direction] if direction < len(self.tx_refused_packets) else 0
+
+    def foreign(self, port: int) -> int:
+        """Return the foreign frames received on generator ``port`` [1]; 0 when none were reported."""
+        return self.rx_foreign_packets[port] if port < len(self.rx_foreign_packets) else 0
+
+
+@dataclass(frozen=True)
 class TrialResult:
     """The outcome of one trial: one :class:`DirectionResult` per direction, and validity."""
 
@@ -160,6 +198,9 @@ class TrialResult:
     """Whether the trial measured the DUT (not the generator's own limit)."""
     invalid_reason: str | None = None
     """Why the trial cannot be trusted, e.g. ``'achieved TX 0.71 Mpps < requested 1.00 Mpps'``."""
+    generator_counters: GeneratorCounters | None = None
+    """The generator's own further counters of this trial (refused, foreign and warm-up frames);
+    ``None`` when it reports none (the tests' fake)."""
 
     @property
     def frame_text(self) -> str:

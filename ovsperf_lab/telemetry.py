@@ -210,11 +210,6 @@ class TelemetryGenerator(TrafficGenerator):
         self.sink = sink
         self.pid = inner.pid
 
-    @property
-    def raw_result(self) -> object:
-        """The inner generator's raw answer to the last trial (for the cross-check)."""
-        return getattr(self.inner, "raw_result", None)
-
     def wait_link(self, timeout_s: float) -> tuple[PortInfo, ...]:
         """Wait for the inner generator's links."""
         return self.inner.wait_link(timeout_s)

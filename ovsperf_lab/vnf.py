@@ -31,13 +31,19 @@ def make_testpmd_argv(
     queue_size: int = 256,
     total_mbufs: int | None = None,
     extra_app_args: tuple[str, ...] = (),
+    auto_start: bool = True,
+    rx_queue_size: int | None = None,
 ) -> list[str]:
     """Return the ``dpdk-testpmd`` command line of a forwarder on ``sockets`` (server mode).
 
     ``queue_size`` [descriptors] is both the virtio_user ring and testpmd's ``--rxd``/``--txd``
     (the ring holds the smaller of the two); ``total_mbufs`` [1] sets ``--total-num-mbufs``
-    (``None``: testpmd's default), see :func:`ovsperf_lab.dpdk_generator.pool_mbufs`.
+    (``None``: testpmd's default), see :func:`ovsperf_lab.generator_api.pool_mbufs`;
+    ``auto_start`` false leaves forwarding stopped (interactive ``-i`` drives it);
+    ``rx_queue_size`` [descriptors], when given, is the vdev's ring and ``--rxd`` while
+    ``queue_size`` stays ``--txd`` (a traffic generator's RX ring larger than its TX ring).
     """
+    ring = rx_queue_size if rx_queue_size is not None else queue_size
     argv = [
         binary,
         "--lcores",
@@ -50,15 +56,15 @@ def make_testpmd_argv(
         str(memory_mb),
     ]
     for i, sock in enumerate(sockets):
-        argv += ["--vdev", f"net_virtio_user{i},path={sock},server=1,queues={queues},queue_size={queue_size}"]
+        argv += ["--vdev", f"net_virtio_user{i},path={sock},server=1,queues={queues},queue_size={ring}"]
     argv += [
         "--",
         f"--forward-mode={forward_mode}",
-        "--auto-start",
+        *(["--auto-start"] if auto_start else []),
         "--nb-cores=1",
         f"--rxq={queues}",
         f"--txq={queues}",
-        f"--rxd={queue_size}",
+        f"--rxd={ring}",
         f"--txd={queue_size}",
         "--no-lsc-interrupt",
         *([f"--total-num-mbufs={total_mbufs}"] if total_mbufs is not None else []),

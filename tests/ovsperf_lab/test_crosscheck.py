@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from ovsperf_lab.crosscheck import compare, generator_caused_failure
-from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.errors import LabError
+from ovsperf_lab.model import GeneratorCounters, TrialSpec
 from ovsperf_lab.ovs import PortCounters
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
@@ -31,12 +36,21 @@ def test_frames_missing_in_ovs_and_lost_in_generator_are_named() -> None:
 
 def test_refused_frames_never_reached_ovs() -> None:
     result = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0))
-    raw = {
-        "directions": [{"tx_refused_packets": 100}, {"tx_refused_packets": 100}],
-        "rx_foreign_packets": [0, 0],
-    }
     after = {1: PortCounters(900, 0, 900, 0), 2: PortCounters(900, 0, 900, 0)}
-    assert compare(ZERO, after, result, (1, 2), raw).ok
+    assert not compare(ZERO, after, result, (1, 2)).ok
+    counters = GeneratorCounters(tx_refused_packets=(100, 100), rx_foreign_packets=(0, 0))
+    assert compare(ZERO, after, dataclasses.replace(result, generator_counters=counters), (1, 2)).ok
+
+
+def test_foreign_and_warmup_frames_are_the_generator_s() -> None:
+    result = FakeTrafficGenerator(capacity_pps=900.0).run_trial(TrialSpec(64, 1000.0, 1.0, warmup_s=0.5))
+    # OVS counted 500 warm-up frames per port into it, and delivered 30 foreign frames to port 1.
+    after = {1: PortCounters(1500, 0, 900, 0), 2: PortCounters(1500, 0, 930, 0)}
+    assert not compare(ZERO, after, result, (1, 2)).ok
+    counters = GeneratorCounters(rx_foreign_packets=(0, 30), warmup_tx_packets=1000)
+    assert compare(ZERO, after, dataclasses.replace(result, generator_counters=counters), (1, 2)).ok
+    with pytest.raises(LabError, match="Field 'warmup_tx_packets' must be a whole number >= 0"):
+        GeneratorCounters(warmup_tx_packets=-1)
 
 
 def test_loss_only_from_generator_rx_makes_the_trial_generator_caused() -> None:

@@ -75,6 +75,6 @@ def test_veth_wire_counts_exactly_and_ignores_kernel_frames(netns: str) -> None:
         for d in trial.directions:
             assert (d.tx_packets, d.rx_packets, d.duplicate_packets) == (6_000, 6_000, 0)
             assert d.latency_min_ns is not None and d.latency_min_ns > 0
-        assert gen.raw_result is not None
-        assert gen.raw_result["rx_foreign_packets"][1] >= 20  # arrived, and were not counted
+        assert trial.generator_counters is not None
+        assert trial.generator_counters.rx_foreign_packets[1] >= 20  # arrived, and were not counted
     assert gen.returncode == 0
