@@ -69,9 +69,9 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
     from ovsperf_lab.model import TrialSpec
     from ovsperf_lab.ovs import OvsConfig, OvsSandbox
     from ovsperf_lab.plan import LabOptions, plan_run
-    from ovsperf_lab.run import LINK_TIMEOUT_S
     from ovsperf_lab.state import LabRunState, release
     from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
+    from ovsperf_lab.testbed import LINK_TIMEOUT_S
 
     options = LabOptions(frame_sizes_bytes=(64,), tests=(VsperfTest.PHY2PHY_TPUT,))
     cpus = plan_run(load_catalog().get("OVS_DPDK1q"), probe_machine(), options).cpus

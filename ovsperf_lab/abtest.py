@@ -1,8 +1,8 @@
 """Measure two OVS/DPDK sides interleaved: rounds in random A/B order, one side's OVS at a time.
 
-Each round starts side A's and side B's sandboxed OVS one after the other, in a freshly randomised
-order (never both at once: an idle PMD still busy-polls its CPU), builds the P2P topology, starts
-the generator, warms up, measures the **MRR** (maximum receive rate at full offered load,
+Each round brings up side A's and side B's testbed (:mod:`ovsperf_lab.testbed`: sandboxed OVS, P2P
+topology, generator) one after the other, in a freshly randomised order (never both at once: an
+idle PMD still busy-polls its CPU), warms up, measures the **MRR** (maximum receive rate at full offered load,
 FD.io CSIT's trending metric: received frames per second, both directions, offering line rate
 for a fixed trial time) and tears everything down. After every round the paired estimate
 (:mod:`ovsperf_lab.abstats`) is updated; the run stops once the minimum detectable change is
@@ -12,6 +12,7 @@ every exit; the rounds measured so far are written even when the run is interrup
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -23,20 +24,17 @@ from pathlib import Path
 
 from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
-from ovsperf_lab import topology
 from ovsperf_lab.abstats import PairedEstimate, estimate
 from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
-from ovsperf_lab.errors import OvsError, SearchError
-from ovsperf_lab.generator_api import GeneratorFactory, GeneratorRequest, TrafficGenerator
-from ovsperf_lab.generators import generator_backend
+from ovsperf_lab.errors import SearchError
+from ovsperf_lab.generator_api import GeneratorFactory, TrafficGenerator
 from ovsperf_lab.mlr import MlrConfig, search_mlr
-from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.ovs import OvsConfig, OvsSandbox
+from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.plan import CpuPlan
-from ovsperf_lab.run import DEFAULT_LINK_SPEED_MBPS, LINK_TIMEOUT_S
 from ovsperf_lab.sides import Side
-from ovsperf_lab.state import LabRunState, release, renice
+from ovsperf_lab.state import LabRunState, release
+from ovsperf_lab.testbed import Switch, SwitchBuild, TestbedConfig, open_testbed
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +94,7 @@ class CompareOutcome:
 
 
 class _SideRun:
-    """Start one side's OVS, topology and generator, measure once, tear everything down."""
+    """Bring one side's testbed up (:mod:`ovsperf_lab.testbed`), measure once, tear it down."""
 
     def __init__(
         self,
@@ -110,73 +108,79 @@ class _SideRun:
         self.side, self.cpus, self.config = side, cpus, config
         self.state_root, self.run_id, self.generator_factory = state_root, run_id, generator_factory
 
+    def testbed(self) -> TestbedConfig:
+        """Return the testbed of a comparison: P2P, the configuration's queues, rings, nice and memory."""
+        config = self.config
+        return TestbedConfig(
+            cpus=self.cpus,
+            queues=config.queues,
+            ring_size=config.ring_size,
+            nice=config.nice,
+            ovs_socket_mem_mb=config.ovs_socket_mem_mb,
+            generator_memory_mb=config.generator_memory_mb,
+            generator=config.generator,
+        )
+
     def measure(self) -> tuple[float, float, tuple[str, str]]:
         """Return (MRR [pps], offered [pps], (OVS, DPDK) versions).
 
-        :raises OvsError: naming the side and its log when its OVS fails.
+        :raises OvsError: naming the side and its log when its OVS fails to start; naming the dead
+            daemon when OVS dies.
         :raises LabError: (TrafficGeneratorError, …) from the generator or the test aid.
         """
+        side = self.side
         state = LabRunState.create(self.state_root, self.run_id)
-        generator: TrafficGenerator | None = None
-        steal: CpuSteal | None = None
         try:
-            ovs = OvsSandbox(
-                state,
-                OvsConfig(
-                    lcore_cpu=self.cpus.ovs_lcore_cpu,
-                    pmd_cpus=self.cpus.pmd_cpus,
-                    file_prefix=state.new_file_prefix("ovs"),
-                    vswitchd=self.side.vswitchd,
-                    extra_other_config=self.side.other_config,
-                    library_dir=self.side.library_dir,
-                ),
-            )
-            try:
-                ovs.start()
-            except OvsError as err:
-                raise OvsError(f"Side {self.side.label} ({self.side.vswitchd}): {err}") from err
-            versions = ovs.versions()
-            lay = topology.layout(Topology.P2P, state.run_dir / "sock")
-            topology.build(ovs, lay, 1)
-            for pid in ovs.pids.values():
-                renice(pid, -10)
-            generator = self.generator_factory(
-                GeneratorRequest(
-                    ports=lay.attachments(),
-                    cpu=self.cpus.generator_cpu,
-                    file_prefix=state.new_file_prefix("tg"),
-                    memory_mb=256,
-                    queues=1,
-                    ring_size=self.config.ring_size,
+            with contextlib.ExitStack() as stack:
+                switch = stack.enter_context(
+                    Switch(
+                        state,
+                        self.testbed(),
+                        SwitchBuild(
+                            vswitchd=side.vswitchd,
+                            other_config=side.other_config,
+                            library_dir=side.library_dir,
+                            name=f"Side {side.label} ({side.vswitchd})",
+                        ),
+                    )
                 )
-            )
-            if generator.pid is not None:
-                state.track_process(generator_backend(self.config.generator).label, generator.pid)
-                renice(generator.pid, -10)
-            generator.wait_link(timeout_s=LINK_TIMEOUT_S)
-            if self.side.label == "B" and self.config.b_cpu_steal_percent:
-                steal = CpuSteal(self.config.b_cpu_steal_percent, f"{self.run_id}-steal")
-                steal.apply(ovs.pids["ovs-vswitchd"])
-            speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
-            load = line_rate_pps(self.config.frame_size_bytes, speed * 1e6)
-            if self.config.metric == "pdr":
-                return self._pdr(generator, load), load * 2, versions
-            base = {
-                "frame_size_bytes": self.config.frame_size_bytes,
-                "rate_pps": load,
-                "flows": self.config.flows,
-            }
-            generator.run_trial(TrialSpec(**base, duration_s=self.config.warmup_s, drain_s=0.2))  # type: ignore[arg-type]
-            result = generator.run_trial(TrialSpec(**base, duration_s=self.config.trial_s, drain_s=0.5))  # type: ignore[arg-type]
-            ovs.check_alive()
-            return result.rx_pps, result.tx_pps, versions
+                bed = stack.enter_context(open_testbed(switch, Topology.P2P, self.generator_factory))
+                if side.label == "B" and self.config.b_cpu_steal_percent:
+                    steal = CpuSteal(self.config.b_cpu_steal_percent, f"{self.run_id}-steal")
+                    stack.callback(steal.release)
+                    steal.apply(bed.ovs.pids["ovs-vswitchd"])
+                return self._measure(bed.generator, bed.link_speed_mbps, switch)
         finally:
-            if steal is not None:
-                steal.release()
-            if generator is not None:
-                generator.close()
             for line in release(state):
                 log.debug("Teardown: %s.", line)
+
+    def _measure(
+        self, generator: TrafficGenerator, speed_mbps: int, switch: Switch
+    ) -> tuple[float, float, tuple[str, str]]:
+        """Warm up and run the MRR trial (or the PDR search) at ``speed_mbps``'s line rate [Mbit/s].
+
+        :raises OvsError: when OVS died during the trial.
+        :raises LabError: from the generator, or the search.
+        """
+        config = self.config
+        load = line_rate_pps(config.frame_size_bytes, speed_mbps * 1e6)
+        if config.metric == "pdr":
+            return self._pdr(generator, load), load * 2, switch.versions
+
+        def trial(duration_s: float, drain_s: float) -> TrialResult:
+            spec = TrialSpec(
+                frame_size_bytes=config.frame_size_bytes,
+                rate_pps=load,
+                duration_s=duration_s,
+                flows=config.flows,
+                drain_s=drain_s,
+            )
+            return generator.run_trial(spec)
+
+        trial(config.warmup_s, config.warmup_drain_s)  # warm-up: flow caches, rings; not counted
+        result = trial(config.trial_s, config.drain_s)
+        switch.ovs.check_alive()
+        return result.rx_pps, result.tx_pps, switch.versions
 
     def _pdr(self, generator: TrafficGenerator, max_load: float) -> float:
         """Return the 0.5 % PDR of a short MLRsearch, both directions [pps].

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-from datetime import datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ovsperf_catalog.catalog import load_catalog
@@ -17,7 +14,6 @@ from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
-from ovsperf_common.verdict import Overall
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.compareconfig import CompareConfig
 from ovsperf_lab.cpusteal import CpuSteal
@@ -27,7 +23,7 @@ from ovsperf_lab.generators import DEFAULT_GENERATOR, GENERATORS, generator_back
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
-from ovsperf_lab.sides import SideSpec, parse_other_config, resolve
+from ovsperf_lab.sides import SideSpec, parse_other_config
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
 
 # The run, compare and progress modules (MLRsearch, scipy, matplotlib, rich: ovsperf[lab]) are
@@ -347,14 +343,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> Any:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _run_scenario(args: argparse.Namespace) -> int:
     """Plan and run one scenario; print the results directory; 0 when complete, else 2."""
     from ovsperf_lab.progress import RichProgress
     from ovsperf_lab.run import run_lab
+    from ovsperf_lab.testbed import sigterm_interrupts
 
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)
@@ -390,22 +383,20 @@ def _run_scenario(args: argparse.Namespace) -> int:
     facts = probe_machine()
     plan = plan_run(scenario, facts, options)
     generator_backend(options.generator).readiness().require(options.generator)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        if args.no_progress or not sys.stderr.isatty():
-            outcome = run_lab(plan, facts, output_root=args.output, state_root=args.state_dir)
-        else:
-            with RichProgress() as progress:
-                outcome = run_lab(
-                    plan, facts, output_root=args.output, state_root=args.state_dir, observer=progress
-                )
+        with sigterm_interrupts():
+            if args.no_progress or not sys.stderr.isatty():
+                outcome = run_lab(plan, facts, output_root=args.output, state_root=args.state_dir)
+            else:
+                with RichProgress() as progress:
+                    outcome = run_lab(
+                        plan, facts, output_root=args.output, state_root=args.state_dir, observer=progress
+                    )
     except KeyboardInterrupt:
         print(
             "ovsperf-lab: interrupted; everything started was stopped, partial results kept.", file=sys.stderr
         )
         return ExitCode.ERROR
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print(one_line(outcome.results_dir))
     if not outcome.complete:
         print(f"ovsperf-lab: run incomplete: {outcome.reason}", file=sys.stderr)
@@ -415,10 +406,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
-    from ovsperf_lab.abreport import write_outcome
-    from ovsperf_lab.abstats import AbVerdict
-    from ovsperf_lab.abtest import CompareObserver, CompareOutcome, run_compare
-    from ovsperf_lab.progress import CompareProgress
+    from ovsperf_lab.compare import CompareRequest, run_comparison
 
     sizes = _frame_sizes(args.frame_sizes) or ()
     if len(sizes) != 1 or not isinstance(sizes[0], int):
@@ -446,58 +434,16 @@ def _compare(args: argparse.Namespace) -> int:
         )
         for label in ("a", "b")
     ]
-    sides = (resolve(specs[0]), resolve(specs[1]))
-    if sides[0].same_as(sides[1]) and not args.b_cpu_steal:
-        log.warning(
-            "Sides A and B are the same build and settings: this is an A/A run (it should say NO_CHANGE)."
-        )
-    catalog = load_catalog(args.catalog)
-    facts = probe_machine()
-    plan = plan_run(
-        catalog.get(args.config),
-        facts,
-        LabOptions(frame_sizes_bytes=sizes, tests=(VsperfTest.PHY2PHY_TPUT,)),
+    request = CompareRequest(
+        scenario=args.config,
+        sides=(specs[0], specs[1]),
+        config=config,
+        output_root=Path(args.output),
+        state_root=args.state_dir,
+        catalog=args.catalog,
+        progress=not args.no_progress,
     )
-    backend = generator_backend(config.generator)
-    backend.readiness().require(backend.name)
-    out = Path(args.output) / f"compare_{datetime.now():%Y-%m-%d_%H-%M-%S}"
-    try:
-        out.mkdir(parents=True)
-    except OSError as err:
-        raise LabError(f"Cannot create '{out}': {err.strerror}.") from err
-    outcome_box: list[CompareOutcome] = []
-
-    def keep(outcome: CompareOutcome) -> None:
-        outcome_box[:] = [outcome]
-        write_outcome(outcome, out)
-
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    status = ExitCode.ERROR
-    try:
-        outcome = run_compare(
-            sides, plan.cpus, config, state_root=args.state_dir, generator_factory=backend.start,
-            observer=CompareObserver() if args.no_progress else CompareProgress(), on_round=keep,
-        )  # fmt: skip
-        write_outcome(outcome, out)
-        verdict = outcome.estimate.verdict if outcome.estimate else None
-        status = Overall.REGRESSION.exit_code if verdict is AbVerdict.REGRESSION else ExitCode.OK
-    except (KeyboardInterrupt, LabError) as err:
-        partial = outcome_box[0] if outcome_box else CompareOutcome(sides, config)
-        partial.complete = False
-        partial.reason = "interrupted (Ctrl-C or SIGTERM)" if isinstance(err, KeyboardInterrupt) else str(err)
-        write_outcome(partial, out)
-        print(one_line(out / "index.html"))
-        if isinstance(err, KeyboardInterrupt):
-            print(
-                "ovsperf-lab: interrupted; everything started was stopped, rounds so far kept.",
-                file=sys.stderr,
-            )
-            return ExitCode.ERROR
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    print(one_line(out / "index.html"))
-    return status
+    return run_comparison(request)
 
 
 def _doctor(args: argparse.Namespace) -> int:

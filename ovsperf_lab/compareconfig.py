@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generators import DEFAULT_GENERATOR, generator_backend
+from ovsperf_lab.plan import DEFAULT_RING_SIZE, RING_SIZES, LabOptions
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,20 @@ class CompareConfig:
     """Smallest change called a regression or improvement [%] (``--threshold``)."""
     b_cpu_steal_percent: float | None = None
     """Test aid: share of side B's PMD CPU taken away [%] (``--b-cpu-steal``)."""
-    ring_size: int = 8192
+    ring_size: int = DEFAULT_RING_SIZE
     """Generator ring size [descriptors]."""
+    queues: int = 1
+    """Queues per OVS port (``n_rxq``) and per generator port [1]."""
+    nice: int = LabOptions.nice
+    """Nice value of OVS and the generator (busy-polling threads), as ``ovsperf-lab run``'s [1]."""
+    generator_memory_mb: int = LabOptions.generator_memory_mb
+    """Generator memory at least [MiB], as ``ovsperf-lab run``'s."""
+    ovs_socket_mem_mb: int = LabOptions.ovs_socket_mem_mb
+    """OVS ``dpdk-socket-mem`` [MiB], as ``ovsperf-lab run``'s."""
+    warmup_drain_s: float = 0.2
+    """RX time after the warm-up's TX stops [s] (its frames are not counted)."""
+    drain_s: float = 0.5
+    """RX time after the counted MRR trial's TX stops [s] (as MLRsearch's trials)."""
     flows: int = 1
     """UDP flows per direction [1]."""
     seed: int | None = None
@@ -52,7 +65,7 @@ class CompareConfig:
     def __post_init__(self) -> None:
         """Check every field against its range.
 
-        :raises LabError: naming the command-line option.
+        :raises LabError: naming the command-line option (or the field, where none sets it).
         """
         if not 0 < self.trial_s <= 600:
             raise LabError(f"Option '--trial-duration' must be in (0, 600] s, got {self.trial_s!r}.")
@@ -72,3 +85,28 @@ class CompareConfig:
             )
         if not 0 <= self.threshold_percent < 100:
             raise LabError(f"Option '--threshold' must be in [0, 100) %, got {self.threshold_percent!r}.")
+        self._check_testbed()
+
+    def _check_testbed(self) -> None:
+        """Check the testbed fields (no command-line option sets them).
+
+        :raises LabError: naming the field.
+        """
+        if self.ring_size not in RING_SIZES:
+            raise LabError(
+                f"Field 'ring_size' must be a power of two in [{RING_SIZES[0]}, {RING_SIZES[-1]}], "
+                f"got {self.ring_size!r}."
+            )
+        if self.queues < 1:
+            raise LabError(f"Field 'queues' must be >= 1, got {self.queues!r}.")
+        if not -20 <= self.nice <= 19:
+            raise LabError(f"Field 'nice' must be in [-20, 19], got {self.nice!r}.")
+        if self.generator_memory_mb < 1 or self.ovs_socket_mem_mb < 1:
+            raise LabError(
+                f"Fields 'generator_memory_mb' and 'ovs_socket_mem_mb' must be >= 1 MiB, got "
+                f"{self.generator_memory_mb!r} and {self.ovs_socket_mem_mb!r}."
+            )
+        for name in ("warmup_drain_s", "drain_s"):
+            value = getattr(self, name)
+            if not 0 <= value <= 30:
+                raise LabError(f"Field '{name}' must be in [0, 30] s, got {value!r}.")

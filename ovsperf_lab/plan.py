@@ -90,7 +90,8 @@ class LabOptions:
     validation_trial_s: float | None = None
     """Validation trial duration [s]."""
     loss_percent: float | None = None
-    """Acceptable loss [%]."""
+    """Acceptable loss of the binary search [%] (``--loss``); ``None``: the scenario's. The run
+    reads it as :attr:`loss_ratio_limit`."""
     pmd_cores: int | None = None
     """OVS PMD threads; default min(queues, CPUs - 1)."""
     guest_image: Path | None = None
@@ -128,7 +129,8 @@ class LabOptions:
     search: SearchMethod = SearchMethod.MLR
     """Search method (``--search``)."""
     goals_percent: tuple[float, ...] = tuple(g * 100.0 for g in mlrconfig.CSIT_LOSS_RATIO_GOALS)
-    """MLRsearch loss-ratio goals [%] (``--goal``, repeatable): 0 is the NDR, 0.5 CSIT's PDR."""
+    """MLRsearch loss-ratio goals [%] (``--goal``, repeatable): 0 is the NDR, 0.5 CSIT's PDR. The
+    run reads them as :attr:`loss_ratio_goals`."""
     goal_width_percent: float = mlrconfig.CSIT_RELATIVE_WIDTH * 100.0
     """MLRsearch goal width relative to the load [%] (``--goal-width``)."""
     exceed_ratio: float = mlrconfig.CSIT_EXCEED_RATIO
@@ -151,26 +153,43 @@ class LabOptions:
     """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators`)."""
 
     @property
+    def loss_ratio_limit(self) -> float | None:
+        """Return ``--loss`` as a ratio [1], ``None`` when not given.
+
+        The one conversion of the binary search's goal from the command line's percent: the run,
+        the search and the results carry ratios; the results writer alone shows percentages.
+        """
+        return None if self.loss_percent is None else self.loss_percent / 100.0
+
+    @property
+    def loss_ratio_goals(self) -> tuple[float, ...]:
+        """Return the MLRsearch goals as ratios [1], ascending (the one conversion of ``--goal``)."""
+        return tuple(g / 100.0 for g in sorted(self.goals_percent))
+
+    @property
     def flow_counts(self) -> tuple[int, ...]:
         """Return the flow counts to search each frame size at [1]: the sweep, else ``(flows,)``."""
         return self.flow_sweep or (self.flows,)
 
-    def mlr_config(self, frame_size_bytes: FrameSizeItem, max_rate_pps: float) -> mlrconfig.MlrConfig:
+    def mlr_config(
+        self, frame_size_bytes: FrameSizeItem, max_rate_pps: float, *, flows: int | None = None
+    ) -> mlrconfig.MlrConfig:
         """Return the MLRsearch parameters for one frame size [B] or mix up to ``max_rate_pps`` per direction.
 
+        :param flows: UDP flows per direction [1]; ``None``: :attr:`flows`.
         :raises LabError: naming the option whose value MLRsearch cannot take.
         """
         return mlrconfig.MlrConfig(
             frame_size_bytes=frame_size_bytes,
             max_rate_pps=max_rate_pps,
-            loss_ratio_goals=tuple(g / 100.0 for g in sorted(self.goals_percent)),
+            loss_ratio_goals=self.loss_ratio_goals,
             exceed_ratio=self.exceed_ratio,
             relative_width=self.goal_width_percent / 100.0,
             initial_trial_s=min(mlrconfig.CSIT_INITIAL_TRIAL_S, self.final_trial_s),
             final_trial_s=self.final_trial_s,
             duration_sum_s=self.duration_sum_s,
             search_duration_max_s=self.search_duration_max_s,
-            flows=self.flows,
+            flows=self.flows if flows is None else flows,
         )
 
     def hugepage_memory_mb(self, *, vnf: bool) -> int:
@@ -296,7 +315,7 @@ class LabPlan:
     frame_sizes_bytes: tuple[FrameSizeItem, ...]
     """Frame sizes including FCS, ascending [B]."""
     loss_ratio_limit: float
-    """Acceptable loss per direction [1]."""
+    """Acceptable loss per direction of the binary search [1]: ``--loss``, else the scenario's."""
     search_trial_s: float
     """Search trial duration [s]."""
     validation_trial_s: float
@@ -313,6 +332,17 @@ class LabPlan:
     """The user's options (memory sizes, flows, granularity)."""
     warnings: tuple[str, ...]
     """Degradations the user should know of (e.g. shared CPUs)."""
+
+    @property
+    def max_loss_ratio(self) -> float:
+        """Return the highest loss ratio a trial may have and still pass [1].
+
+        The largest MLRsearch goal, or the binary search's limit (the cross-check's threshold,
+        :class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator`).
+        """
+        if self.options.search is SearchMethod.MLR:
+            return max(self.options.loss_ratio_goals)
+        return self.loss_ratio_limit
 
     @property
     def topologies(self) -> tuple[Topology, ...]:
@@ -399,9 +429,9 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
             key=lambda item: (0, item, "") if isinstance(item, int) else (1, 0, item.name),
         )
     )
-    loss_ratio = (
-        options.loss_percent / 100.0 if options.loss_percent is not None else scenario.loss_ratio_limit
-    )
+    loss_ratio = options.loss_ratio_limit
+    if loss_ratio is None:
+        loss_ratio = scenario.loss_ratio_limit
     return LabPlan(
         scenario=scenario,
         tests=tests,

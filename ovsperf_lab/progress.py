@@ -13,7 +13,7 @@ from ovsperf_lab.abstats import PairedEstimate
 from ovsperf_lab.abtest import CompareObserver, RoundValue
 from ovsperf_lab.generator_api import TrafficGenerator
 from ovsperf_lab.mlr import MlrTrial
-from ovsperf_lab.results import FrameSizeResult
+from ovsperf_lab.results import FrameSizeResult, goal_percent
 from ovsperf_lab.run import RunObserver
 from ovsperf_lab.search import TrialKind, TrialRecord
 
@@ -60,7 +60,7 @@ class RichProgress(RunObserver):
             text = "FAILED"
         else:
             text = ", ".join(
-                f"{goal_label(g.loss_goal_percent)} "
+                f"{goal_label(goal_percent(g.loss_ratio_limit))} "
                 + ("n/a" if g.rx_fps is None else f"{g.rx_fps / 1e6:.3f} Mpps")
                 for g in result.goals
             )

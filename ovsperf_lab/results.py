@@ -10,12 +10,16 @@ Layout (VSperf ``vsperf`` main and ``testcases/testcase.py``; reference vsperf.m
 * ``result_<i>_<test>_<deployment>.md`` and ``.rst``: the environment block in VSperf's
   ``* vSwitch: X, Version: Y, GIT tag: Z`` style and a metrics table per frame size;
 * ``ovsperf-trials.json``: every trial of every search (rewritten after each trial);
+* ``ovsperf-telemetry.json``: DUT telemetry around final / validation trials;
 * ``ovsperf-latency.json``: latency at shares of the PDR load, with HdrHistograms (MLRsearch);
 * ``vswitchd_<ts>.log`` and the forwarder/generator logs (copied at the end);
 * ``ovsperf-metadata.json``: written LAST; ``"complete": false`` with the reason when the run
   crashed or was interrupted (the CSV then holds the frame sizes finished so far).
 
-Every file is written atomically (a reader never sees half a row).
+Every file is written atomically (a reader never sees half a row). The run feeds the writer
+through :class:`ResultsSink`: each search's trials as they end, its row (or its failure) once it
+ends, the metadata once at the end. Loss goals arrive as ratios [1]; the percentages of the CSV
+and the JSON files are made here, when a row is written (:func:`goal_percent`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ovsperf_catalog.model import GuestLoopback, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
@@ -125,12 +129,17 @@ class Environment:
     """Which CPU runs what, e.g. ``'generator CPU 0, OVS PMD CPUs 1'``."""
 
 
+def goal_percent(loss_ratio_limit: float) -> float:
+    """Return a loss goal [1] as the results formats carry it [%] (docs/results-format.md)."""
+    return loss_ratio_limit * 100.0
+
+
 @dataclass(frozen=True)
 class GoalRow:
     """The throughput of one frame size at one loss-ratio goal (docs/results-format.md)."""
 
-    loss_goal_percent: float
-    """The goal [%]: 0 is the NDR."""
+    loss_ratio_limit: float
+    """The goal [1]: 0 is the NDR (written as ``loss_goal_percent``)."""
     rx_fps: float | None
     """Throughput summed over directions [fps]; ``None`` when even the lowest load lost too much."""
     tx_fps: float | None
@@ -181,7 +190,7 @@ class FrameSizeResult:
             search_method="binary",
             goals=(
                 GoalRow(
-                    loss_goal_percent=search.config.loss_ratio_limit * 100.0,
+                    loss_ratio_limit=search.config.loss_ratio_limit,
                     rx_fps=validation.rx_pps,
                     tx_fps=validation.tx_pps,
                     frame_loss_percent=validation.loss_ratio * 100.0,
@@ -202,7 +211,7 @@ class FrameSizeResult:
             throughput, lower = goal.conditional_throughput_pps, goal.lower_bound_pps
             goals.append(
                 GoalRow(
-                    loss_goal_percent=goal.loss_ratio_limit * 100.0,
+                    loss_ratio_limit=goal.loss_ratio_limit,
                     rx_fps=goal.aggregate_pps,
                     tx_fps=None if lower is None else lower * goal.directions,
                     frame_loss_percent=(
@@ -236,7 +245,7 @@ class FrameSizeResult:
             "generator_limited": self.generator_limited,
             "goals": [
                 {
-                    "loss_goal_percent": g.loss_goal_percent,
+                    "loss_goal_percent": goal_percent(g.loss_ratio_limit),
                     "throughput_rx_fps": g.rx_fps,
                     "tx_rate_fps": g.tx_fps,
                     "frame_loss_percent": g.frame_loss_percent,
@@ -327,9 +336,9 @@ def csv_row(
         COL_STREAM_COUNT: str(row.flows),
         COL_MATCH_TYPE: "L4",
         COL_PREINSTALLED_FLOWS: "No",
-        COL_LOSS_GOAL: f"{first.loss_goal_percent:g}",
+        COL_LOSS_GOAL: f"{goal_percent(first.loss_ratio_limit):g}",
         COL_SEARCH: row.search_method,
-        COL_PDR_GOAL: "" if second is None else f"{second.loss_goal_percent:g}",
+        COL_PDR_GOAL: "" if second is None else f"{goal_percent(second.loss_ratio_limit):g}",
         COL_PDR_RX_FPS: "" if second is None else _fmt(second.rx_fps, 6),
         COL_PDR_RX_MBPS: "" if second is None else _fmt(mbps(second.rx_fps), 3),
         COL_PDR_RX_PERCENT: "" if second is None else _fmt(percent(second.rx_fps), 3),
@@ -454,6 +463,11 @@ def trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None = None)
     }
 
 
+def binary_trial_to_json(record: TrialRecord, crosscheck: dict[str, Any] | None) -> dict[str, Any]:
+    """Return one binary-search trial as its ``ovsperf-trials.json`` object (``search``: ``'binary'``)."""
+    return {"search": "binary", **trial_to_json(record, crosscheck)}
+
+
 def _per_size_json(per_size: tuple[tuple[int, int, int], ...]) -> list[dict[str, Any]]:
     """Return a mix's per-size counters of one direction as ``per_size`` entries (loss ratio added)."""
     return [
@@ -510,7 +524,73 @@ def latency_trial_to_json(level: LatencyLevel, frame_size_bytes: FrameSizeItem, 
     }
 
 
-class ResultsWriter:
+@dataclass(frozen=True)
+class ResultPart:
+    """One test's run as VSperf result ``index``: its CSV, ``.md`` and ``.rst`` and what they show."""
+
+    index: int
+    """VSperf result index [1] (``result_<index>_<test>_<deployment>.csv``)."""
+    test: VsperfTest
+    """The test."""
+    env: Environment
+    """The DUT environment written with the rows."""
+    guest: GuestLoopback | None
+    """The PVP guest's loopback (the CSV's ``guest`` column), ``None`` without a guest."""
+    started: datetime
+    """When the test started (the CSV's ``start_time``)."""
+    searches: int
+    """Searches the test runs (frame sizes × flow counts) [1]; the part is complete when each
+    ended with a row."""
+
+
+class ResultsSink(Protocol):
+    """Receive a run's results as they come: trials as they end, a row per search, the metadata last."""
+
+    def trials(self, part: ResultPart, records: Sequence[dict[str, Any]]) -> None:
+        """Keep the current search's trial records so far (replacing those of the call before).
+
+        :param records: ``ovsperf-trials.json`` objects (docs/results-format.md), in order.
+        :raises LabError: when they cannot be written.
+        """
+
+    def telemetry(self, part: ResultPart, trial: dict[str, Any]) -> None:
+        """Keep one final / validation trial's DUT telemetry (``ovsperf-telemetry.json`` object)."""
+
+    def row(self, part: ResultPart, row: FrameSizeResult | None) -> Path | None:
+        """End the current search with its row (``None``: it failed); rewrite what shows it.
+
+        :returns: the part's CSV when it was written, else ``None``.
+        :raises LabError: when a file cannot be written.
+        """
+
+    def finish(
+        self,
+        *,
+        scenario: str,
+        complete: bool,
+        reason: str | None,
+        hosts: dict[str, Any],
+        extra: dict[str, Any],
+    ) -> Path:
+        """Write what is still unwritten and ``ovsperf-metadata.json``, the run's last file.
+
+        :raises LabError: when a file cannot be written.
+        """
+
+
+@dataclass
+class _PartRows:
+    """What the writer holds of one :class:`ResultPart`: its rows so far and how its searches ended."""
+
+    rows: list[FrameSizeResult]
+    """Rows in search order [1]."""
+    ended: int = 0
+    """Searches ended so far [1]."""
+    failed: bool = False
+    """Some search ended without a row."""
+
+
+class ResultsWriter(ResultsSink):
     """Create one ``results_<timestamp>`` directory and keep it consistent while the run goes on."""
 
     def __init__(self, output_root: Path, started: datetime) -> None:
@@ -529,53 +609,70 @@ class ResultsWriter:
             raise LabError(f"Results directory '{self.path}' exists already; not overwriting it.") from err
         except OSError as err:
             raise LabError(f"Cannot create results directory '{self.path}': {err}.") from err
-        self.trials: list[dict[str, Any]] = []
+        self._trials: list[dict[str, Any]] = []
+        self._search_start = 0
+        self._parts: dict[int, _PartRows] = {}
         self.latency: list[dict[str, Any]] = []
-        self.telemetry: list[dict[str, Any]] = []
+        self._telemetry: list[dict[str, Any]] = []
         self._telemetry_written = 0
         self.tests: dict[str, dict[str, Any]] = {}
         log.info("Creating result directory: %s", self.path)
 
-    def add_trial(
-        self, index: int, test: VsperfTest, record: TrialRecord, crosscheck: dict[str, Any] | None
-    ) -> None:
-        """Append one binary-search trial of VSperf result ``index`` to ``ovsperf-trials.json``."""
-        self.add_trial_json(index, test, {"search": "binary", **trial_to_json(record, crosscheck)})
+    @staticmethod
+    def _keyed(part: ResultPart, record: dict[str, Any]) -> dict[str, Any]:
+        """Return ``record`` after the keys naming its test: ``result_index``, ``test``, ``deployment``."""
+        return {
+            "result_index": part.index,
+            "test": part.test.value,
+            "deployment": part.test.topology.value,
+            **record,
+        }
 
-    def add_trial_json(self, index: int, test: VsperfTest, trial: dict[str, Any]) -> int:
-        """Append one trial object of VSperf result ``index`` and rewrite ``ovsperf-trials.json``.
+    def trials(self, part: ResultPart, records: Sequence[dict[str, Any]]) -> None:
+        """Replace the current search's trials by ``records`` and rewrite ``ovsperf-trials.json``.
 
-        :returns: its position, for :meth:`update_trials`.
         :raises LabError: when the file cannot be written.
         """
-        self.trials.append(
-            {"result_index": index, "test": test.value, "deployment": test.topology.value, **trial}
-        )
-        self._write_trials()
-        return len(self.trials) - 1
-
-    def update_trials(self, updates: dict[int, dict[str, Any]]) -> None:
-        """Merge ``updates`` (position → fields) into trials already written and rewrite the file."""
-        for position, fields in updates.items():
-            self.trials[position].update(fields)
-        self._write_trials()
-
-    def _write_trials(self) -> None:
+        self._trials[self._search_start :] = [self._keyed(part, r) for r in records]
         self._write(
-            TRIALS_FILE, json.dumps({"schema": TRIALS_SCHEMA, "trials": self.trials}, indent=1) + "\n"
+            TRIALS_FILE, json.dumps({"schema": TRIALS_SCHEMA, "trials": self._trials}, indent=1) + "\n"
         )
 
-    def add_telemetry(self, index: int, test: VsperfTest, trial: dict[str, Any]) -> None:
-        """Keep one trial's DUT telemetry of VSperf result ``index`` (written by :meth:`write_telemetry`)."""
-        csv_name = result_csv_name(test.value, test.topology.value, index)
-        self.telemetry.append(
-            {
-                "result_index": index,
-                "test": test.value,
-                "deployment": test.topology.value,
-                "csv": csv_name,
-                **trial,
-            }
+    def telemetry(self, part: ResultPart, trial: dict[str, Any]) -> None:
+        """Keep one trial's DUT telemetry (written with the search's row, or by :meth:`finish`)."""
+        csv_name = result_csv_name(part.test.value, part.test.topology.value, part.index)
+        self._telemetry.append({**self._keyed(part, {}), "csv": csv_name, **trial})
+
+    def row(self, part: ResultPart, row: FrameSizeResult | None) -> Path | None:
+        """End the current search; rewrite the latency, telemetry and the part's CSV/.md/.rst.
+
+        The CSV is rewritten after every row (partial results survive a crash) and once more
+        when the part's last search failed; it is complete when every search gave a row.
+
+        :returns: the CSV path when it was written.
+        :raises LabError: when a file cannot be written.
+        """
+        held = self._parts.setdefault(part.index, _PartRows([]))
+        held.ended += 1
+        self._search_start = len(self._trials)
+        if row is None:
+            held.failed = True
+        else:
+            held.rows.append(row)
+            self.write_latency(part, row)
+        self.write_telemetry()
+        last = held.ended >= part.searches
+        if not held.rows or (row is None and not last):
+            return None
+        return self.write_test(
+            part.index,
+            part.test,
+            held.rows,
+            env=part.env,
+            start=part.started,
+            stop=datetime.now(),
+            guest=part.guest,
+            complete=last and not held.failed,
         )
 
     def write_telemetry(self) -> None:
@@ -585,39 +682,34 @@ class ResultsWriter:
 
         :raises LabError: when the file cannot be written.
         """
-        if len(self.telemetry) == self._telemetry_written:
+        if len(self._telemetry) == self._telemetry_written:
             return
-        document = {"schema": TELEMETRY_SCHEMA, "trials": self.telemetry}
+        document = {"schema": TELEMETRY_SCHEMA, "trials": self._telemetry}
         self._write(TELEMETRY_FILE, json.dumps(document, indent=1) + "\n")
-        self._telemetry_written = len(self.telemetry)
+        self._telemetry_written = len(self._telemetry)
 
-    def write_latency(
-        self,
-        index: int,
-        test: VsperfTest,
-        row: FrameSizeResult,
-        *,
-        pdr_loss_goal_percent: float,
-        pdr_pps: float,
-    ) -> None:
-        """Add (or replace) one frame size's latency levels and rewrite ``ovsperf-latency.json``.
+    def write_latency(self, part: ResultPart, row: FrameSizeResult) -> None:
+        """Add (or replace) ``row``'s latency levels and rewrite ``ovsperf-latency.json``.
 
-        :param pdr_pps: the PDR load per direction the levels are shares of [pps].
+        The levels are shares of the PDR load: the relevant lower bound of the row's highest goal.
+        A row without latency levels (binary search, none asked for, no PDR load) writes nothing.
+
         :raises LabError: when the file cannot be written.
         """
-        csv_name = result_csv_name(test.value, test.topology.value, index)
+        pdr = row.goals[-1]
+        if not row.latency_levels or not pdr.lower_bound_pps:
+            return
+        csv_name = result_csv_name(part.test.value, part.test.topology.value, part.index)
         key = (csv_name, item_name(row.frame_size_bytes), row.flows)
         self.latency = [e for e in self.latency if (e["csv"], e["packet_size"], e["flows"]) != key]
         self.latency.append(
             {
-                "result_index": index,
-                "test": test.value,
-                "deployment": test.topology.value,
+                **self._keyed(part, {}),
                 "csv": csv_name,
                 **item_json(row.frame_size_bytes),
                 "flows": row.flows,
-                "pdr_loss_goal_percent": pdr_loss_goal_percent,
-                "pdr_fps_per_direction": pdr_pps,
+                "pdr_loss_goal_percent": goal_percent(pdr.loss_ratio_limit),
+                "pdr_fps_per_direction": pdr.lower_bound_pps,
                 "levels": [level.to_json() for level in row.latency_levels],
             }
         )
@@ -678,11 +770,14 @@ class ResultsWriter:
         hosts: dict[str, Any],
         extra: dict[str, Any],
     ) -> Path:
-        """Write ``ovsperf-metadata.json`` (the last file of a run; :mod:`ovsperf_common.metadata`).
+        """Write the telemetry not yet written, then ``ovsperf-metadata.json``, the run's last file.
+
+        The metadata's format: :mod:`ovsperf_common.metadata`.
 
         :param extra: the lab's own keys (options, versions, per-test throughput).
-        :raises LabError: when the file cannot be written.
+        :raises LabError: when a file cannot be written.
         """
+        self.write_telemetry()  # what was collected after the last row survives a failure
         metadata = RunMetadata(
             scenario=scenario,
             producer="ovsperf-lab",
@@ -693,7 +788,7 @@ class ResultsWriter:
             finished_at=datetime.now().astimezone().isoformat(),
             tests=list(self.tests.values()),
             hosts=hosts,
-            extra={"trial_count": len(self.trials), **extra},
+            extra={"trial_count": len(self._trials), **extra},
         )
         try:
             return write_metadata(self.path, metadata)

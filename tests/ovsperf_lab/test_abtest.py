@@ -18,13 +18,16 @@ from ovsperf_lab.abreport import write_outcome
 from ovsperf_lab.abstats import AbVerdict, estimate
 from ovsperf_lab.abtest import CompareConfig, run_compare
 from ovsperf_lab.cli import main
+from ovsperf_lab.compare import CompareRequest, run_comparison
 from ovsperf_lab.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
 from ovsperf_lab.dpdk_generator import start as _dpdk_generator
-from ovsperf_lab.errors import LabError
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
+from ovsperf_lab.generator_api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
 from ovsperf_lab.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
 from reporting.load import load_results_dir
+from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
 
 def test_paired_estimate_numbers() -> None:
@@ -384,3 +387,57 @@ def test_the_page_and_vsperf_results_of_an_outcome(tmp_path: Path) -> None:
     loaded = load_results_dir(out / "A" / "results_2026-11-24_04-00-00")
     assert [r.rows[0].rx_pps for r in loaded.runs] == [10.0e6, 8.0e6]
     assert loaded.runs[0].traffic_kind == "rfc2544_continuous" and loaded.runs[0].test == "phy2phy_cont"
+
+
+def _request(tmp_path: Path, state_root: Path, config: CompareConfig) -> CompareRequest:
+    sides = (SideSpec("A", "system"), SideSpec("B", "system"))
+    return CompareRequest("OVS_DPDK1q", sides, config, tmp_path / "out", state_root, progress=False)
+
+
+@pytest.mark.dpdk
+def test_compare_takes_its_testbed_from_the_config_and_writes_the_page(
+    tmp_path: Path, state_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests: list[GeneratorRequest] = []
+    gens: list[FakeTrafficGenerator] = []
+
+    def factory(request: GeneratorRequest) -> TrafficGenerator:
+        requests.append(request)
+        gens.append(FakeTrafficGenerator(capacity_pps=700_000.0))
+        return gens[-1]
+
+    config = CompareConfig(
+        trial_s=0.5, warmup_s=0.2, min_rounds=2, max_rounds=2, seed=1, ring_size=4096,
+        generator_memory_mb=300, warmup_drain_s=0.1, drain_s=0.3,
+    )  # fmt: skip
+    assert run_comparison(_request(tmp_path, state_root, config), generator_factory=factory) == 0
+    [out] = list((tmp_path / "out").iterdir())
+    assert capsys.readouterr().out.splitlines() == [str(out / "index.html")]
+    assert [(r.memory_mb, r.ring_size, r.queues) for r in requests] == [(300, 4096, 1)] * 4
+    assert [[(s.duration_s, s.drain_s) for s in g.specs] for g in gens] == [[(0.2, 0.1), (0.5, 0.3)]] * 4
+    assert [g.closed for g in gens] == [1] * 4
+    data = json.loads((out / "report.json").read_text())
+    assert data["complete"] is True and data["estimate"]["verdict"] == "NO_CHANGE"
+    assert [v["mrr_pps"] for v in data["values"]] == [pytest.approx(1.4e6)] * 4
+    assert list(state_root.iterdir()) == []
+
+
+@pytest.mark.dpdk
+def test_a_side_failing_mid_compare_keeps_the_rounds_so_far(
+    tmp_path: Path, state_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[int] = []
+
+    def factory(request: GeneratorRequest) -> TrafficGenerator:
+        started.append(1)  # the third side run (round 2's first) dies in its counted trial
+        return FakeTrafficGenerator(capacity_pps=700_000.0, fail_at_trial=2 if len(started) == 3 else None)
+
+    config = CompareConfig(trial_s=0.5, warmup_s=0.2, min_rounds=2, max_rounds=3, seed=1)
+    with pytest.raises(TrafficGeneratorError, match="fake generator died in trial 2"):
+        run_comparison(_request(tmp_path, state_root, config), generator_factory=factory)
+    [out] = list((tmp_path / "out").iterdir())
+    assert capsys.readouterr().out.splitlines() == [str(out / "index.html")]
+    data = json.loads((out / "report.json").read_text())
+    assert data["complete"] is False and "fake generator died in trial 2" in data["reason"]
+    assert [(v["round"], v["side"]) for v in data["values"]] in ([(1, "A"), (1, "B")], [(1, "B"), (1, "A")])
+    assert list(state_root.iterdir()) == []

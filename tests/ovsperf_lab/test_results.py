@@ -52,8 +52,8 @@ def header(path: Path) -> list[str]:
         return next(csv.reader(handle))
 
 
-def found(size: int, capacity: float) -> FrameSizeResult:
-    config = SearchConfig(size, 1e6, 1e4, 0.0, 1.0, 2.0)
+def found(size: int, capacity: float, loss_ratio_limit: float = 0.0) -> FrameSizeResult:
+    config = SearchConfig(size, 1e6, 1e4, loss_ratio_limit, 1.0, 2.0)
     return FrameSizeResult.from_binary(
         search_throughput(FakeTrafficGenerator(capacity_pps=capacity), config, log=logging.getLogger("t")),
         10_000,

@@ -12,7 +12,10 @@ import json
 import os
 import signal
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hdrh.histogram import HdrHistogram
@@ -22,11 +25,13 @@ from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.framemix import BUILTIN_MIXES, item_name
 from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, TRIALS_FILE
 from ovsperf_common.metadata import METADATA_FILE
+from ovsperf_lab import run as run_module
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.generator_api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.plan import LabOptions, SearchMethod, plan_run
+from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
+from ovsperf_lab.results import FrameSizeResult, ResultPart, ResultsWriter
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search import TrialKind
 from reporting.api import generate_report
@@ -443,3 +448,141 @@ def test_mix_and_flow_sweep_through_results_report_and_store(tmp_path: Path, sta
     samples = samples_from_sets([loaded])
     ndr = {(s.frame_size, s.traffic) for s in samples if s.metric == "ndr_fps"}
     assert ndr == {(64, ""), (0, "imix"), (64, "flows=1000"), (0, "imix flows=1000")}
+
+
+class RecordingWriter(ResultsWriter):
+    """The real results writer, recording what the run gives it as its sink."""
+
+    last: RecordingWriter | None = None
+
+    def __init__(self, output_root: Path, started: datetime) -> None:
+        super().__init__(output_root, started)
+        self.calls: list[tuple[str, object]] = []
+        RecordingWriter.last = self
+
+    def trials(self, part: ResultPart, records: Sequence[dict[str, Any]]) -> None:
+        self.calls.append(("trials", [dict(r) for r in records]))
+        super().trials(part, records)
+
+    def row(self, part: ResultPart, row: FrameSizeResult | None) -> Path | None:
+        self.calls.append(("row", row))
+        return super().row(part, row)
+
+
+def recorded_run(
+    monkeypatch: pytest.MonkeyPatch, plan_: LabPlan, tmp_path: Path, state_root: Path, **gen: Any
+):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(run_module, "ResultsWriter", RecordingWriter)
+    outcome = run_lab(
+        plan_,
+        FACTS,
+        output_root=tmp_path,
+        state_root=state_root,
+        generator_factory=lambda req: FakeTrafficGenerator(**gen),
+    )
+    assert RecordingWriter.last is not None and RecordingWriter.last.path == outcome.results_dir
+    return outcome, RecordingWriter.last.calls
+
+
+def searches(calls: list[tuple[str, object]]) -> list[tuple[list[list[dict[str, Any]]], object]]:
+    """Split the sink's calls into searches: (every trials call's records, the row call's row)."""
+    split: list[tuple[list[list[dict[str, Any]]], object]] = []
+    pending: list[list[dict[str, Any]]] = []
+    for name, value in calls:
+        if name == "trials":
+            pending.append(value)  # type: ignore[arg-type]
+        else:
+            split.append((pending, value))
+            pending = []
+    assert pending == []
+    return split
+
+
+def unkeyed(trial: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in trial.items() if k not in ("result_index", "test", "deployment")}
+
+
+def test_sink_gets_one_row_per_search_and_each_trial_as_it_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, state_root: Path
+) -> None:
+    """Binary search, '--loss 0.5': 64 B passes, 1518 B fails; the 64 B row stays written."""
+    opts = LabOptions(
+        frame_sizes_bytes=(64, 1518),
+        search_trial_s=1,
+        validation_trial_s=2,
+        loss_percent=0.5,
+        search=SearchMethod.BINARY,
+        telemetry=False,
+    )
+    outcome, calls = recorded_run(
+        monkeypatch,
+        plan_run(CATALOG.get("OVS_DPDK1q"), FACTS, opts),
+        tmp_path,
+        state_root,
+        capacity_for=lambda spec: 0.0 if spec.frame_size_bytes == 1518 else 700_000.0,
+    )
+    assert not outcome.complete and "phy2phy_tput: 1518 B: could not pass" in (outcome.reason or "")
+    [(first, row64), (second, failed)] = searches(calls)
+    assert isinstance(row64, FrameSizeResult) and row64.frame_size_bytes == 64 and failed is None
+    for calls_of_search in (first, second):
+        # One call per trial as it ends, each the one before plus that trial.
+        assert [len(c) for c in calls_of_search] == list(range(1, len(calls_of_search) + 1))
+        assert all(c[:-1] == calls_of_search[i] for i, c in enumerate(calls_of_search[1:]))
+    assert [t["index"] for t in first[-1]] == list(range(1, len(first) + 1)) and first[-1][-1][
+        "kind"
+    ] == "validation"
+    written = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    assert [unkeyed(t) for t in written] == first[-1] + second[-1]
+    assert all(t["search"] == "binary" and t["frame_size_bytes"] == 1518 for t in second[-1])
+    # The failed search leaves the earlier row written, the test marked incomplete.
+    rows = read_csv(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
+    assert [r["packet_size"] for r in rows] == ["64"]
+    assert "INCOMPLETE" in (outcome.results_dir / "result_0_phy2phy_tput_p2p.md").read_text()
+    # The loss goal: 0.5 % on the command line, a ratio in the metadata, percent in the CSV.
+    assert (rows[0]["loss_goal_percent"], rows[0]["pdr_loss_goal_percent"]) == ("0.5", "")
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    assert meta["loss_ratio_limit"] == 0.005 and meta["mlr"] is None
+    assert [g["loss_goal_percent"] for g in meta["throughput"]["result_0_phy2phy_tput"][0]["goals"]] == [0.5]
+    assert_nothing_left(state_root)
+
+
+def test_sink_gets_mlr_trials_then_their_goal_marks_then_latency(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, state_root: Path
+) -> None:
+    """MLRsearch, '--goal 0.5' alone: one goal column of 0.5 %, no PDR column."""
+    outcome, calls = recorded_run(
+        monkeypatch,
+        mlr_plan(
+            sizes=(64,),
+            goals_percent=(0.5,),
+            latency_levels_percent=(50.0,),
+            latency_trial_s=1.0,
+            telemetry=False,
+        ),
+        tmp_path,
+        state_root,
+        capacity_pps=700_000.0,
+    )
+    assert outcome.complete, outcome.reason
+    [(sent, row)] = searches(calls)
+    assert isinstance(row, FrameSizeResult) and [g.loss_ratio_limit for g in row.goals] == [0.005]
+    *growing, marked, with_latency = sent
+    assert [len(c) for c in growing] == list(range(1, len(growing) + 1))
+    assert all(t["relevant_to"] == [] and t["kind"] == "search" for t in growing[-1])
+    assert [unkeyed({**t, "relevant_to": []}) for t in marked] == growing[-1]
+    assert {(m["goal_loss_percent"], m["bound"]) for t in marked for m in t["relevant_to"]} == {
+        (0.5, "lower"),
+        (0.5, "upper"),
+    }
+    assert with_latency[:-1] == marked and with_latency[-1]["kind"] == "latency"
+    written = json.loads((outcome.results_dir / TRIALS_FILE).read_text())["trials"]
+    assert [unkeyed(t) for t in written] == with_latency
+    [csv_row] = read_csv(outcome.results_dir / "result_0_phy2phy_tput_p2p.csv")
+    assert (csv_row["loss_goal_percent"], csv_row["pdr_loss_goal_percent"]) == ("0.5", "")
+    [latency] = json.loads((outcome.results_dir / LATENCY_FILE).read_text())["results"]
+    assert latency["pdr_loss_goal_percent"] == 0.5
+    meta = json.loads((outcome.results_dir / METADATA_FILE).read_text())
+    # The metadata's loss_ratio_limit is the binary search's (the scenario's); the goals are in 'mlr'.
+    assert meta["loss_ratio_limit"] == 0.0 and meta["mlr"]["goals_percent"] == [0.5]
+    assert [g["loss_goal_percent"] for g in meta["throughput"]["result_0_phy2phy_tput"][0]["goals"]] == [0.5]
+    assert_nothing_left(state_root)

@@ -1,0 +1,399 @@
+"""Bring the lab's testbed up and tear it down: sandboxed OVS, topology, forwarder, traffic generator.
+
+Both ``ovsperf-lab run`` (:mod:`ovsperf_lab.run`: one OVS per run, one topology per test) and
+``ovsperf-lab compare`` (:mod:`ovsperf_lab.abtest`: one OVS per side and round) stand on it, in
+two levels from frozen inputs (:class:`TestbedConfig`, :class:`SwitchBuild`):
+
+1. :class:`Switch`: the sandboxed OVS, started and reniced; stopped on exit.
+2. :func:`open_testbed`, inside a running switch: the topology (built; PMD threads reniced once
+   the ports exist), the forwarder for PVP, the generator (tracked in the run state, reniced),
+   the links (the generator's and OVS's view of the forwarder's ports, :data:`LINK_TIMEOUT_S`)
+   and the rings checked. On exit the generator is closed, the forwarder stopped, the topology
+   removed (when OVS still lives) and the sockets deleted; a failure that a dead OVS or forwarder
+   explains is raised as that death (:func:`root_cause`), not as its symptom.
+
+The caller owns the run state (:class:`~ovsperf_lab.state.LabRunState`) and releases it last
+(:func:`~ovsperf_lab.state.release`), which also stops anything a crash left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from ovsperf_catalog.model import Topology
+from ovsperf_lab import topology
+from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
+from ovsperf_lab.generator_api import (
+    GeneratorFactory,
+    GeneratorRequest,
+    TrafficGenerator,
+    pool_mbufs,
+    pool_memory_mb,
+)
+from ovsperf_lab.generators import generator_backend
+from ovsperf_lab.machine import MachineFacts
+from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsConfig, OvsSandbox
+from ovsperf_lab.plan import CpuPlan, FlowRules, LabPlan, VnfKind
+from ovsperf_lab.state import LabRunState, renice
+from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LINK_SPEED_MBPS = 10_000
+"""Line rate assumed when the generator's ports report no speed [Mbit/s] (MoonGen's 10 GbE)."""
+
+DEATH_GRACE_S = 3.0
+"""How long to watch OVS for a death that explains a failure [s]."""
+
+LINK_TIMEOUT_S = 90.0
+"""Limit for OVS to connect to the generator's and forwarder's vhost-user sockets [s]."""
+
+
+@dataclass(frozen=True)
+class SwitchBuild:
+    """Which ovs-vswitchd runs, with which libraries and settings (a ``compare`` side, or the system's)."""
+
+    vswitchd: Path = OVS_DPDK_VSWITCHD
+    """The DPDK-enabled ovs-vswitchd binary."""
+    other_config: tuple[tuple[str, str], ...] = ()
+    """``other_config`` settings on top of the lab's."""
+    library_dir: Path | None = None
+    """``LD_LIBRARY_PATH`` of ovs-vswitchd; ``None``: the system's libraries."""
+    name: str | None = None
+    """What a start failure's message begins with (``'Side B (/x/ovs-vswitchd)'``); ``None``: OVS's
+    message alone."""
+
+
+@dataclass(frozen=True)
+class ForwarderSpec:
+    """How the PVP forwarder runs: a ``dpdk-testpmd`` process or a QEMU/KVM guest."""
+
+    kind: VnfKind
+    """testpmd or QEMU."""
+    binary: str
+    """``dpdk-testpmd`` or ``qemu-system-x86_64`` (a path or a name on ``PATH``)."""
+    cpu: int
+    """The CPU it runs on."""
+    memory_mb: int
+    """testpmd: EAL ``-m`` at least, raised to what its rings need; QEMU: guest memory [MiB]."""
+    guest_image: Path | None = None
+    """The guest's disk image (QEMU only)."""
+    vcpus: int = 2
+    """Guest vCPUs (QEMU only) [1]."""
+
+    @classmethod
+    def for_plan(cls, plan: LabPlan, facts: MachineFacts) -> ForwarderSpec:
+        """Return the forwarder ``plan`` asks for on this machine (testpmd unless a QEMU guest can run)."""
+        cpu = plan.cpus.vnf_cpu if plan.cpus.vnf_cpu is not None else plan.cpus.generator_cpu
+        if plan.vnf is VnfKind.QEMU and plan.guest_image is not None and facts.qemu is not None:
+            guest = plan.scenario.guest
+            return cls(
+                kind=VnfKind.QEMU,
+                binary=facts.qemu,
+                cpu=cpu,
+                memory_mb=min(guest.memory_mb if guest else 2048, 2048),
+                guest_image=plan.guest_image,
+                vcpus=guest.vcpus if guest else 2,
+            )
+        return cls(VnfKind.TESTPMD, facts.testpmd or "dpdk-testpmd", cpu, plan.options.vnf_memory_mb)
+
+
+@dataclass(frozen=True)
+class TestbedConfig:
+    """What every testbed of a run or comparison shares: CPUs, queues, rings, nice, memory."""
+
+    __test__ = False  # not a pytest test class
+
+    cpus: CpuPlan
+    """CPU assignment of OVS, the generator and the forwarder."""
+    queues: int
+    """RX queues per OVS port (``n_rxq``) and generator/forwarder queues [1]."""
+    ring_size: int
+    """Descriptors per vhost-user ring of the generator and the testpmd forwarder [1]."""
+    nice: int
+    """Nice value of OVS, the generator and the forwarder [1]."""
+    ovs_socket_mem_mb: int
+    """OVS ``dpdk-socket-mem`` [MiB]."""
+    generator_memory_mb: int
+    """Generator memory at least [MiB]."""
+    generator: str
+    """Traffic generator backend (``--generator``): names its process in the run state."""
+    match_udp: bool = False
+    """Whether the OpenFlow rules also match ``udp`` (``--flow-rules udp``)."""
+    forwarder: ForwarderSpec | None = None
+    """The PVP forwarder; ``None``: P2P only."""
+
+    @classmethod
+    def for_plan(cls, plan: LabPlan, facts: MachineFacts) -> TestbedConfig:
+        """Return the testbed settings of ``plan`` (its options and CPU plan) on this machine."""
+        options = plan.options
+        return cls(
+            cpus=plan.cpus,
+            queues=plan.queues,
+            ring_size=options.ring_size,
+            nice=options.nice,
+            ovs_socket_mem_mb=options.ovs_socket_mem_mb,
+            generator_memory_mb=options.generator_memory_mb,
+            generator=options.generator,
+            match_udp=options.flow_rules is FlowRules.UDP,
+            forwarder=ForwarderSpec.for_plan(plan, facts) if plan.vnf is not None else None,
+        )
+
+
+class Switch:
+    """The sandboxed OVS of a run (or of one ``compare`` side and round), as a context manager.
+
+    Entering starts it and renices its daemons; leaving stops it. Nothing starts before
+    ``with``, so the logs' paths (``switch.ovs.vswitchd_log``) are known even when it fails.
+    """
+
+    def __init__(self, state: LabRunState, config: TestbedConfig, build: SwitchBuild) -> None:
+        self.state = state
+        self.config = config
+        self.build = build
+        self.ovs = OvsSandbox(
+            state,
+            OvsConfig(
+                lcore_cpu=config.cpus.ovs_lcore_cpu,
+                pmd_cpus=config.cpus.pmd_cpus,
+                file_prefix=state.new_file_prefix("ovs"),
+                socket_mem_mb=config.ovs_socket_mem_mb,
+                vswitchd=build.vswitchd,
+                extra_other_config=build.other_config,
+                library_dir=build.library_dir,
+            ),
+        )
+        self.versions = ("unknown", "unknown")
+        """(OVS, DPDK) versions as the running daemon reports them."""
+
+    def __enter__(self) -> Switch:
+        """Start OVS, renice its daemons and read its versions.
+
+        :raises OvsError: when it does not start (the message begins with :attr:`SwitchBuild.name`).
+        """
+        try:
+            try:
+                self.ovs.start()
+            except OvsError as err:
+                if self.build.name is None:
+                    raise
+                raise OvsError(f"{self.build.name}: {err}") from err
+            self.renice()
+            self.versions = self.ovs.versions()
+        except BaseException:
+            self.ovs.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.ovs.stop()
+
+    def renice(self) -> None:
+        """Renice every thread of the OVS daemons (PMD threads exist only once ports are added)."""
+        for daemon_pid in self.ovs.pids.values():
+            renice(daemon_pid, self.config.nice)
+
+
+@dataclass(frozen=True)
+class Testbed:
+    """A running topology with its generator (and forwarder), what a test measures on."""
+
+    __test__ = False  # not a pytest test class
+
+    switch: Switch
+    """The OVS it is built in."""
+    layout: topology.Layout
+    """Its ports and rules."""
+    generator: TrafficGenerator
+    """The traffic generator, links up."""
+    link_speed_mbps: int
+    """The generator's link speed, :data:`DEFAULT_LINK_SPEED_MBPS` when its ports report none [Mbit/s]."""
+    vnf: ForwarderProcess | None
+    """The PVP forwarder, ``None`` for P2P."""
+
+    @property
+    def ovs(self) -> OvsSandbox:
+        """Return the running OVS."""
+        return self.switch.ovs
+
+    @property
+    def versions(self) -> tuple[str, str]:
+        """Return (OVS, DPDK) versions as the running daemon reports them."""
+        return self.switch.versions
+
+
+@contextlib.contextmanager
+def open_testbed(
+    switch: Switch,
+    deployment: Topology,
+    generator_factory: GeneratorFactory,
+    *,
+    on_generator: Callable[[TrafficGenerator], None] | None = None,
+) -> Iterator[Testbed]:
+    """Build ``deployment`` in ``switch``, start its forwarder and generator; tear them down on exit.
+
+    :param generator_factory: starts the generator (a backend's ``start``, or a test's fake).
+    :param on_generator: told the generator runs, before its links are awaited (tests inject
+        crashes there; the CLI shows progress).
+    :raises OvsError: when OVS refuses the topology, dies, or a forwarder port stays down; also
+        when a dead OVS explains any other failure of the bring-up or of the ``with`` block.
+    :raises VnfError: when the forwarder does not start or dies (and OVS lives).
+    :raises TrafficGeneratorError: from the generator (start, links), when OVS and the forwarder live.
+    :raises LabError: for a topology the lab cannot build, or PVP without a forwarder.
+    """
+    config, state, ovs = switch.config, switch.state, switch.ovs
+    lay = topology.layout(deployment, state.run_dir / "sock")
+    if lay.vnf_ports and config.forwarder is None:
+        raise LabError(f"Topology '{deployment.value}' needs a forwarder, and the testbed has none.")
+    vnf: ForwarderProcess | None = None
+    generator: TrafficGenerator | None = None
+    try:
+        topology.build(ovs, lay, config.queues, match_udp=config.match_udp)
+        switch.renice()
+        if config.forwarder is not None and lay.vnf_ports:
+            vnf = _start_forwarder(config.forwarder, config, state, lay)
+        generator = generator_factory(
+            GeneratorRequest(
+                ports=lay.attachments(),
+                cpu=config.cpus.generator_cpu,
+                file_prefix=state.new_file_prefix("tg"),
+                memory_mb=config.generator_memory_mb,
+                queues=config.queues,
+                ring_size=config.ring_size,
+            )
+        )
+        if generator.pid is not None:
+            state.track_process(generator_backend(config.generator).label, generator.pid)
+            renice(generator.pid, config.nice)
+        if vnf is not None and vnf.pid is not None:
+            renice(vnf.pid, config.nice)
+        if on_generator is not None:
+            on_generator(generator)
+        generator.wait_link(timeout_s=LINK_TIMEOUT_S)
+        # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
+        if lay.vnf_ports:
+            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
+        if vnf is not None:
+            vnf.check_alive()
+        check_rings(generator, config.ring_size)
+        speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+        yield Testbed(switch, lay, generator, speed, vnf)
+    except (TrafficGeneratorError, VnfError, OvsError) as err:
+        cause = root_cause(err, ovs, vnf)
+        if cause is err:
+            raise
+        raise cause from err
+    finally:
+        if generator is not None:
+            generator.close()
+        if vnf is not None:
+            vnf.stop()
+        with contextlib.suppress(OvsError):
+            ovs.check_alive()
+            topology.remove(ovs)
+        for port in lay.ports:
+            port.socket.unlink(missing_ok=True)
+
+
+def _start_forwarder(
+    spec: ForwarderSpec, config: TestbedConfig, state: LabRunState, lay: topology.Layout
+) -> ForwarderProcess:
+    """Start the forwarder on ``lay``'s forwarder sockets; it is tracked in ``state``.
+
+    :raises VnfError: when it cannot be started.
+    """
+    sockets = (lay.vnf_ports[0].socket, lay.vnf_ports[1].socket)
+    if spec.kind is VnfKind.QEMU and spec.guest_image is not None:
+        argv = qemu_argv(
+            binary=spec.binary,
+            image=spec.guest_image,
+            cpu=spec.cpu,
+            vcpus=spec.vcpus,
+            memory_mb=spec.memory_mb,
+            sockets=sockets,
+            queues=config.queues,
+            serial_log=state.run_dir / "guest-serial.log",
+        )
+        name = "qemu"
+    else:
+        ring, queues = config.ring_size, config.queues
+        argv = make_testpmd_argv(
+            binary=spec.binary,
+            cpu=spec.cpu,
+            file_prefix=state.new_file_prefix("vnf"),
+            memory_mb=max(spec.memory_mb, pool_memory_mb(len(sockets), queues, ring)),
+            sockets=sockets,
+            queues=queues,
+            queue_size=ring,
+            total_mbufs=pool_mbufs(len(sockets), queues, ring),
+        )
+        name = "vnf-testpmd"
+    vnf = ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
+    vnf.start()
+    return vnf
+
+
+def check_rings(generator: TrafficGenerator, ring_size: int) -> None:
+    """Log a WARNING when a generator port runs with rings other than ``ring_size`` [descriptors].
+
+    A smaller ring than asked for makes zero-loss trials fail on every scheduler hiccup (a
+    virtio_user port once ran with 1024 of its 4096 descriptors: the driver takes the smaller of
+    ``queue_size`` and the queue setup's count).
+    """
+    for port in generator.ports():
+        for kind, got in (("RX", port.rx_descriptors), ("TX", port.tx_descriptors)):
+            if got is not None and got != ring_size:
+                log.warning(
+                    "Generator port %d runs with a %s ring of %d descriptors, not the %d asked for.",
+                    port.index,
+                    kind,
+                    got,
+                    ring_size,
+                )
+
+
+def root_cause(err: LabError, ovs: OvsSandbox | None, vnf: ForwarderProcess | None) -> LabError:
+    """Return the error naming the component that died, if one did (OVS before the VNF).
+
+    A failed OVS command or a vanished vhost-user peer often comes a moment before the dying
+    daemon can be reaped, so OVS is watched for up to :data:`DEATH_GRACE_S`.
+    """
+    if ovs is not None:
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while True:
+            try:
+                ovs.check_alive()
+            except OvsError as dead:
+                return dead
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+    if vnf is not None:
+        try:
+            vnf.check_alive()
+        except VnfError as dead:
+            return dead
+    return err
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM into ``KeyboardInterrupt`` while the block runs, so that its teardown runs too."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
