@@ -25,11 +25,11 @@ import benchcli
 
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import VsperfTest
-from ovsperf_lab.abtest import CompareConfig, run_compare
-from ovsperf_lab.dpdk_generator import start as _dpdk_generator
+from ovsperf_lab.compare.abtest import CompareConfig, run_compare
+from ovsperf_lab.compare.sides import SideSpec, resolve
+from ovsperf_lab.generators.dpdk import start as _dpdk_generator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.sides import SideSpec, resolve
 
 
 def main() -> int:

@@ -29,8 +29,8 @@ from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generator_api import DEFAULT_LINK_SPEED_MBPS, GeneratorBackend, GeneratorRequest
-from ovsperf_lab.generators import GENERATORS
+from ovsperf_lab.generators.api import DEFAULT_LINK_SPEED_MBPS, GeneratorBackend, GeneratorRequest
+from ovsperf_lab.generators.registry import GENERATORS
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE

@@ -29,14 +29,14 @@ import benchcli
 from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
 from ovsperf_lab import topology
-from ovsperf_lab.dpdk_generator import pool_mbufs, pool_memory_mb
-from ovsperf_lab.dpdk_generator import start as _dpdk_generator
 from ovsperf_lab.errors import SearchError
-from ovsperf_lab.generator_api import GeneratorRequest
-from ovsperf_lab.mlr import MlrConfig, search_mlr
+from ovsperf_lab.generators.api import GeneratorRequest
+from ovsperf_lab.generators.dpdk import pool_mbufs, pool_memory_mb
+from ovsperf_lab.generators.dpdk import start as _dpdk_generator
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
 from ovsperf_lab.plan import DEFAULT_RING_SIZE
-from ovsperf_lab.search import SearchConfig, search_throughput
+from ovsperf_lab.search.binary import SearchConfig, search_throughput
+from ovsperf_lab.search.mlr import MlrConfig, search_mlr
 from ovsperf_lab.state import LabRunState, release, renice
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
 

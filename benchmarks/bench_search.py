@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import benchcli
 
 from ovsperf_common.units import line_rate_pps
-from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
-from ovsperf_lab.mlr import MlrConfig, search_mlr
+from ovsperf_lab.generators.api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
-from ovsperf_lab.search import SearchConfig, search_throughput
+from ovsperf_lab.search.binary import SearchConfig, search_throughput
+from ovsperf_lab.search.mlr import MlrConfig, search_mlr
 
 LINK_BPS = 10e9
 FRAME = 64

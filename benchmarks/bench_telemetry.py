@@ -63,8 +63,8 @@ def paired(pairs: int, load_pps: float, seed: int) -> None:
     from ovsperf_catalog.catalog import load_catalog
     from ovsperf_catalog.model import Topology, VsperfTest
     from ovsperf_lab import topology
-    from ovsperf_lab.dpdk_generator import start as dpdk_generator
-    from ovsperf_lab.generator_api import GeneratorRequest
+    from ovsperf_lab.generators.api import GeneratorRequest
+    from ovsperf_lab.generators.dpdk import start as dpdk_generator
     from ovsperf_lab.machine import probe_machine
     from ovsperf_lab.model import TrialSpec
     from ovsperf_lab.ovs import OvsConfig, OvsSandbox

@@ -42,8 +42,8 @@ import benchcli  # noqa: E402
 from ovsperf_common.labfiles import TELEMETRY_FILE  # noqa: E402
 from ovsperf_common.telemetryfile import HIT_COUNTERS  # noqa: E402
 from ovsperf_common.units import line_rate_pps, mix_rates  # noqa: E402
-from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
 RUNS = 3

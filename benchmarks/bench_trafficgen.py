@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 import benchcli  # noqa: E402
 
-from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
 MEASURE_S = 2.0

@@ -15,15 +15,15 @@ from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command
 from ovsperf_lab.cleanup import cleanup
-from ovsperf_lab.compareconfig import CompareConfig
-from ovsperf_lab.cpusteal import CpuSteal
+from ovsperf_lab.compare.config import CompareConfig
+from ovsperf_lab.compare.cpusteal import CpuSteal
+from ovsperf_lab.compare.sides import SideSpec, parse_other_config
 from ovsperf_lab.doctor import diagnose, scenario_readiness
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generators import DEFAULT_GENERATOR, GENERATORS, generator_backend
+from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, GENERATORS, generator_backend
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
-from ovsperf_lab.sides import SideSpec, parse_other_config
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
 
 # The run, compare and progress modules (MLRsearch, scipy, matplotlib, rich: ovsperf[lab]) are
@@ -81,7 +81,7 @@ COMPARE_EPILOG = (
 
 
 def _generator_option(parser: Any) -> None:
-    """Add ``--generator NAME``: one of the registered backends (:mod:`ovsperf_lab.generators`)."""
+    """Add ``--generator NAME``: one of the registered backends (:mod:`ovsperf_lab.generators.registry`)."""
     parser.add_argument(
         "--generator",
         choices=list(GENERATORS),
@@ -406,7 +406,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
-    from ovsperf_lab.compare import CompareRequest, run_comparison
+    from ovsperf_lab.compare.session import CompareRequest, run_comparison
 
     sizes = _frame_sizes(args.frame_sizes) or ()
     if len(sizes) != 1 or not isinstance(sizes[0], int):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovsperf_common.framemix import item_text
-from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
+from ovsperf_lab.generators.api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import GeneratorCounters, TrialResult, TrialSpec
 from ovsperf_lab.ovs import OvsSandbox, PortCounters
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ovsperf_catalog.catalog import Catalog
 from ovsperf_lab.errors import LabError, RefusedScenarioError
-from ovsperf_lab.generators import DEFAULT_GENERATOR, GENERATORS
+from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, GENERATORS
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.plan import LabOptions, plan_run
 from ovsperf_lab.requirements import Demand, Need, check_machine
@@ -33,7 +33,7 @@ def diagnose(facts: MachineFacts) -> list[DoctorLine]:
 
     The default run is a PVP run with the default options and one PMD thread, so the hugepage
     threshold is the one ``ovsperf-lab run`` applies to it; every traffic generator backend
-    (:mod:`ovsperf_lab.generators`) is added, the default one required.
+    (:mod:`ovsperf_lab.generators.registry`) is added, the default one required.
     """
     options = LabOptions()
     demand = Demand(

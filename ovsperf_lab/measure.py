@@ -3,9 +3,10 @@
 Per search method one function, from (the cross-checked generator, one frame size or mix at one
 flow count, the link speed, the plan) to the item's :class:`~ovsperf_lab.results.FrameSizeResult`:
 
-* :func:`measure_binary`: lua-trafficgen's bisection with its validation trial (:mod:`ovsperf_lab.search`);
-* :func:`measure_mlr`: FD.io CSIT's MLRsearch (:mod:`ovsperf_lab.mlr`), then latency at shares of
-  the PDR load (:mod:`ovsperf_lab.latency`), each trial marked with the goals it bounds.
+* :func:`measure_binary`: lua-trafficgen's bisection with its validation trial
+  (:mod:`ovsperf_lab.search.binary`);
+* :func:`measure_mlr`: FD.io CSIT's MLRsearch (:mod:`ovsperf_lab.search.mlr`), then latency at shares of
+  the PDR load (:mod:`ovsperf_lab.search.latency`), each trial marked with the goals it bounds.
 
 Every trial's record (the ``ovsperf-trials.json`` object, docs/results-format.md) goes to
 ``on_trials`` as the trial ends, so that a crash keeps it; progress goes to a
@@ -21,8 +22,6 @@ from typing import Any
 
 from ovsperf_common.framemix import FrameSizeItem, item_line_rate_pps, item_text
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
-from ovsperf_lab.latency import LatencyLevel, measure_levels
-from ovsperf_lab.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
 from ovsperf_lab.plan import LabPlan
 from ovsperf_lab.results import (
     FrameSizeResult,
@@ -30,7 +29,9 @@ from ovsperf_lab.results import (
     latency_trial_to_json,
     mlr_trial_to_json,
 )
-from ovsperf_lab.search import SearchConfig, SearchObserver, TrialKind, TrialRecord, search_throughput
+from ovsperf_lab.search.binary import SearchConfig, SearchObserver, TrialKind, TrialRecord, search_throughput
+from ovsperf_lab.search.latency import LatencyLevel, measure_levels
+from ovsperf_lab.search.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ def measure_binary(
     found = search_throughput(
         generator,
         search_config(plan, frame_size, flows, link_speed_mbps),
-        log=logging.getLogger("ovsperf_lab.search"),
+        log=logging.getLogger("ovsperf_lab.search.binary"),
         observer=_BinaryTrials(generator, on_trials, observer),
     )
     return FrameSizeResult.from_binary(found, link_speed_mbps)
@@ -156,7 +157,7 @@ def measure_mlr(
 
     :param link_speed_mbps: the generator ports' speed [Mbit/s]; loads go up to its line rate.
     :returns: the row: every goal's throughput, latency at the 90 % PDR level.
-    :raises SearchError: (:class:`~ovsperf_lab.mlr.MlrIncompleteError`) when the search
+    :raises SearchError: (:class:`~ovsperf_lab.search.mlr.MlrIncompleteError`) when the search
         stopped before its goals reached their width; the message has the bounds found.
     :raises TrafficGeneratorError: from the generator.
     """
@@ -174,7 +175,9 @@ def measure_mlr(
         observer.mlr_trial_finished(len(trials), trial)
 
     try:
-        found = search_mlr(generator, config, log=logging.getLogger("ovsperf_lab.mlr"), on_trial=record)
+        found = search_mlr(
+            generator, config, log=logging.getLogger("ovsperf_lab.search.mlr"), on_trial=record
+        )
     except MlrIncompleteError as err:
         if err.partial is not None:
             on_trials(_marked(records, trials, err.partial))
@@ -192,7 +195,7 @@ def measure_mlr(
             duration_s=options.latency_trial_s,
             flows=config.flows,
             drain_s=config.drain_s,
-            log=logging.getLogger("ovsperf_lab.latency"),
+            log=logging.getLogger("ovsperf_lab.search.latency"),
             on_start=observer.latency_started,
         )
         on_trials([*records, *(latency_trial_to_json(level, frame_size, config.flows) for level in levels)])

@@ -1,8 +1,8 @@
 """Define the trial records exchanged between the RFC 2544 search and a traffic generator.
 
 A *trial* (RFC 2544 §23, CSIT terminology) offers traffic at one rate for one duration and
-counts what comes back. The search (``ovsperf_lab.search``) asks a
-:class:`~ovsperf_lab.generator_api.TrafficGenerator` for trials described by :class:`TrialSpec`
+counts what comes back. The search (``ovsperf_lab.search.binary``) asks a
+:class:`~ovsperf_lab.generators.api.TrafficGenerator` for trials described by :class:`TrialSpec`
 and decides from :class:`TrialResult`.
 """
 

@@ -17,12 +17,13 @@ from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, VsperfTest,
 from ovsperf_common.framemix import FrameMix, FrameSizeItem
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
-from ovsperf_lab import mlrconfig
 from ovsperf_lab.errors import LabError, RefusedScenarioError
-from ovsperf_lab.generators import DEFAULT_GENERATOR, generator_backend
+from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, generator_backend
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
 from ovsperf_lab.requirements import Demand, Need, unmet
+from ovsperf_lab.search import mlrconfig
+from ovsperf_lab.search.binary import SearchConfig
 
 DEFAULT_RING_SIZE = 8192
 """vhost-user ring size of the lab's generator and VNF ports [descriptors]. Measured on a
@@ -46,7 +47,7 @@ MAX_GOALS = 2
 
 LATENCY_LEVELS_PERCENT = (0.0, 10.0, 50.0, 90.0)
 """Loads of the latency trials as shares of the PDR load [%], as CSIT reports them; 0 % means
-:data:`~ovsperf_lab.mlrconfig.CSIT_MIN_LOAD_PPS`."""
+:data:`~ovsperf_lab.search.mlrconfig.CSIT_MIN_LOAD_PPS`."""
 
 
 class SearchMethod(SpecEnum):
@@ -98,24 +99,24 @@ class LabOptions:
     """Guest disk image for PVP in a QEMU/KVM guest; ``None`` uses the testpmd process VNF."""
     granularity_percent: float = 1.0
     """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
-    flows: int = 1
+    flows: int = SearchConfig.flows
     """UDP flows per direction (VSperf ``stream_count``) [1]; the first of :attr:`flow_sweep`."""
     flow_sweep: tuple[int, ...] = ()
     """``--flows 1,1000,1000000``: search every frame size at each of these flow counts, in this
     order [1]; empty: only :attr:`flows`."""
     flow_rules: FlowRules = FlowRules.PORTS
     """What the bridge's OpenFlow rules match (``--flow-rules``)."""
-    max_trials: int = 60
+    max_trials: int = SearchConfig.max_trials
     """Bound on counted trials per frame size [1] (lua-trafficgen has none)."""
     nice: int = -10
     """Nice value of OVS, the generator and the forwarder (busy-polling threads) [1]."""
-    drain_s: float = 2.0
+    drain_s: float = SearchConfig.drain_s
     """RX time after TX stops in each trial [s] (RFC 2544 §23: about 2 s)."""
     ovs_socket_mem_mb: int = 512
     """OVS ``dpdk-socket-mem`` [MiB]."""
     generator_memory_mb: int = 256
     """Generator EAL ``-m`` at least [MiB]; raised to what its rings need
-    (:func:`~ovsperf_lab.dpdk_generator.pool_memory_mb`)."""
+    (:func:`~ovsperf_lab.generators.dpdk.pool_memory_mb`)."""
     vnf_memory_mb: int = 256
     """testpmd VNF EAL ``-m`` at least [MiB]; raised likewise."""
     ring_size: int = DEFAULT_RING_SIZE
@@ -150,7 +151,7 @@ class LabOptions:
     """Collect DUT telemetry around each final / validation trial (``--no-telemetry`` turns it off;
     :mod:`ovsperf_lab.telemetry`)."""
     generator: str = DEFAULT_GENERATOR
-    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators`)."""
+    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators.registry`)."""
 
     @property
     def loss_ratio_limit(self) -> float | None:

@@ -1,21 +1,18 @@
-"""The progress ``ovsperf-lab`` shows on stderr: a live line for ``run``, a line per side for ``compare``.
+"""The progress ``ovsperf-lab run`` shows on stderr: a live line per trial (``rich``).
 
-Imported by the command once it runs (it needs the run and compare modules: ``ovsperf[lab]``).
+Imported by the command once it runs (it needs the run module: ``ovsperf[lab]``); ``compare``
+prints its own lines (:mod:`ovsperf_lab.compare.progress`).
 """
 
 from __future__ import annotations
 
-import sys
-
 from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.goals import goal_label
-from ovsperf_lab.abstats import PairedEstimate
-from ovsperf_lab.abtest import CompareObserver, RoundValue
-from ovsperf_lab.generator_api import TrafficGenerator
-from ovsperf_lab.mlr import MlrTrial
+from ovsperf_lab.generators.api import TrafficGenerator
 from ovsperf_lab.results import FrameSizeResult, goal_percent
 from ovsperf_lab.run import RunObserver
-from ovsperf_lab.search import TrialKind, TrialRecord
+from ovsperf_lab.search.binary import TrialKind, TrialRecord
+from ovsperf_lab.search.mlr import MlrTrial
 
 
 class RichProgress(RunObserver):
@@ -89,16 +86,3 @@ class RichProgress(RunObserver):
         if best_pass_pps is not None:
             self.best = f"{best_pass_pps / 1e6:.3f} Mpps/dir"
         self._show(f"trial {record.index} done")
-
-
-class CompareProgress(CompareObserver):
-    """Print one line per measured side on stderr."""
-
-    def measured(self, value: RoundValue, current: PairedEstimate | None) -> None:
-        line = f"round {value.round} side {value.side}: MRR {value.mrr_pps / 1e6:.4f} Mpps"
-        if current is not None and current.mdc_percent is not None:
-            line += (
-                f" | B vs A {current.change_percent:+.2f} % [{current.ci_low_percent:+.2f}, "
-                f"{current.ci_high_percent:+.2f}], MDC {current.mdc_percent:.2f} %, {current.verdict.value}"
-            )
-        print(f"ovsperf-lab: {line}", file=sys.stderr)

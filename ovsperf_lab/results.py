@@ -85,10 +85,10 @@ from ovsperf_common.metadata import write as write_metadata
 from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.units import mix_rates
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.latency import LatencyLevel
-from ovsperf_lab.mlr import MlrResult, MlrTrial
 from ovsperf_lab.model import TrialResult
-from ovsperf_lab.search import SearchResult, TrialRecord
+from ovsperf_lab.search.binary import SearchResult, TrialRecord
+from ovsperf_lab.search.latency import LatencyLevel
+from ovsperf_lab.search.mlr import MlrResult, MlrTrial
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import item_name
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.errors import LabError, SearchError
-from ovsperf_lab.generator_api import GeneratorFactory, TrafficGenerator
-from ovsperf_lab.generators import generator_backend
+from ovsperf_lab.generators.api import GeneratorFactory, TrafficGenerator
+from ovsperf_lab.generators.registry import generator_backend
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.measure import MeasureObserver, measure_binary, measure_mlr, search_text
 from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsSandbox
@@ -122,7 +122,7 @@ def run_lab(
     """Run every test and frame size of ``plan`` and write the results directory.
 
     :param generator_factory: starts the generator; ``None``: the backend ``plan.options.generator``
-        names (:mod:`ovsperf_lab.generators`).
+        names (:mod:`ovsperf_lab.generators.registry`).
     :returns: the outcome; ``complete`` is false when some frame size's search failed (the
         others are still reported).
     :raises LabError: (OvsError, TrafficGeneratorError, VnfError, LabError) when the run

@@ -36,7 +36,7 @@ from ovsperf_common.ovsstats import (
     read_thread_ticks,
     thread_cpu,
 )
-from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
+from ovsperf_lab.generators.api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)

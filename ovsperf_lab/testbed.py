@@ -1,7 +1,7 @@
 """Bring the lab's testbed up and tear it down: sandboxed OVS, topology, forwarder, traffic generator.
 
 Both ``ovsperf-lab run`` (:mod:`ovsperf_lab.run`: one OVS per run, one topology per test) and
-``ovsperf-lab compare`` (:mod:`ovsperf_lab.abtest`: one OVS per side and round) stand on it, in
+``ovsperf-lab compare`` (:mod:`ovsperf_lab.compare.abtest`: one OVS per side and round) stand on it, in
 two levels from frozen inputs (:class:`TestbedConfig`, :class:`SwitchBuild`):
 
 1. :class:`Switch`: the sandboxed OVS, started and reniced; stopped on exit.
@@ -30,14 +30,14 @@ from types import FrameType, TracebackType
 from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
 from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generator_api import (
+from ovsperf_lab.generators.api import (
     GeneratorFactory,
     GeneratorRequest,
     TrafficGenerator,
     pool_mbufs,
     pool_memory_mb,
 )
-from ovsperf_lab.generators import generator_backend
+from ovsperf_lab.generators.registry import generator_backend
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsConfig, OvsSandbox
 from ovsperf_lab.plan import CpuPlan, FlowRules, LabPlan, VnfKind

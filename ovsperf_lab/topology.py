@@ -19,7 +19,7 @@ from pathlib import Path
 from ovsperf_catalog.model import Topology
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
 from ovsperf_lab.errors import LabError, OvsError
-from ovsperf_lab.generator_api import Attachment, AttachmentKind, GeneratorPort, PortRole
+from ovsperf_lab.generators.api import Attachment, AttachmentKind, GeneratorPort, PortRole
 from ovsperf_lab.ovs import OvsSandbox
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ def make_testpmd_argv(
 
     ``queue_size`` [descriptors] is both the virtio_user ring and testpmd's ``--rxd``/``--txd``
     (the ring holds the smaller of the two); ``total_mbufs`` [1] sets ``--total-num-mbufs``
-    (``None``: testpmd's default), see :func:`ovsperf_lab.generator_api.pool_mbufs`;
+    (``None``: testpmd's default), see :func:`ovsperf_lab.generators.api.pool_mbufs`;
     ``auto_start`` false leaves forwarding stopped (interactive ``-i`` drives it);
     ``rx_queue_size`` [descriptors], when given, is the vdev's ring and ``--rxd`` while
     ``queue_size`` stays ``--txd`` (a traffic generator's RX ring larger than its TX ring).

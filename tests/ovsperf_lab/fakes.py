@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ovsperf_common.framemix import FrameMix
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator_api import PortInfo, TrafficGenerator
+from ovsperf_lab.generators.api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialResult, TrialSpec
 
 

@@ -14,18 +14,18 @@ from scipy import stats as scipy_stats
 
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import VsperfTest
-from ovsperf_lab.abreport import write_outcome
-from ovsperf_lab.abstats import AbVerdict, estimate
-from ovsperf_lab.abtest import CompareConfig, run_compare
 from ovsperf_lab.cli import main
-from ovsperf_lab.compare import CompareRequest, run_comparison
-from ovsperf_lab.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
-from ovsperf_lab.dpdk_generator import start as _dpdk_generator
+from ovsperf_lab.compare.abreport import write_outcome
+from ovsperf_lab.compare.abstats import AbVerdict, estimate
+from ovsperf_lab.compare.abtest import CompareConfig, run_compare
+from ovsperf_lab.compare.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
+from ovsperf_lab.compare.session import CompareRequest, run_comparison
+from ovsperf_lab.compare.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
 from ovsperf_lab.errors import LabError, TrafficGeneratorError
-from ovsperf_lab.generator_api import GeneratorRequest, TrafficGenerator
+from ovsperf_lab.generators.api import GeneratorRequest, TrafficGenerator
+from ovsperf_lab.generators.dpdk import start as _dpdk_generator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
 from reporting.load import load_results_dir
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
@@ -346,8 +346,8 @@ def test_ctrl_c_keeps_the_rounds_so_far_and_tears_down(tmp_path: Path, state_roo
 
 
 def test_the_page_and_vsperf_results_of_an_outcome(tmp_path: Path) -> None:
-    from ovsperf_lab.abtest import CompareOutcome, RoundValue
-    from ovsperf_lab.sides import Side
+    from ovsperf_lab.compare.abtest import CompareOutcome, RoundValue
+    from ovsperf_lab.compare.sides import Side
 
     a = Side(
         "A", Path("/usr/sbin/ovs-vswitchd"), None, (), "ovs-vswitchd (Open vSwitch) 3.1.0; DPDK 22.11.11"

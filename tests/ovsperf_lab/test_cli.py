@@ -10,7 +10,7 @@ import pytest
 
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_lab.cli import main
-from ovsperf_lab.dpdk_generator import readiness
+from ovsperf_lab.generators.dpdk import readiness
 from ovsperf_lab.state import DPDK_RUNTIME_DIR, HUGEPAGE_DIR, LabRunState, TrackedProcess
 
 

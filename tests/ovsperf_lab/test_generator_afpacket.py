@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ovsperf_lab.dpdk_generator import DpdkTrafficGenerator, GeneratorConfig
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, GeneratorConfig
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

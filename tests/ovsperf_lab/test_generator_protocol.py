@@ -18,7 +18,8 @@ from hdrh.histogram import HdrHistogram
 
 from ovsperf_common.errors import FieldError
 from ovsperf_common.framemix import FrameMix
-from ovsperf_lab.dpdk_generator import (
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
+from ovsperf_lab.generators.dpdk import (
     DpdkTrafficGenerator,
     GeneratorConfig,
     TxFullPolicy,
@@ -26,7 +27,6 @@ from ovsperf_lab.dpdk_generator import (
     pool_mbufs,
     pool_memory_mb,
 )
-from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

@@ -27,10 +27,10 @@ from ovsperf_common.labfiles import (
 from ovsperf_common.metadata import METADATA_FILE
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
 from ovsperf_lab.machine import probe_machine
-from ovsperf_lab.mlr import MlrTrial
 from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
 from ovsperf_lab.run import RunObserver, run_lab
-from ovsperf_lab.search import TrialKind
+from ovsperf_lab.search.binary import TrialKind
+from ovsperf_lab.search.mlr import MlrTrial
 from ovsperf_lab.state import HUGEPAGE_DIR
 from reporting.api import generate_report
 from reporting.load import load_results_dir

@@ -8,9 +8,9 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from ovsperf_lab.errors import LabError, TrafficGeneratorError
-from ovsperf_lab.latency import level_load_pps, measure_levels, summarize
-from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
 from ovsperf_lab.model import DirectionResult
+from ovsperf_lab.search.latency import level_load_pps, measure_levels, summarize
+from ovsperf_lab.search.mlrconfig import CSIT_MIN_LOAD_PPS
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
 LOG = logging.getLogger("test.latency")

@@ -12,10 +12,10 @@ from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.errors import SearchError
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.measure import MeasureObserver, flows_sent, measure_binary, measure_mlr, search_text
-from ovsperf_lab.mlr import MlrIncompleteError, MlrTrial, relevance
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
-from ovsperf_lab.search import TrialKind, TrialRecord
+from ovsperf_lab.search.binary import TrialKind, TrialRecord
+from ovsperf_lab.search.mlr import MlrIncompleteError, MlrTrial, relevance
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 from tests.ovsperf_lab.test_plan import facts
 

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from ovsperf_lab.errors import LabError, SearchError, TrafficGeneratorError
-from ovsperf_lab.mlr import MlrConfig, MlrIncompleteError, MlrTrial, relevance, search_mlr
-from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
 from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.search.mlr import MlrConfig, MlrIncompleteError, MlrTrial, relevance, search_mlr
+from ovsperf_lab.search.mlrconfig import CSIT_MIN_LOAD_PPS
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 
 LINE_RATE_64B = 14_880_952.0

@@ -22,7 +22,7 @@ from ovsperf_lab.results import (
     ResultsWriter,
     aggregate_latency,
 )
-from ovsperf_lab.search import SearchConfig, search_throughput
+from ovsperf_lab.search.binary import SearchConfig, search_throughput
 from ovsperf_lab.state import TrackedProcess, process_start_ticks
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator
 

@@ -27,13 +27,13 @@ from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS, LATENCY_FILE, TRI
 from ovsperf_common.metadata import METADATA_FILE
 from ovsperf_lab import run as run_module
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError
-from ovsperf_lab.generator_api import GeneratorRequest, TrafficGenerator
+from ovsperf_lab.generators.api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
 from ovsperf_lab.results import FrameSizeResult, ResultPart, ResultsWriter
 from ovsperf_lab.run import RunObserver, run_lab
-from ovsperf_lab.search import TrialKind
+from ovsperf_lab.search.binary import TrialKind
 from reporting.api import generate_report
 from reporting.load import load_results_dir
 from resultstore.samples import samples_from_sets

@@ -4,7 +4,7 @@ import pytest
 
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError, TrafficGeneratorError
 from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.search import (
+from ovsperf_lab.search.binary import (
     Bisection,
     SearchConfig,
     SearchObserver,

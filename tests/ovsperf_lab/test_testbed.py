@@ -17,9 +17,9 @@ import pytest
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import Topology, VsperfTest
 from ovsperf_lab import testbed, topology
-from ovsperf_lab.dpdk_generator import start as dpdk_generator
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generator_api import GeneratorRequest, PortInfo, TrafficGenerator
+from ovsperf_lab.generators.api import GeneratorRequest, PortInfo, TrafficGenerator
+from ovsperf_lab.generators.dpdk import start as dpdk_generator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, VnfKind, plan_run

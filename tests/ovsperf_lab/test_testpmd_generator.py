@@ -18,21 +18,22 @@ import pytest
 
 from ovsperf_catalog.model import Topology
 from ovsperf_common.framemix import BUILTIN_MIXES
-from ovsperf_lab import testpmd_generator, topology
+from ovsperf_lab import topology
 from ovsperf_lab.cli import main
 from ovsperf_lab.crosscheck import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, CrossCheckedGenerator
 from ovsperf_lab.errors import LabError, TrafficGeneratorError
-from ovsperf_lab.generator_api import GeneratorRequest
-from ovsperf_lab.generators import GENERATORS
-from ovsperf_lab.model import TrialSpec
-from ovsperf_lab.ovs import OvsSandbox
-from ovsperf_lab.state import LabRunState, dpdk_leftovers
-from ovsperf_lab.testpmd_generator import (
+from ovsperf_lab.generators import testpmd as testpmd_generator
+from ovsperf_lab.generators.api import GeneratorRequest
+from ovsperf_lab.generators.registry import GENERATORS
+from ovsperf_lab.generators.testpmd import (
     FlowgenConfig,
     FlowgenGenerator,
     parse_port_info,
     parse_port_stats,
 )
+from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.ovs import OvsSandbox
+from ovsperf_lab.state import LabRunState, dpdk_leftovers
 
 # What DPDK 22.11's testpmd printed (a real session, trimmed to the parsed part).
 PORT_INFO = """

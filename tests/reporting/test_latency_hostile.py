@@ -36,7 +36,7 @@ from tests.reporting.test_goals_latency import row, write_dir
 from tests.reporting.test_telemetry_report import results, trial
 
 LAB = (1, 60_000_000_000, 3)
-"""The lab's histogram settings (ovsperf_lab.latency)."""
+"""The lab's histogram settings (ovsperf_lab.search.latency)."""
 
 
 def hist(settings: tuple[int, int, int], values: dict[int, int]) -> HdrHistogram:

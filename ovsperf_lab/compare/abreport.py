@@ -41,7 +41,7 @@ from ovsperf_common.labfiles import (
 )
 from ovsperf_common.resultdir import result_csv_name
 from ovsperf_common.units import l1_bps
-from ovsperf_lab.abtest import CompareOutcome
+from ovsperf_lab.compare.abtest import CompareOutcome
 
 
 def report_data(outcome: CompareOutcome) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Find the RFC 2544 throughput of one frame size with lua-trafficgen's binary search.
 
-Pure logic over :class:`~ovsperf_lab.generator_api.TrafficGenerator`: no processes, no files.
+Pure logic over :class:`~ovsperf_lab.generators.api.TrafficGenerator`: no processes, no files.
 The algorithm follows atheurer/lua-trafficgen ``trafficgen.lua`` (the MoonGen script the Beaker
 lab ran through VSperf; reference: search_and_trending.md §1.3):
 
@@ -48,9 +48,8 @@ from dataclasses import dataclass, field
 
 from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import GeneratorLimitedError, SearchError
-from ovsperf_lab.generator_api import TrafficGenerator
+from ovsperf_lab.generators.api import TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
-from ovsperf_lab.plan import LabOptions
 
 CALIBRATION_MARGIN = 0.95
 """Fraction of the achieved unthrottled TX rate used as start rate when capped [1]."""
@@ -99,16 +98,18 @@ class SearchConfig:
     """Lowest rate worth trying [pps] (``minRate``); the search fails below it."""
     bidirectional: bool = True
     """Send both directions (``runBidirec``)."""
-    flows: int = LabOptions.flows
-    """UDP flows per direction [1] (``nrFlows``); default from :class:`~ovsperf_lab.plan.LabOptions`."""
-    drain_s: float = LabOptions.drain_s
-    """RX time after TX stops in every trial [s] (RFC 2544 §23: about 2 s); default from ``LabOptions``."""
+    flows: int = 1
+    """UDP flows per direction [1] (``nrFlows``); :class:`~ovsperf_lab.plan.LabOptions` takes its default."""
+    drain_s: float = 2.0
+    """RX time after TX stops in every trial [s] (RFC 2544 §23: about 2 s); ``LabOptions`` takes
+    its default."""
     calibrate: bool = True
     """Lower the start rate to what the generator achieves (step 1 of the module docstring)."""
     max_invalid_repeats: int = 3
     """How often an invalid trial is repeated before the search gives up [1]."""
-    max_trials: int = LabOptions.max_trials
-    """Upper bound on counted trials (search + validation) [1]; lua has none. Default from ``LabOptions``."""
+    max_trials: int = 60
+    """Upper bound on counted trials (search + validation) [1]; lua has none. ``LabOptions`` takes
+    its default."""
     max_rate_caps: int = 3
     """How often the search may lower its ceiling because the generator could not sustain a
     rate (step 6 of the module docstring) [1]."""

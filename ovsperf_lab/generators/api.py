@@ -1,11 +1,11 @@
 """Define the traffic-generator interface the lab's search and run drive (an ``abc.ABC``).
 
-Implementations: :class:`~ovsperf_lab.dpdk_generator.DpdkTrafficGenerator` (drives the C program
-``trafficgen/``), :class:`~ovsperf_lab.testpmd_generator.FlowgenGenerator` (drives
+Implementations: :class:`~ovsperf_lab.generators.dpdk.DpdkTrafficGenerator` (drives the C program
+``trafficgen/``), :class:`~ovsperf_lab.generators.testpmd.FlowgenGenerator` (drives
 ``dpdk-testpmd --forward-mode=flowgen``: MRR at full load only),
 :class:`~ovsperf_lab.crosscheck.CrossCheckedGenerator` (wraps another and checks its counters
 against OVS's), and the tests' fake. The backends a user can pick
-(``--generator``) are registered in :mod:`ovsperf_lab.generators`.
+(``--generator``) are registered in :mod:`ovsperf_lab.generators.registry`.
 
 What the lab asks a backend for is a :class:`GeneratorRequest`: two ports *by role* (west sends
 direction 0 into the DUT's first port, east direction 1), each with the attachment the testbed
@@ -245,7 +245,7 @@ class Readiness:
 
 @dataclass(frozen=True)
 class GeneratorBackend:
-    """One traffic generator a user can pick with ``--generator`` (:mod:`ovsperf_lab.generators`)."""
+    """One traffic generator a user can pick with ``--generator`` (:mod:`ovsperf_lab.generators.registry`)."""
 
     name: str
     """What ``--generator`` takes, e.g. ``'trafficgen'``."""

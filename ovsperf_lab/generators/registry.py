@@ -1,7 +1,7 @@
 """The traffic generators ``--generator`` can pick: one registry line per backend.
 
-A backend is a module with a :class:`~ovsperf_lab.generator_api.TrafficGenerator` implementation
-and a ``BACKEND`` record (:class:`~ovsperf_lab.generator_api.GeneratorBackend`); adding one is
+A backend is a module with a :class:`~ovsperf_lab.generators.api.TrafficGenerator` implementation
+and a ``BACKEND`` record (:class:`~ovsperf_lab.generators.api.GeneratorBackend`); adding one is
 that module plus one line below (CONTRIBUTING.md, "How to add a traffic generator"). No
 directory scanning: the registry is this explicit, frozen mapping. Every backend module must be
 importable with the base install (the parser lists the names).
@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ovsperf_lab import dpdk_generator, testpmd_generator
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generator_api import GeneratorBackend
+from ovsperf_lab.generators import dpdk, testpmd
+from ovsperf_lab.generators.api import GeneratorBackend
 
 GENERATORS: Mapping[str, GeneratorBackend] = MappingProxyType(
-    {backend.name: backend for backend in (dpdk_generator.BACKEND, testpmd_generator.BACKEND)}
+    {backend.name: backend for backend in (dpdk.BACKEND, testpmd.BACKEND)}
 )
 """Name → backend, in the order ``--help`` lists them."""
 
-DEFAULT_GENERATOR = dpdk_generator.BACKEND.name
+DEFAULT_GENERATOR = dpdk.BACKEND.name
 """The backend used when ``--generator`` is not given."""
 
 

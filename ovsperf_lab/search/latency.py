@@ -20,9 +20,9 @@ from hdrh.histogram import HdrHistogram
 
 from ovsperf_common.framemix import FrameSizeItem, item_text
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generator_api import TrafficGenerator
-from ovsperf_lab.mlrconfig import CSIT_MIN_LOAD_PPS
+from ovsperf_lab.generators.api import TrafficGenerator
 from ovsperf_lab.model import DirectionResult, TrialSpec
+from ovsperf_lab.search.mlrconfig import CSIT_MIN_LOAD_PPS
 
 HDR_LOWEST_NS = 1
 """Smallest value the histograms resolve [ns]."""

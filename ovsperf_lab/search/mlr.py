@@ -4,7 +4,7 @@ MLRsearch (IETF draft-ietf-bmwg-mlrsearch; PyPI ``MLRsearch`` 1.2.1, CSIT's own 
 a library, not copied) searches several loss-ratio goals at once: short trials first, longer ones
 only near the answer, and a goal *exceed ratio* that tolerates a bounded share of bad trials, so
 one scheduler stall on a shared machine does not move the answer. This module adapts it to the
-lab's :class:`~ovsperf_lab.generator_api.TrafficGenerator`:
+lab's :class:`~ovsperf_lab.generators.api.TrafficGenerator`:
 
 * the *load* MLRsearch asks for is the offered rate of one direction [pps] ("a per-port rate",
   CSIT ``AbstractMeasurer``); a bidirectional trial offers it on both;
@@ -38,9 +38,9 @@ from MLRsearch import (
 
 from ovsperf_common.framemix import item_text
 from ovsperf_lab.errors import SearchError
-from ovsperf_lab.generator_api import TrafficGenerator
-from ovsperf_lab.mlrconfig import MlrConfig as MlrConfig  # re-exported: the search's parameters
+from ovsperf_lab.generators.api import TrafficGenerator
 from ovsperf_lab.model import TrialSpec
+from ovsperf_lab.search.mlrconfig import MlrConfig as MlrConfig  # re-exported: the search's parameters
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 The command line (:mod:`ovsperf_lab.cli`) parses the options into a :class:`CompareRequest`;
 :func:`run_comparison` checks the sides, plans the CPUs, creates ``compare_<timestamp>/``, runs
-the interleaved rounds (:func:`~ovsperf_lab.abtest.run_compare`) with SIGTERM turned into
-``KeyboardInterrupt``, rewrites the page after every round (:func:`~ovsperf_lab.abreport.write_outcome`)
-and, when the run stops early (an error, Ctrl-C), writes the rounds so far marked incomplete.
+the interleaved rounds (:func:`~ovsperf_lab.compare.abtest.run_compare`) with SIGTERM turned into
+``KeyboardInterrupt``, rewrites the page after every round
+(:func:`~ovsperf_lab.compare.abreport.write_outcome`) and, when the run stops early (an error,
+Ctrl-C), writes the rounds so far marked incomplete.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line
 from ovsperf_common.verdict import Overall
-from ovsperf_lab.abreport import write_outcome
-from ovsperf_lab.abstats import AbVerdict
-from ovsperf_lab.abtest import CompareObserver, CompareOutcome, run_compare
-from ovsperf_lab.compareconfig import CompareConfig
+from ovsperf_lab.compare.abreport import write_outcome
+from ovsperf_lab.compare.abstats import AbVerdict
+from ovsperf_lab.compare.abtest import CompareObserver, CompareOutcome, run_compare
+from ovsperf_lab.compare.config import CompareConfig
+from ovsperf_lab.compare.progress import CompareProgress
+from ovsperf_lab.compare.sides import SideSpec, resolve
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generator_api import GeneratorFactory
-from ovsperf_lab.generators import generator_backend
+from ovsperf_lab.generators.api import GeneratorFactory
+from ovsperf_lab.generators.registry import generator_backend
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.progress import CompareProgress
-from ovsperf_lab.sides import SideSpec, resolve
 from ovsperf_lab.testbed import sigterm_interrupts
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def run_comparison(request: CompareRequest, *, generator_factory: GeneratorFacto
     """Measure the two sides in interleaved rounds; print the page's path; return the exit code.
 
     :param generator_factory: starts the generator; ``None``: the backend ``request.config.generator``
-        names (:mod:`ovsperf_lab.generators`).
+        names (:mod:`ovsperf_lab.generators.registry`).
     :returns: 0 when no regression was found (NO_CHANGE, IMPROVEMENT), 1 for a REGRESSION, 2 when
         interrupted (the rounds so far are written and the page's path printed).
     :raises LabError: for a side, scenario or generator that cannot run (before anything starts,

@@ -1,7 +1,7 @@
 """How ``ovsperf-lab compare`` measures: the options of a comparison and their ranges.
 
 Its own module, importable without scipy or MLRsearch: the parser shows the defaults in
-``--help`` before the ``ovsperf[lab]`` install group is needed (:mod:`ovsperf_lab.abtest` runs it).
+``--help`` before the ``ovsperf[lab]`` install group is needed (:mod:`ovsperf_lab.compare.abtest` runs it).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generators import DEFAULT_GENERATOR, generator_backend
+from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, generator_backend
 from ovsperf_lab.plan import DEFAULT_RING_SIZE, RING_SIZES, LabOptions
 
 
@@ -60,7 +60,7 @@ class CompareConfig:
     pdr_duration_sum_s: float = 5.0
     """``--metric pdr``: MLRsearch duration sum per load [s] (shorter than CSIT's 21 s: rounds repeat)."""
     generator: str = DEFAULT_GENERATOR
-    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators`)."""
+    """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators.registry`)."""
 
     def __post_init__(self) -> None:
         """Check every field against its range.

@@ -47,7 +47,7 @@ from ovsperf_common.deadline import Deadline
 from ovsperf_common.framemix import FrameMix
 from ovsperf_common.units import MAX_FRAME_SIZE_BYTES, line_rate_pps
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator_api import (
+from ovsperf_lab.generators.api import (
     DEFAULT_LINK_SPEED_MBPS,
     MAX_RING_SIZE,
     MIN_RING_SIZE,
@@ -483,7 +483,7 @@ class FlowgenGenerator(TrafficGenerator):
         """Return the line rate of port 0 for ``frame_size_bytes`` [pps]: the least rate a trial may ask.
 
         A port that reports no speed (virtio_user) counts
-        :data:`~ovsperf_lab.generator_api.DEFAULT_LINK_SPEED_MBPS`, as ``compare`` does.
+        :data:`~ovsperf_lab.generators.api.DEFAULT_LINK_SPEED_MBPS`, as ``compare`` does.
         """
         speed = self._ports[0].link_speed_mbps if self._ports else None
         return line_rate_pps(frame_size_bytes, (speed or DEFAULT_LINK_SPEED_MBPS) * 1e6)
@@ -728,7 +728,7 @@ class FlowgenGenerator(TrafficGenerator):
 def start(request: GeneratorRequest) -> TrafficGenerator:
     """Start testpmd flowgen serving the request's two vhost-user sockets, with its flow count.
 
-    The EAL memory is raised to what the rings need (:func:`~ovsperf_lab.generator_api.pool_memory_mb`
+    The EAL memory is raised to what the rings need (:func:`~ovsperf_lab.generators.api.pool_memory_mb`
     of the RX ring, which is twice the TX ring).
 
     :raises LabError: when a port's attachment is not a vhost-user server.
@@ -765,4 +765,4 @@ BACKEND = GeneratorBackend(
     start=start,
     readiness=readiness,
 )
-"""The registry entry (:mod:`ovsperf_lab.generators`)."""
+"""The registry entry (:mod:`ovsperf_lab.generators.registry`)."""

@@ -1,6 +1,6 @@
 """The parameters of one MLRsearch: FD.io CSIT's defaults and :class:`MlrConfig`, without MLRsearch.
 
-:mod:`ovsperf_lab.mlr` runs the search; :class:`ovsperf_lab.plan.LabOptions` takes its defaults
+:mod:`ovsperf_lab.search.mlr` runs the search; :class:`ovsperf_lab.plan.LabOptions` takes its defaults
 and checks its options here, so that ``ovsperf-lab --help`` and the option checks work without
 the ``ovsperf[lab]`` install group.
 """

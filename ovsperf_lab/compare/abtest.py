@@ -5,7 +5,7 @@ topology, generator) one after the other, in a freshly randomised order (never b
 idle PMD still busy-polls its CPU), warms up, measures the **MRR** (maximum receive rate at full offered load,
 FD.io CSIT's trending metric: received frames per second, both directions, offering line rate
 for a fixed trial time) and tears everything down. After every round the paired estimate
-(:mod:`ovsperf_lab.abstats`) is updated; the run stops once the minimum detectable change is
+(:mod:`ovsperf_lab.compare.abstats`) is updated; the run stops once the minimum detectable change is
 below the target (after ``min_rounds``), or at ``max_rounds``. Everything started is torn down on
 every exit; the rounds measured so far are written even when the run is interrupted.
 """
@@ -24,15 +24,15 @@ from pathlib import Path
 
 from ovsperf_catalog.model import Topology
 from ovsperf_common.units import line_rate_pps
-from ovsperf_lab.abstats import PairedEstimate, estimate
-from ovsperf_lab.compareconfig import CompareConfig
-from ovsperf_lab.cpusteal import CpuSteal
+from ovsperf_lab.compare.abstats import PairedEstimate, estimate
+from ovsperf_lab.compare.config import CompareConfig
+from ovsperf_lab.compare.cpusteal import CpuSteal
+from ovsperf_lab.compare.sides import Side
 from ovsperf_lab.errors import SearchError
-from ovsperf_lab.generator_api import GeneratorFactory, TrafficGenerator
-from ovsperf_lab.mlr import MlrConfig, search_mlr
+from ovsperf_lab.generators.api import GeneratorFactory, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.plan import CpuPlan
-from ovsperf_lab.sides import Side
+from ovsperf_lab.search.mlr import MlrConfig, search_mlr
 from ovsperf_lab.state import LabRunState, release
 from ovsperf_lab.testbed import Switch, SwitchBuild, TestbedConfig, open_testbed
 
@@ -197,7 +197,7 @@ class _SideRun:
             flows=self.config.flows,
         )
         try:
-            found = search_mlr(generator, config, log=logging.getLogger("ovsperf_lab.mlr")).goal(0.005)
+            found = search_mlr(generator, config, log=logging.getLogger("ovsperf_lab.search.mlr")).goal(0.005)
         except SearchError as err:
             raise SearchError(f"Side {self.side.label}: {err}") from err
         if found.aggregate_pps is None:

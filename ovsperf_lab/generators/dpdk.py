@@ -30,7 +30,7 @@ from ovsperf_common.deadline import Deadline
 from ovsperf_common.framemix import reduced_weights
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generator_api import (
+from ovsperf_lab.generators.api import (
     MAX_RING_SIZE,
     MIN_RING_SIZE,
     AttachmentKind,
@@ -40,8 +40,8 @@ from ovsperf_lab.generator_api import (
     Readiness,
     TrafficGenerator,
 )
-from ovsperf_lab.generator_api import pool_mbufs as pool_mbufs  # re-exported: run, testbed, benchmarks
-from ovsperf_lab.generator_api import pool_memory_mb as pool_memory_mb
+from ovsperf_lab.generators.api import pool_mbufs as pool_mbufs  # re-exported: run, testbed, benchmarks
+from ovsperf_lab.generators.api import pool_memory_mb as pool_memory_mb
 from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, DirectionResult, GeneratorCounters, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
@@ -746,4 +746,4 @@ BACKEND = GeneratorBackend(
     start=start,
     readiness=readiness,
 )
-"""The registry entry (:mod:`ovsperf_lab.generators`)."""
+"""The registry entry (:mod:`ovsperf_lab.generators.registry`)."""
