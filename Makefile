@@ -6,7 +6,7 @@ JJB_VENV ?= $(ROOT)/.venv-jjb
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test check lint typecheck compat shellcheck pytest bench constraints clean
+.PHONY: setup run test check lint typecheck compat shellcheck pytest bench constraints clean vlab vlab-test
 
 setup:
 	$(SUDO) VENV=$(VENV) JJB_VENV=$(JJB_VENV) $(ROOT)/scripts/setup-debian.sh
@@ -39,6 +39,17 @@ shellcheck:
 
 pytest:
 	$(SUDO) $(VENV)/bin/pytest
+
+# The virtual lab (docs/vlab.md): two Debian VMs under QEMU. Not part of `make test`; its packages
+# (packaging/vlab-packages.txt) are installed here only. VLAB_ARGS: more options, e.g. --nice 19.
+VLAB_ARGS ?=
+vlab: setup
+	$(SUDO) $(ROOT)/scripts/setup-vlab.sh
+	$(SUDO) $(VENV)/bin/ovsperf-vlab up $(VLAB_ARGS)
+
+vlab-test: setup
+	$(SUDO) $(ROOT)/scripts/setup-vlab.sh
+	$(SUDO) $(VENV)/bin/ovsperf-vlab selftest $(VLAB_ARGS)
 
 bench:
 	for b in benchmarks/bench_*.py; do $(SUDO) $(PY) "$$b" || exit $$?; done

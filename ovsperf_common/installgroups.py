@@ -25,6 +25,7 @@ GROUP_OF_COMMAND: Mapping[str, str] = {
     "ovsperf-lab": "lab",
     "ovsperf-koji": "koji",
     "ovsperf-remote": "remote",
+    "ovsperf-vlab": "vlab",
 }
 """Console script (its ``prog``) → the install group of its role (:data:`BASE`: the base install)."""
 
@@ -40,8 +41,10 @@ GROUPS_OF_MODULE: Mapping[str, tuple[str, ...]] = {
     "koji": ("koji",),
     "lxml": ("beaker", "koji"),
     "matplotlib": ("lab", "report"),
+    "numpy": ("report",),
     "paramiko": ("remote",),
     "plotly": ("report",),
+    "psutil": ("vlab",),
     # Loaded by SQLAlchemy for a postgresql:// store URL, never imported by name.
     "psycopg": ("postgresql",),
     "requests": ("koji",),

@@ -25,9 +25,12 @@ missing group is that one line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 from ovsperf_common.errorfmt import bounded, escape_controls
 from ovsperf_common.errors import OvsperfError
@@ -121,3 +124,22 @@ def message_line(err: BaseException) -> str:
     readable line.
     """
     return bounded(mask(one_line(" ".join(str(err).split()))))
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM into ``KeyboardInterrupt`` while the block runs, so that its teardown runs too.
+
+    A command that starts processes (the lab's OVS and generator, the virtual lab's VMs) wraps its
+    work in it: ``timeout``, a cancelled CI job or ``kill`` then stops what it started instead of
+    leaving it behind. The previous handler is restored on exit.
+    """
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -13,7 +13,7 @@ from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
-from ovsperf_common.runner import add_verbosity_options, one_line, run_command
+from ovsperf_common.runner import add_verbosity_options, one_line, run_command, sigterm_interrupts
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.compare.config import CompareConfig
 from ovsperf_lab.compare.cpusteal import CpuSteal
@@ -347,7 +347,6 @@ def _run_scenario(args: argparse.Namespace) -> int:
     """Plan and run one scenario; print the results directory; 0 when complete, else 2."""
     from ovsperf_lab.progress import RichProgress
     from ovsperf_lab.run import run_lab
-    from ovsperf_lab.testbed import sigterm_interrupts
 
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 
 from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
@@ -383,17 +382,3 @@ def root_cause(err: LabError, ovs: OvsSandbox | None, vnf: ForwarderProcess | No
         except VnfError as dead:
             return dead
     return err
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """Turn SIGTERM into ``KeyboardInterrupt`` while the block runs, so that its teardown runs too."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

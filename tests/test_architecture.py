@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "ciflow": {"ovsperf_common", "ovsperf_catalog", "reporting", "resultstore"},
     "remote": {"ovsperf_common", "ovsperf_catalog", "jobcreator", "vsperf_configs"},
     "beakerwatch": {"ovsperf_common", "jobcreator"},
+    "vlab": {"ovsperf_common"},
 }
 """Package → the packages it may import (those to its left in docs/architecture.md)."""
 

@@ -38,6 +38,7 @@ COMMANDS = [
     ),
     ("ovsperf-remote", "remote.cli", ["check", "--tg", "tg01", "--dut", "dut01"]),
     ("ovsperf-beaker", "beakerwatch.cli", ["status", "--state", "beaker-state.json"]),
+    ("ovsperf-vlab", "vlab.cli", ["status", "--state-dir", "vlab-state"]),
 ]
 
 
@@ -167,6 +168,7 @@ MISSING_GROUP_ARGV = {
                      "--scenario", "S"],
     "ovsperf-remote": ["check", "--tg", "tg01", "--dut", "dut01"],
     "ovsperf-beaker": ["status", "--state", "beaker-state.json"],
+    "ovsperf-vlab": ["status", "--state-dir", "vlab-state"],
 }  # fmt: skip
 """A sub-command of each role's script that needs its install group."""
 

@@ -11,6 +11,10 @@
 # or TEST_NICS (PCI addresses) and ISOLATED_CPUS (cpulist); optional SETUP_DPDK_HOST (inventory
 # key, default `hostname -f`), KERNEL_ARGS (added with grubby, e.g. hugepages when the job's
 # kernel_options_post does not set them), SETUP_DPDK_REBOOT (1: reboot between the parts).
+#
+# Red Hat family (the default) or Debian family (/etc/os-release ID or ID_LIKE debian): Debian has no
+# grubby, so KERNEL_ARGS go into GRUB_CMDLINE_LINUX of /etc/default/grub, then update-grub; irqbalance
+# reads /etc/default/irqbalance there; the packages are named as Debian names them.
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
@@ -41,6 +45,53 @@ setup_dpdk_params() {
         task_abort "ISOLATED_CPUS '${ISOLATED_CPUS}' is not a cpulist like 2-11."
 }
 
+# setup_dpdk_family: print 'debian' for a Debian-family host (os-release ID or ID_LIKE), else 'redhat'.
+setup_dpdk_family() {
+    local file="${TASK_ETC}/os-release" id="" like=""
+    if [[ -r "${file}" ]]; then
+        id="$(sed -n 's/^ID=//p' "${file}" | tr -d "\"' ")"
+        like="$(sed -n 's/^ID_LIKE=//p' "${file}" | tr -d "\"'")"
+    fi
+    if [[ "${id}" == "debian" || " ${like} " == *" debian "* ]]; then
+        echo debian
+    else
+        echo redhat
+    fi
+}
+
+# setup_dpdk_grub_args ARGS: put each of ARGS into GRUB_CMDLINE_LINUX of /etc/default/grub once (an
+# argument KEY=VALUE replaces an earlier KEY=...); the other lines are kept. Debian's grubby.
+setup_dpdk_grub_args() {
+    local file="${TASK_ETC}/default/grub" current="" arg word kept
+    [[ -f "${file}" ]] || return 1
+    current="$(sed -n 's/^GRUB_CMDLINE_LINUX="\(.*\)"$/\1/p' "${file}" | tail -n 1)"
+    for arg in $1; do
+        kept=""
+        for word in ${current}; do
+            [[ "${word}" == "${arg}" || ("${arg}" == *=* && "${word}" == "${arg%%=*}="*) ]] && continue
+            kept="${kept:+${kept} }${word}"
+        done
+        current="${kept:+${kept} }${arg}"
+    done
+    awk -v line="GRUB_CMDLINE_LINUX=\"${current}\"" \
+        '/^GRUB_CMDLINE_LINUX=/ { if (!done) print line; done = 1; next } { print } END { if (!done) print line }' \
+        "${file}" >"${file}.ovsperf" && mv "${file}.ovsperf" "${file}"
+}
+
+# setup_dpdk_kernel_args: add KERNEL_ARGS for the next boot, with grubby or /etc/default/grub.
+setup_dpdk_kernel_args() {
+    if [[ "${SETUP_DPDK_FAMILY}" == "debian" ]]; then
+        task_run "Add kernel arguments ${KERNEL_ARGS} to /etc/default/grub" setup_dpdk_grub_args "${KERNEL_ARGS}" ||
+            task_abort "Cannot add the kernel arguments '${KERNEL_ARGS}' to ${TASK_ETC}/default/grub (is grub2-common installed?)."
+        task_run "Regenerate the GRUB configuration" update-grub ||
+            task_abort "update-grub cannot write the GRUB configuration with '${KERNEL_ARGS}'."
+    else
+        # shellcheck disable=SC2086 # KERNEL_ARGS is a list of kernel arguments
+        task_run "Add kernel arguments ${KERNEL_ARGS}" grubby --update-kernel=ALL --args="${KERNEL_ARGS}" ||
+            task_abort "grubby cannot add the kernel arguments '${KERNEL_ARGS}'."
+    fi
+}
+
 setup_dpdk_load_at_boot() {
     mkdir -p "${TASK_ETC}/modules-load.d" &&
         printf '%s\n' "${SETUP_DPDK_DRIVER}" >"${TASK_ETC}/modules-load.d/ovsperf-${SETUP_DPDK_DRIVER}.conf"
@@ -60,15 +111,17 @@ setup_dpdk_persistent() {
     task_phase_start Setup persistent
     task_run "Write tuned cpu-partitioning isolated_cores=${ISOLATED_CPUS}" task_tuned_isolate "${ISOLATED_CPUS}" ||
         task_abort "Cannot write the tuned variables."
+    local profiles=tuned-profiles-cpu-partitioning irqbalance_dir=sysconfig
+    if [[ "${SETUP_DPDK_FAMILY}" == "debian" ]]; then
+        profiles=tuned irqbalance_dir=default
+    fi
     task_run "Activate tuned profile cpu-partitioning" tuned-adm profile cpu-partitioning ||
-        task_abort "tuned-adm cannot activate cpu-partitioning (is tuned-profiles-cpu-partitioning installed?)."
-    task_run "Ban IRQs from CPUs ${ISOLATED_CPUS}" task_ban_irqs "${ISOLATED_CPUS}"
+        task_abort "tuned-adm cannot activate cpu-partitioning (is ${profiles} installed?)."
+    task_run "Ban IRQs from CPUs ${ISOLATED_CPUS}" task_ban_irqs "${ISOLATED_CPUS}" "${irqbalance_dir}"
     task_run "Restart irqbalance" systemctl restart irqbalance
     task_run "Load ${SETUP_DPDK_DRIVER} at boot" setup_dpdk_load_at_boot
     if [[ -n "${KERNEL_ARGS}" ]]; then
-        # shellcheck disable=SC2086 # KERNEL_ARGS is a list of kernel arguments
-        task_run "Add kernel arguments ${KERNEL_ARGS}" grubby --update-kernel=ALL --args="${KERNEL_ARGS}" ||
-            task_abort "grubby cannot add the kernel arguments '${KERNEL_ARGS}'."
+        setup_dpdk_kernel_args
     fi
     task_mark persistent
     task_phase_end
@@ -118,6 +171,8 @@ setup_dpdk_verify() {
 }
 
 task_init setup_dpdk
+SETUP_DPDK_FAMILY="$(setup_dpdk_family)"
+task_log "Host family: ${SETUP_DPDK_FAMILY}"
 setup_dpdk_params
 if ((TASK_REBOOTCOUNT == 0)); then
     setup_dpdk_persistent

@@ -19,7 +19,7 @@ from pathlib import Path
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.exitcodes import ExitCode
-from ovsperf_common.runner import one_line
+from ovsperf_common.runner import one_line, sigterm_interrupts
 from ovsperf_common.verdict import Overall
 from ovsperf_lab.compare.abreport import write_outcome
 from ovsperf_lab.compare.abstats import AbVerdict
@@ -32,7 +32,6 @@ from ovsperf_lab.generators.api import GeneratorFactory
 from ovsperf_lab.generators.registry import generator_backend
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.plan import LabOptions, plan_run
-from ovsperf_lab.testbed import sigterm_interrupts
 
 log = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ RECORD_ONLY = (
     "rstrnt-adjust-watchdog",
     "systemctl",
     "grubby",
+    "update-grub",
     "nmcli",
     "ip",
     "dpdk-testpmd",

@@ -168,3 +168,72 @@ def test_inventory_found_without_the_parameter(lab: Lab) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"Using the host inventory {inventory}" in run.stdout
     assert "isolated_cores=12-23" in (lab.etc / "tuned" / "cpu-partitioning-variables.conf").read_text()
+
+
+DEBIAN_OS_RELEASE = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nID=debian\n'
+GRUB_DEFAULT = (
+    "# If you change this file, run 'update-grub' afterwards.\n"
+    "GRUB_DEFAULT=0\n"
+    'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'
+    'GRUB_CMDLINE_LINUX="console=ttyS0 hugepages=4"\n'
+)
+
+
+def _debian(lab: Lab, os_release: str = DEBIAN_OS_RELEASE) -> None:
+    (lab.etc / "os-release").write_text(os_release)
+    (lab.etc / "default").mkdir(exist_ok=True)
+    (lab.etc / "default" / "grub").write_text(GRUB_DEFAULT)
+
+
+def test_debian_kernel_arguments_go_into_etc_default_grub_and_update_grub(lab: Lab) -> None:
+    _debian(lab)
+    args = "default_hugepagesz=1G hugepages=16 intel_iommu=on iommu=pt"
+    run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS=args, **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Host family: debian" in run.stdout
+    assert not run.called("grubby")
+    assert run.called("update-grub") == [[]]
+    assert run.index("update-grub") < run.index("rstrnt-reboot")
+    assert (lab.etc / "default" / "grub").read_text() == GRUB_DEFAULT.replace(
+        'GRUB_CMDLINE_LINUX="console=ttyS0 hugepages=4"',
+        'GRUB_CMDLINE_LINUX="console=ttyS0 default_hugepagesz=1G hugepages=16 intel_iommu=on iommu=pt"',
+    )  # hugepages=4 replaced, the other lines (GRUB_CMDLINE_LINUX_DEFAULT too) kept
+    # Debian's irqbalance reads /etc/default/irqbalance; nothing is written under sysconfig.
+    assert (lab.etc / "default" / "irqbalance").read_text() == "IRQBALANCE_BANNED_CPULIST=2-11\n"
+    assert not (lab.etc / "sysconfig").exists()
+    # A second run (a rerun of boot 0) adds nothing twice.
+    again = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS=args, **PARAMS)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (lab.etc / "default" / "grub").read_text().count("hugepages=16") == 1
+
+
+def test_an_ubuntu_host_is_debian_family_by_id_like(lab: Lab) -> None:
+    _debian(lab, 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\n')
+    (lab.etc / "default" / "grub").write_text("GRUB_DEFAULT=0\n")  # no GRUB_CMDLINE_LINUX line yet
+    run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS="intel_iommu=on", **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Host family: debian" in run.stdout
+    grub = (lab.etc / "default" / "grub").read_text()
+    assert grub == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="intel_iommu=on"\n'
+    assert run.called("update-grub") == [[]] and not run.called("grubby")
+
+
+def test_a_debian_host_without_etc_default_grub_is_warn_and_abort(lab: Lab) -> None:
+    _debian(lab)
+    (lab.etc / "default" / "grub").unlink()
+    run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS="intel_iommu=on", **PARAMS)
+    assert run.returncode == 2
+    assert run.reported()[-1] == ("setup_dpdk/persistent", "WARN")
+    assert "Cannot add the kernel arguments 'intel_iommu=on'" in run.stderr
+    assert "is grub2-common installed?" in run.stderr
+    assert not run.called("update-grub") and not run.called("rstrnt-reboot")
+
+
+def test_a_red_hat_host_keeps_grubby_and_sysconfig(lab: Lab) -> None:
+    (lab.etc / "os-release").write_text('NAME="Red Hat Enterprise Linux"\nID="rhel"\nID_LIKE="fedora"\n')
+    run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS="intel_iommu=on iommu=pt", **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Host family: redhat" in run.stdout
+    assert run.called("grubby") == [["--update-kernel=ALL", "--args=intel_iommu=on iommu=pt"]]
+    assert not run.called("update-grub")
+    assert (lab.etc / "sysconfig" / "irqbalance").read_text() == "IRQBALANCE_BANNED_CPULIST=2-11\n"

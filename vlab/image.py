@@ -1,0 +1,339 @@
+"""Build the lab's Debian 12 disk image with mmdebstrap from the distribution's mirror, atomically.
+
+The image is packages only (never a downloaded image): ``mmdebstrap`` writes the root file system
+as a tarball, ``mke2fs -d`` turns it into an ext4 file system, ``qemu-img convert`` into the qcow2
+base the VMs' overlays stand on; the kernel and initrd are taken out of the image's own ``/boot``
+for QEMU's direct kernel boot. Everything is built in a hidden sibling of the image directory
+(:func:`~ovsperf_common.atomicio.atomic_directory`) and renamed into place only when complete, with
+its manifest written last: a build that is interrupted, even killed, leaves at most a hidden
+``.image.*.tmp`` directory that nothing reads and the next build removes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_directory, atomic_write_text
+from ovsperf_common.command import run_command
+from vlab.config import SUITE, LabPaths, VlabError
+
+log = logging.getLogger(__name__)
+
+PACKAGES = (
+    "linux-image-amd64",
+    "initramfs-tools",
+    "systemd-sysv",
+    "udev",
+    "dbus",
+    "kmod",
+    "e2fsprogs",
+    "iproute2",
+    "pciutils",
+    "procps",
+    "ethtool",
+    "iputils-ping",
+    "openssh-server",
+    "openvswitch-switch-dpdk",
+    "dpdk",
+    "python3",
+    "python3-yaml",
+    "rsync",
+    # What the Beaker tasks use on a lab host (ovsperf-remote check lists them): setup_dpdk's tuned,
+    # irqbalance and, on Debian, update-grub; the generator hosts' build tools.
+    "tuned",
+    "irqbalance",
+    "grub2-common",
+    "git",
+    "make",
+    "gcc",
+    "pkg-config",
+)
+"""Debian packages of the image (with their dependencies; variant ``minbase`` adds Essential and apt)."""
+
+IMAGE_SIZE = "6G"
+"""Size of the ext4 root file system (sparse: only what is written takes disk space)."""
+ROOT_LABEL = "vlabroot"
+"""ext4 label of the root file system."""
+MGMT_MAC = "52:54:00:00:01:01"
+"""MAC of each VM's management NIC; the image's systemd-networkd runs DHCP on it alone."""
+MANIFEST = "manifest.json"
+"""Written last into a build: an image directory without it is not an image."""
+BUILD_TIMEOUT_S = 3600.0
+"""Longest an mmdebstrap run may take (a slow mirror, a loaded machine) [s]."""
+CONVERT_TIMEOUT_S = 900.0
+"""Longest ``mke2fs`` or ``qemu-img convert`` may take [s]."""
+
+NETWORK_UNIT = f"""[Match]
+MACAddress={MGMT_MAC}
+
+[Network]
+DHCP=ipv4
+"""
+"""systemd-networkd unit of the management NIC (the data NICs stay unconfigured, for DPDK)."""
+
+
+@dataclass(frozen=True)
+class Image:
+    """A complete image: its files and what it was built from."""
+
+    disk: Path
+    """qcow2 base of the root file system (read only: the VMs write to their overlays)."""
+    kernel: Path
+    """The image's own kernel (``/boot/vmlinuz-*``)."""
+    initrd: Path
+    """The image's own initrd (``/boot/initrd.img-*``)."""
+    kernel_version: str
+    """``uname -r`` of that kernel."""
+    built_at: float
+    """When the build finished [s since the epoch]; overlays older than it are stale."""
+
+
+def load_image(paths: LabPaths) -> Image | None:
+    """Return the complete image under ``paths``, or ``None`` when none was built (or it is incomplete).
+
+    :raises VlabError: when the manifest is unreadable.
+    """
+    manifest = paths.image_dir / MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        kernel_version = str(data["kernel_version"])
+        built_at = float(data["built_at"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise VlabError(
+            f"Image manifest '{manifest}' is unreadable ({err}); rebuild with 'up --rebuild'."
+        ) from err
+    image = Image(
+        disk=paths.image_dir / "root.qcow2",
+        kernel=paths.image_dir / "vmlinuz",
+        initrd=paths.image_dir / "initrd.img",
+        kernel_version=kernel_version,
+        built_at=built_at,
+    )
+    for part in (image.disk, image.kernel, image.initrd):
+        if not part.is_file():
+            raise VlabError(
+                f"Image file '{part}' is missing beside its manifest; rebuild with 'up --rebuild'."
+            )
+    return image
+
+
+def ensure_key(paths: LabPaths) -> Path:
+    """Return the lab's SSH public key, generating the ed25519 pair first if there is none.
+
+    :raises VlabError: when ``ssh-keygen`` fails.
+    """
+    public = paths.key.with_suffix(".pub")
+    if paths.key.is_file() and public.is_file():
+        return public
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (paths.key, public):
+        stale.unlink(missing_ok=True)
+    done = run_command(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ovsperf-vlab", "-f", str(paths.key)],
+        timeout_s=60.0,
+        what="ssh-keygen for the lab key",
+    )
+    if done.returncode != 0:
+        raise VlabError(f"ssh-keygen could not create '{paths.key}': {done.stderr.strip()}")
+    return public
+
+
+def mmdebstrap_argv(tarball: Path, mirror: str, public_key: Path, nice: int) -> list[str]:
+    """Return the mmdebstrap command that writes the image's root file system to ``tarball``.
+
+    The hooks authorise ``public_key`` for root, give the management NIC DHCP, mount the root by
+    label and let the serial console log in nobody (no password is set).
+    """
+    key = str(public_key)
+    hooks = [
+        'mkdir -p -m 700 "$1/root/.ssh"',
+        f'install -m 600 "{key}" "$1/root/.ssh/authorized_keys"',
+        f"printf '%s' '{NETWORK_UNIT}' > \"$1/etc/systemd/network/10-mgmt.network\"",
+        'chroot "$1" systemctl enable systemd-networkd',
+        'chroot "$1" systemctl mask systemd-networkd-wait-online.service',
+        f"printf 'LABEL={ROOT_LABEL} / ext4 errors=remount-ro 0 1\\n' > \"$1/etc/fstab\"",
+        'printf "vlab\\n" > "$1/etc/hostname"',
+        # setup_dpdk on Debian edits /etc/default/grub and runs update-grub, as on a host with GRUB
+        # (the VMs boot their kernel directly: see docs/vlab.md, "Limits").
+        'mkdir -p "$1/boot/grub"',
+        'cp "$1/usr/share/grub/default/grub" "$1/etc/default/grub"',
+    ]
+    argv = ["nice", "-n", str(nice)] if nice else []
+    argv += ["mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar"]
+    argv += [f"--include={','.join(PACKAGES)}"]
+    argv += [f"--customize-hook={hook}" for hook in hooks]
+    argv += [SUITE, str(tarball), mirror]
+    return argv
+
+
+def build_image(paths: LabPaths, mirror: str, *, nice: int = 0) -> Image:
+    """Build the image into a hidden sibling of ``paths.image_dir`` and rename it into place.
+
+    Leftovers of interrupted builds (hidden ``.image.*`` siblings) are removed first; the caller
+    holds the lab's lock, so none of them is a build still running.
+
+    :param nice: niceness of the build's processes (19: leave the CPUs to others).
+    :raises VlabError: when mmdebstrap, mke2fs or qemu-img fails, or the image has no kernel.
+    :raises CommandError: when one of them is missing or outlives its timeout.
+    """
+    public_key = ensure_key(paths)
+    sweep_partial_builds(paths)
+    niced = ["nice", "-n", str(nice)] if nice else []
+    start = time.monotonic()
+    with atomic_directory(paths.image_dir) as tmp:
+        tarball = tmp / "rootfs.tar"
+        log.info("Building the image with mmdebstrap from %s (%s); this takes minutes.", mirror, SUITE)
+        run_mmdebstrap(mmdebstrap_argv(tarball, mirror, public_key, nice), paths.build_log)
+        kernel_version = _extract_boot(tarball, tmp)
+        tree = tmp / "rootfs"
+        tree.mkdir()
+        untar = ["tar", "--numeric-owner", "--xattrs", "-xpf", str(tarball), "-C", str(tree)]
+        _check(
+            "tar", run_command(untar, timeout_s=CONVERT_TIMEOUT_S, what="tar extracting the root file system")
+        )
+        tarball.unlink()
+        raw = tmp / "root.raw"
+        mke2fs = [
+            *niced,
+            "mke2fs",
+            "-q",
+            "-t",
+            "ext4",
+            "-L",
+            ROOT_LABEL,
+            "-d",
+            str(tree),
+            str(raw),
+            IMAGE_SIZE,
+        ]
+        _check("mke2fs", run_command(mke2fs, timeout_s=CONVERT_TIMEOUT_S, what="mke2fs"))
+        shutil.rmtree(tree)
+        convert = [*niced, "qemu-img", "convert", "-O", "qcow2", str(raw), str(tmp / "root.qcow2")]
+        _check("qemu-img", run_command(convert, timeout_s=CONVERT_TIMEOUT_S, what="qemu-img convert"))
+        raw.unlink()
+        manifest = {"suite": SUITE, "mirror": mirror, "packages": list(PACKAGES),
+                    "kernel_version": kernel_version, "built_at": time.time()}  # fmt: skip
+        atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    paths.known_hosts.unlink(missing_ok=True)  # the new image has new host keys
+    log.info("Image built in %.0f s: '%s' (kernel %s).", time.monotonic() - start, paths.image_dir,
+             kernel_version)  # fmt: skip
+    image = load_image(paths)
+    assert image is not None
+    return image
+
+
+def sweep_partial_builds(paths: LabPaths) -> list[Path]:
+    """Remove the hidden leftovers of interrupted builds beside the image directory; return them."""
+    removed: list[Path] = []
+    parent = paths.image_dir.parent
+    if not parent.is_dir():
+        return removed
+    for entry in sorted(parent.glob(f".{paths.image_dir.name}.*")):
+        if entry.name.endswith(TEMPORARY_SUFFIXES) and entry.is_dir() and not entry.is_symlink():
+            log.info("Removing '%s', left by an interrupted image build.", entry)
+            shutil.rmtree(entry)
+            removed.append(entry)
+    return removed
+
+
+def _extract_boot(tarball: Path, into: Path) -> str:
+    """Copy the kernel and initrd of the root file system in ``tarball`` to ``into``; return its version.
+
+    :raises VlabError: when the tarball holds no ``boot/vmlinuz-*`` with its ``boot/initrd.img-*``.
+    """
+    with tarfile.open(tarball) as tar:
+        members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+        kernels = sorted(n for n in members if n.startswith("boot/vmlinuz-"))
+        if not kernels:
+            raise VlabError(
+                f"The image built in '{tarball}' has no kernel in /boot (is linux-image-amd64 in it?)."
+            )
+        version = kernels[-1].removeprefix("boot/vmlinuz-")
+        initrd = f"boot/initrd.img-{version}"
+        if initrd not in members:
+            raise VlabError(f"The image built in '{tarball}' has kernel {version} but no '/{initrd}'.")
+        for name, target in ((kernels[-1], "vmlinuz"), (initrd, "initrd.img")):
+            source = tar.extractfile(members[name])
+            assert source is not None
+            with source, open(into / target, "wb") as out:
+                shutil.copyfileobj(source, out)
+    return version
+
+
+def run_mmdebstrap(argv: list[str], build_log: Path, timeout_s: float = BUILD_TIMEOUT_S) -> None:
+    """Run mmdebstrap to its end with its output in ``build_log``; on a stop, let it clean up first.
+
+    mmdebstrap mounts /proc, /sys and /dev/pts in its own temporary root file system while it
+    installs. Its output goes to a file, not to a pipe of this process: a pipe closed by a killed
+    parent makes it die without unmounting. When this process is interrupted (Ctrl-C, SIGTERM turned
+    into ``KeyboardInterrupt``) or the timeout passes, its process group gets SIGTERM, on which it
+    unmounts and removes its temporary directory (measured: 7 s), and SIGKILL only after
+    :data:`STOP_GRACE_S`.
+
+    :raises VlabError: when it exits non-zero (with the end of its log) or outlives ``timeout_s`` [s].
+    """
+    build_log.parent.mkdir(parents=True, exist_ok=True)
+    with open(build_log, "wb") as out:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+        except OSError as err:
+            raise VlabError(
+                f"Cannot run mmdebstrap: '{argv[0]}': {err.strerror} (make vlab installs it)."
+            ) from err
+    try:
+        returncode = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop_gently(proc)
+        raise VlabError(
+            f"mmdebstrap did not finish within {timeout_s:g} s and was stopped; see '{build_log}'."
+        ) from None
+    except BaseException:
+        _stop_gently(proc)
+        raise
+    if returncode != 0:
+        lines = build_log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        tail = " ".join(line[:300] for line in lines[-3:])
+        raise VlabError(f"mmdebstrap failed with exit status {returncode} (log '{build_log}'): {tail}")
+
+
+STOP_GRACE_S = 120.0
+"""Time mmdebstrap gets after SIGTERM to unmount and clean up before SIGKILL [s]."""
+
+
+def _stop_gently(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM ``proc``'s process group (started by us), wait for it, SIGKILL after :data:`STOP_GRACE_S`."""
+    for signum, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "mmdebstrap (pid %d) is still running %.0f s after signal %d.", proc.pid, wait_s, signum
+            )
+
+
+def _check(what: str, done: object) -> None:
+    """Raise when the finished command ``done`` (a CompletedProcess) failed.
+
+    :raises VlabError: naming ``what`` and the end of its error output.
+    """
+    returncode = getattr(done, "returncode", 1)
+    if returncode != 0:
+        tail = " ".join(str(getattr(done, "stderr", "")).strip().splitlines()[-5:])
+        raise VlabError(f"{what} failed with exit status {returncode}: {tail}")

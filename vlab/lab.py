@@ -1,0 +1,312 @@
+"""Bring the virtual lab up, down and back to its saved state; say what runs.
+
+``up`` builds the image when there is none (:mod:`vlab.image`), chooses the accelerator
+(:func:`vlab.guest.choose_accel`), and starts the TG's QEMU and then the DUT's, each waited for
+until it answers SSH: one boot at a time, so that two TCG boots never share the CPUs. A VM booted
+afresh is then saved (QEMU ``savevm`` into its qcow2 overlay); the next ``up`` with the same image
+and the same command line resumes from that state (``-loadvm``) instead of booting, and ``reset``
+loads it into the running VMs. Every command that changes the lab holds the lab's lock file, and
+``up`` refuses while the state file names a QEMU that still runs; ``down`` ends only the processes
+the state file names (pid and start time).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ovsperf_common.atomicio import atomic_write_text
+from ovsperf_common.command import run_command
+from ovsperf_common.deadline import Deadline
+from ovsperf_common.filelock import exclusive_lock, holder_pid
+from vlab import state
+from vlab.config import DATA_NICS_PER_VM, SNAPSHOT, VM_NAMES, LabConfig, LabPaths, VlabError
+from vlab.guest import choose_accel, wait_for_ssh
+from vlab.image import Image, build_image, load_image
+from vlab.qemu import Accel, VmFiles, qemu_argv
+from vlab.qmp import Qmp
+
+log = logging.getLogger(__name__)
+
+BOOT_TIMEOUT_S = {Accel.KVM: 180.0, Accel.TCG: 900.0}
+"""Longest a VM may take from QEMU's start to answering SSH [s] (TCG boots ~2.5 min here)."""
+RESUME_TIMEOUT_S = 180.0
+"""Longest a VM resumed from its saved state may take to answer SSH [s]."""
+SAVE_TIMEOUT_S = 600.0
+"""Longest ``savevm`` or ``loadvm`` of one VM may take [s]."""
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    """How ``up`` runs."""
+
+    rebuild: bool = False
+    """Build the image even when one is there."""
+    accel: Accel | None = None
+    """Force an accelerator (``None``: probe KVM, fall back to TCG)."""
+    nice: int = 0
+    """Niceness of QEMU and the image build (19 on a shared machine)."""
+    boot_timeout_s: float | None = None
+    """Longest one VM's boot may take [s] (``None``: :data:`BOOT_TIMEOUT_S` of the accelerator)."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What one step of the lab took, for the log and docs/vlab.md."""
+
+    step: str
+    """``build``, ``boot tg``, ``resume dut``, ``save tg``, ``reset``…"""
+    seconds: float
+    """Wall time [s]."""
+
+
+def vm_files(paths: LabPaths, vm: str, image: Image) -> VmFiles:
+    """Return the files of ``vm`` (overlay, console log, QMP socket) with the image's kernel."""
+    directory = paths.vm_dir(vm)
+    return VmFiles(
+        disk=directory / "root.qcow2",
+        kernel=image.kernel,
+        initrd=image.initrd,
+        serial_log=directory / "console.log",
+        qmp_socket=directory / "qmp.sock",
+    )
+
+
+def running_vms(paths: LabPaths) -> list[state.VmProcess]:
+    """Return the recorded VMs whose QEMU still runs."""
+    return [vm for vm in state.load_state(paths.state_file) if vm.running()]
+
+
+def _locked(paths: LabPaths) -> AbstractContextManager[bool]:
+    """Return the lab's lock, tried once: the block gets True when taken, False when another holds it."""
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    return exclusive_lock(paths.lock)
+
+
+def _refuse_busy(paths: LabPaths, command: str) -> VlabError:
+    """Return the error refusing ``command`` because another command holds the lock, naming its pid."""
+    holder = holder_pid(paths.lock)
+    by = f" (pid {holder})" if holder is not None else ""
+    return VlabError(
+        f"'{command}' refused: another ovsperf-vlab command{by} holds the lab's lock '{paths.lock}'; "
+        "wait for it to finish."
+    )
+
+
+def check_ports_free(config: LabConfig) -> None:
+    """Refuse to start when a port the lab needs on 127.0.0.1 is taken.
+
+    :raises VlabError: naming the port and what it is for.
+    """
+    wanted = [(socket.SOCK_STREAM, config.ssh_port_of(vm), f"SSH of VM '{vm}'") for vm in VM_NAMES]
+    wanted += [
+        (socket.SOCK_DGRAM, config.data_ports_of(vm, nic)[0], f"data NIC {nic} of VM '{vm}'")
+        for vm in VM_NAMES
+        for nic in range(DATA_NICS_PER_VM)
+    ]
+    for kind, port, what in wanted:
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as err:
+                protocol = "TCP" if kind == socket.SOCK_STREAM else "UDP"
+                raise VlabError(
+                    f"{protocol} port 127.0.0.1:{port} ({what}) is taken ({err.strerror}); free it or "
+                    "choose other ports (--ssh-port, --data-port)."
+                ) from err
+
+
+def _overlay_key(argv: list[str], image: Image) -> str:
+    """Return what a saved state depends on: the QEMU command line (without niceness) and the image."""
+    start = argv.index("qemu-system-x86_64")
+    return json.dumps({"argv": argv[start:], "image_built_at": image.built_at}, sort_keys=True)
+
+
+def _has_snapshot(disk: Path) -> bool:
+    """Return whether the overlay ``disk`` holds the saved state :data:`SNAPSHOT`."""
+    done = run_command(
+        ["qemu-img", "snapshot", "-l", "-U", str(disk)], timeout_s=60.0, what="qemu-img snapshot -l"
+    )
+    return done.returncode == 0 and any(line.split()[1:2] == [SNAPSHOT] for line in done.stdout.splitlines())
+
+
+def prepare_overlay(files: VmFiles, image: Image, fingerprint: str) -> bool:
+    """Make ``files.disk`` an overlay of ``image`` for this command line; return whether it can resume.
+
+    An overlay made for another image or command line (its saved state would not fit) is replaced
+    by a fresh one.
+
+    :raises VlabError: when ``qemu-img create`` fails.
+    """
+    directory = files.disk.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = directory / "fingerprint.json"
+    if files.disk.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8") == fingerprint:
+        if _has_snapshot(files.disk):
+            return True
+    files.disk.unlink(missing_ok=True)
+    stamp.unlink(missing_ok=True)
+    create = [
+        "qemu-img",
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        str(image.disk),
+        "-F",
+        "qcow2",
+        str(files.disk),
+    ]
+    done = run_command(create, timeout_s=60.0, what="qemu-img create")
+    if done.returncode != 0:
+        raise VlabError(f"qemu-img could not create the overlay '{files.disk}': {done.stderr.strip()}")
+    atomic_write_text(stamp, fingerprint)
+    return False
+
+
+def _start(vm: str, argv: list[str], files: VmFiles, config: LabConfig, accel: Accel) -> state.VmProcess:
+    """Start QEMU for ``vm`` detached from this process (its output to ``qemu.log``); return its record."""
+    files.qmp_socket.unlink(missing_ok=True)
+    qemu_log = files.disk.parent / "qemu.log"
+    with open(qemu_log, "ab") as out:
+        out.write(f"\n# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    log.info("Started VM '%s' (QEMU pid %d, %s), SSH on 127.0.0.1:%d.", vm, proc.pid, accel,
+             config.ssh_port_of(vm))  # fmt: skip
+    return state.record(vm, proc.pid, config.ssh_port_of(vm), str(accel))
+
+
+def up(config: LabConfig, options: UpOptions) -> tuple[list[state.VmProcess], list[Timing]]:
+    """Bring both VMs up (building the image first if needed); return their records and the timings.
+
+    :raises VlabError: when another command holds the lock, the lab is already up, a port is
+        taken, the build fails or a VM does not answer SSH in time (the VMs this call started are
+        stopped again; their console logs stay).
+    """
+    paths = LabPaths(config.state_dir)
+    timings: list[Timing] = []
+    with _locked(paths) as taken:
+        if not taken:
+            raise _refuse_busy(paths, "up")
+        running = running_vms(paths)
+        if running:
+            names = ", ".join(f"'{v.vm}' (pid {v.pid})" for v in running)
+            raise VlabError(f"'up' refused: the lab is already up ({names}); run 'ovsperf-vlab down' first.")
+        image = None if options.rebuild else load_image(paths)
+        if image is None:
+            start = time.monotonic()
+            image = build_image(paths, config.mirror, nice=options.nice)
+            timings.append(Timing("build", time.monotonic() - start))
+        accel = choose_accel(paths, image, nice=options.nice, forced=options.accel)
+        check_ports_free(config)
+        started: list[state.VmProcess] = []
+        try:
+            for vm in VM_NAMES:
+                started.append(_bring_up(vm, config, paths, image, accel, options, timings))
+                state.save_state(paths.state_file, started)
+        except BaseException:
+            # Every VM recorded now was started by this call (none ran when it began), the one
+            # that failed to answer too: stop them all, by their recorded pid and start time.
+            for vm_process in state.load_state(paths.state_file):
+                state.stop(vm_process)
+            state.save_state(paths.state_file, [])
+            raise
+    return started, timings
+
+
+def _bring_up(
+    vm: str,
+    config: LabConfig,
+    paths: LabPaths,
+    image: Image,
+    accel: Accel,
+    options: UpOptions,
+    timings: list[Timing],
+) -> state.VmProcess:
+    """Start ``vm`` (resuming its saved state when it fits), wait for SSH, save the state of a fresh boot."""
+    files = vm_files(paths, vm, image)
+    fresh_argv = qemu_argv(vm, config, files, accel, nice=options.nice)
+    resumable = prepare_overlay(files, image, _overlay_key(fresh_argv, image))
+    argv = (
+        qemu_argv(vm, config, files, accel, loadvm=SNAPSHOT, nice=options.nice) if resumable else fresh_argv
+    )
+    start = time.monotonic()
+    record = _start(vm, argv, files, config, accel)
+    state.save_state(paths.state_file, [*running_vms(paths), record])
+    timeout_s = RESUME_TIMEOUT_S if resumable else (options.boot_timeout_s or BOOT_TIMEOUT_S[accel])
+    wait_for_ssh(paths, vm, config.ssh_port_of(vm), timeout_s=timeout_s, alive=record.running,
+                 serial_log=files.serial_log)  # fmt: skip
+    step = "resume" if resumable else "boot"
+    timings.append(Timing(f"{step} {vm}", time.monotonic() - start))
+    log.info("VM '%s' answers SSH after %.1f s (%s).", vm, timings[-1].seconds, step)
+    if not resumable:
+        start = time.monotonic()
+        with Qmp(files.qmp_socket, Deadline(what=f"savevm of VM '{vm}'", timeout_s=SAVE_TIMEOUT_S)) as qmp:
+            qmp.hmp(f"savevm {SNAPSHOT}")
+        timings.append(Timing(f"save {vm}", time.monotonic() - start))
+        log.info("Saved the state of VM '%s' in %.1f s.", vm, timings[-1].seconds)
+    return record
+
+
+def down(config: LabConfig) -> list[state.VmProcess]:
+    """Stop the QEMU processes the state file names; return those that were running.
+
+    :raises VlabError: when another command holds the lock.
+    """
+    paths = LabPaths(config.state_dir)
+    with _locked(paths) as taken:
+        if not taken:
+            raise _refuse_busy(paths, "down")
+        stopped = [vm for vm in state.load_state(paths.state_file) if state.stop(vm)]
+        state.save_state(paths.state_file, [])
+    return stopped
+
+
+def reset(config: LabConfig, *, timeout_s: float = RESUME_TIMEOUT_S) -> list[Timing]:
+    """Load the saved state into both running VMs and wait until they answer SSH; return the timings.
+
+    :raises VlabError: when the lab is not up, the lock is held, or a VM does not answer in time.
+    """
+    paths = LabPaths(config.state_dir)
+    timings: list[Timing] = []
+    with _locked(paths) as taken:
+        if not taken:
+            raise _refuse_busy(paths, "reset")
+        recorded = state.load_state(paths.state_file)
+        running = [vm for vm in recorded if vm.running()]
+        if {vm.vm for vm in running} != set(VM_NAMES):
+            raise VlabError("'reset' needs the lab up (both VMs running); run 'ovsperf-vlab up'.")
+        image = load_image(paths)
+        if image is None:
+            raise VlabError(f"No image under '{paths.image_dir}'; run 'ovsperf-vlab up'.")
+        start = time.monotonic()
+        for vm in running:
+            files = vm_files(paths, vm.vm, image)
+            with Qmp(
+                files.qmp_socket, Deadline(what=f"loadvm of VM '{vm.vm}'", timeout_s=SAVE_TIMEOUT_S)
+            ) as qmp:
+                qmp.hmp(f"loadvm {SNAPSHOT}")
+        for vm in running:
+            files = vm_files(paths, vm.vm, image)
+            wait_for_ssh(paths, vm.vm, vm.ssh_port, timeout_s=timeout_s, alive=vm.running,
+                         serial_log=files.serial_log)  # fmt: skip
+        timings.append(Timing("reset", time.monotonic() - start))
+        log.info("Both VMs are back at their saved state after %.1f s.", timings[-1].seconds)
+    return timings
+
+
+def status(config: LabConfig) -> list[tuple[str, state.VmProcess | None]]:
+    """Return each VM's name with its running QEMU's record (``None``: not running)."""
+    paths = LabPaths(config.state_dir)
+    running = {vm.vm: vm for vm in running_vms(paths)}
+    return [(name, running.get(name)) for name in VM_NAMES]
