@@ -69,21 +69,67 @@ class _CappedParser:
         self.parser.close()
 
 
+class _CappedBody:
+    """An HTTP response whose body is read no further than ``limit`` bytes (as sent, before inflation)."""
+
+    def __init__(self, response: Any, limit: int) -> None:
+        self.response = response
+        self.limit = limit
+        self.received = 0
+
+    def getheader(self, name: str, default: str | None = None) -> str | None:
+        """Return the response's header ``name``."""
+        value: str | None = self.response.getheader(name, default)
+        return value
+
+    def read(self, amount: int | None = None) -> bytes:
+        """Read up to ``amount`` bytes (all: up to the limit).
+
+        :raises xmlrpc.client.ResponseError: once the body passes the limit.
+        """
+        room = self.limit + 1 - self.received
+        data: bytes = self.response.read(room if amount is None or amount < 0 else min(amount, room))
+        self.received += len(data)
+        if self.received > self.limit:
+            raise xmlrpc.client.ResponseError(f"the reply is larger than {self.limit} bytes (as sent)")
+        return data
+
+    def close(self) -> None:
+        """Close the response."""
+        self.response.close()
+
+
+_CAPPED_CLASSES: dict[tuple[type, int], type] = {}
+
+
 def cap_replies(transport: Any, limit: int = MAX_REPLY_BYTES) -> None:
     """Make ``transport`` (beaker-client's own, as ``HubProxy`` built it) refuse replies over ``limit`` [B].
 
-    The transport keeps its class's behaviour (cookies, TLS context, ``CA_CERT``): only its
-    ``getparser`` is wrapped, in a subclass made for it, so the standard library's
-    ``Transport.parse_response`` reads (and inflates) the reply 1 KiB at a time into a parser
-    that counts.
+    The transport keeps its class's behaviour (cookies, TLS context, ``CA_CERT``): only
+    ``parse_response`` and ``getparser`` are wrapped, in a subclass made once per class and limit.
+    The body is read no further than ``limit`` bytes as sent (the standard library reads a gzip
+    body whole before inflating it), and no more than ``limit`` bytes after inflation reach the
+    parser (the standard library inflates 1 KiB at a time). It does not ask for gzip
+    (``accept_gzip_encoding``), so a hub that follows HTTP sends the reply plain.
     """
     base = type(transport)
+    capped = _CAPPED_CLASSES.get((base, limit))
+    if capped is None:
 
-    def getparser(self: Any) -> tuple[Any, Any]:
-        parser, unmarshaller = base.getparser(self)
-        return _CappedParser(parser, limit), unmarshaller
+        def getparser(self: Any) -> tuple[Any, Any]:
+            parser, unmarshaller = base.getparser(self)
+            return _CappedParser(parser, limit), unmarshaller
 
-    transport.__class__ = type(f"Capped{base.__name__}", (base,), {"getparser": getparser})
+        def parse_response(self: Any, response: Any) -> Any:
+            return base.parse_response(self, _CappedBody(response, limit))
+
+        capped = type(
+            f"Capped{base.__name__}",
+            (base,),
+            {"getparser": getparser, "parse_response": parse_response, "accept_gzip_encoding": False},
+        )
+        _CAPPED_CLASSES[(base, limit)] = capped
+    transport.__class__ = capped
 
 
 @dataclass(frozen=True)

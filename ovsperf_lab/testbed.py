@@ -30,6 +30,7 @@ from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
 from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
 from ovsperf_lab.generators.api import (
+    DEFAULT_LINK_SPEED_MBPS,
     GeneratorFactory,
     GeneratorRequest,
     TrafficGenerator,
@@ -44,9 +45,6 @@ from ovsperf_lab.state import LabRunState, renice
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
 
 log = logging.getLogger(__name__)
-
-DEFAULT_LINK_SPEED_MBPS = 10_000
-"""Line rate assumed when the generator's ports report no speed [Mbit/s] (MoonGen's 10 GbE)."""
 
 DEATH_GRACE_S = 3.0
 """How long to watch OVS for a death that explains a failure [s]."""
@@ -128,6 +126,13 @@ class TestbedConfig:
     """Whether the OpenFlow rules also match ``udp`` (``--flow-rules udp``)."""
     forwarder: ForwarderSpec | None = None
     """The PVP forwarder; ``None``: P2P only."""
+
+    def __post_init__(self) -> None:
+        """Check the generator's name before anything starts.
+
+        :raises LabError: naming ``--generator`` and the known backends.
+        """
+        generator_backend(self.generator)
 
     @classmethod
     def for_plan(cls, plan: LabPlan, facts: MachineFacts) -> TestbedConfig:
@@ -342,15 +347,16 @@ def _start_forwarder(
 
 
 def check_rings(generator: TrafficGenerator, ring_size: int) -> None:
-    """Log a WARNING when a generator port runs with rings other than ``ring_size`` [descriptors].
+    """Log a WARNING when a generator port runs with rings smaller than ``ring_size`` [descriptors].
 
     A smaller ring than asked for makes zero-loss trials fail on every scheduler hiccup (a
     virtio_user port once ran with 1024 of its 4096 descriptors: the driver takes the smaller of
-    ``queue_size`` and the queue setup's count).
+    ``queue_size`` and the queue setup's count). A larger one is a backend's choice (testpmd's RX
+    ring is twice its TX ring, so that the drain loses nothing) and harms no trial.
     """
     for port in generator.ports():
         for kind, got in (("RX", port.rx_descriptors), ("TX", port.tx_descriptors)):
-            if got is not None and got != ring_size:
+            if got is not None and got < ring_size:
                 log.warning(
                     "Generator port %d runs with a %s ring of %d descriptors, not the %d asked for.",
                     port.index,

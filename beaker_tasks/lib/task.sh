@@ -191,11 +191,22 @@ task_phase_end() {
 }
 
 # task_abort MESSAGE: a lab problem. Report WARN (closing the open phase), abort the recipe, exit 2.
+# Copy stdin to stdout dropping bytes that are not UTF-8 (without iconv: unchanged).
+task_valid_utf8() {
+    if task_have iconv; then
+        iconv -c -f UTF-8 -t UTF-8 2>/dev/null || true
+    else
+        cat
+    fi
+}
+
 task_abort() {
     local message name="abort" logfile
     # One line, no control characters (a parameter may carry a newline or an escape sequence
-    # into the console, the task log and Beaker's result), at most 2000 bytes.
-    message="$(printf '%s' "$*" | LC_ALL=C tr '\000-\037\177' '?' | LC_ALL=C head -c 2000)"
+    # into the console, the task log and Beaker's result: C0, DEL and UTF-8's C1 such as CSI),
+    # at most 2000 bytes, valid UTF-8 (a character cut at the end is dropped).
+    message="$(printf '%s' "$*" | LC_ALL=C tr '\000-\037\177' '?' | LC_ALL=C sed 's/\xc2[\x80-\x9f]/?/g' |
+        LC_ALL=C head -c 2000 | task_valid_utf8)"
     task_log "ABORT: ${message}"
     printf '%s\n' "${message}" >&2
     if [[ -n "${TASK_PHASE}" ]]; then

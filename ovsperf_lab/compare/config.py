@@ -78,7 +78,8 @@ class CompareConfig:
             raise LabError(f"Option '--target-mdc' must be in (0, 100) %, got {self.target_mdc_percent!r}.")
         if self.metric not in ("mrr", "pdr"):
             raise LabError(f"Option '--metric' must be 'mrr' or 'pdr', got {self.metric!r}.")
-        if self.metric == "pdr" and not generator_backend(self.generator).paced:
+        backend = generator_backend(self.generator)  # an unknown name is refused here, not mid-round
+        if self.metric == "pdr" and not backend.paced:
             raise LabError(
                 f"Option '--generator': '{self.generator}' cannot hold an offered load below its maximum, "
                 "so it cannot search for the PDR; use '--metric mrr'."

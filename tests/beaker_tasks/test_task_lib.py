@@ -100,6 +100,18 @@ def test_abort_message_is_one_line_without_control_characters(lab: Lab) -> None:
     assert "\033" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
+def test_abort_message_drops_c1_controls_and_a_cut_character(lab: Lab) -> None:
+    """UTF-8's C1 CSI (C2 9B) is a terminal escape too; 2000 bytes may end inside a character."""
+    proc, calls = _script(
+        lab, "task_abort \"$(printf 'x\\302\\23331m')$(printf '\\303\\251%.0s' {1..1500})\""
+    )
+    assert proc.returncode == 2
+    uploaded = [c for c in calls if c[0] == "rstrnt-report-log"]
+    text = Path(uploaded[0][-1]).read_bytes().decode("utf-8")  # valid UTF-8, or this raises
+    assert text.startswith("ABORT: x?31m\u00e9\u00e9")
+    assert "\x9b" not in text and len(text.encode()) <= len("ABORT: ") + 2000 + 1
+
+
 def test_reboot_count_comes_from_restraint_then_rhts(lab: Lab) -> None:
     proc, _ = _script(lab, 'echo "count=${TASK_REBOOTCOUNT}"', RSTRNT_REBOOTCOUNT="2", REBOOTCOUNT="5")
     assert "count=2" in proc.stdout

@@ -166,3 +166,40 @@ def test_cap_replies_keeps_the_transport_class_and_counts_inflated_bytes() -> No
     parser.feed(b"<?xml ")
     with pytest.raises(xmlrpc.client.ResponseError, match="larger than 10 bytes"):
         parser.feed(b"version='1.0'?>")
+
+
+def test_a_big_compressed_body_is_refused_before_it_is_read_whole() -> None:
+    """The standard library reads a gzip body whole before inflating: the cap counts the bytes as sent."""
+    import io
+    import os
+    import xmlrpc.client
+    import zlib
+
+    from beakerwatch.hub import cap_replies
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    body = packer.compress(os.urandom(50_000)) + packer.flush()  # random data: stays ~50 kB compressed
+
+    class Response:
+        def __init__(self) -> None:
+            self.stream = io.BytesIO(body)
+            self.asked: list[int | None] = []
+
+        def getheader(self, name: str, default: str | None = None) -> str | None:
+            return "gzip" if name == "Content-Encoding" else default
+
+        def read(self, amount: int | None = None) -> bytes:
+            self.asked.append(amount)
+            return self.stream.read(amount)
+
+        def close(self) -> None:
+            pass
+
+    first, second = xmlrpc.client.Transport(), xmlrpc.client.Transport()
+    cap_replies(first, limit=10_000)
+    cap_replies(second, limit=10_000)
+    assert type(first) is type(second) and first.accept_gzip_encoding is False
+    response = Response()
+    with pytest.raises(xmlrpc.client.ResponseError, match="larger than 10000 bytes \\(as sent\\)"):
+        first.parse_response(response)
+    assert response.stream.tell() <= 10_001  # never more than the limit (+1 to see it passed) was read

@@ -18,7 +18,7 @@ from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import Topology, VsperfTest
 from ovsperf_lab import testbed, topology
 from ovsperf_lab.errors import OvsError, TrafficGeneratorError, VnfError
-from ovsperf_lab.generators.api import GeneratorRequest, PortInfo, TrafficGenerator
+from ovsperf_lab.generators.api import DEFAULT_LINK_SPEED_MBPS, GeneratorRequest, PortInfo, TrafficGenerator
 from ovsperf_lab.generators.dpdk import start as dpdk_generator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
@@ -61,7 +61,7 @@ def test_success_brings_everything_up_and_down(state: LabRunState) -> None:
         assert all(p.alive() for p in state.processes)
         assert all(p.socket.exists() for p in bed.layout.ports)
         # virtio_user reports no speed: the lab assumes 10 GbE.
-        assert bed.link_speed_mbps == testbed.DEFAULT_LINK_SPEED_MBPS == 10_000
+        assert bed.link_speed_mbps == DEFAULT_LINK_SPEED_MBPS == 10_000
         assert bed.generator.pid is not None
         assert os.getpriority(os.PRIO_PROCESS, bed.generator.pid) == CONFIG.nice == -10
         assert os.getpriority(os.PRIO_PROCESS, bed.ovs.pids["ovs-vswitchd"]) == -10
