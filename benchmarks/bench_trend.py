@@ -9,26 +9,34 @@ series carry 2 % noise, a few steps (−6 %, +4 %) and outliers.
 Printed, each also as a ratio to a peer measured in the same run:
 
 * import time (and per build);
-* change-point analysis of all series, cold (jumpavg, our rules, 2 worker processes), against
-  Apache Otava's analysis of the same series (``benchmarks/otava_driver.py`` in its own venv);
+* change-point analysis of all series, cold (jumpavg's classification by ``reporting.jumpfast``,
+  our rules, 2 worker processes), against Apache Otava's analysis of the same series
+  (``benchmarks/otava_driver.py`` in its own venv); peak memory;
+* ``jumpavg.classify`` itself on every series: its CPU time against ours, and how many series
+  it groups differently (goal 0);
 * the same with the analysis cache (nothing changed), and after one more nightly (7 builds):
   only the changed series are analysed again;
-* growth: the cold analysis at 90, 180 and 365 builds;
+* growth: the cold analysis at a quarter, half and all of ``--builds`` (91, 182, 365), and the
+  ratio per doubling;
 * trend pages render time; index page load in headless Chromium (navigate → load event).
 
-Target on the 2-core VM (issue 11): analysis of all series + pages ≤ 10 s, growth linear in
-builds, index load ≤ 2 s. docs/trending.md has the figures and what they mean.
+Target on the 2-core VM (issues 11 and 31): analysis of all series + pages ≤ 10 s; the cold
+analysis ≤ 10 s, ≤ 5 × Otava's time, × ≤ 2.3 per doubling of the builds, no series grouped unlike
+jumpavg; import ≤ 20 s; index load ≤ 2 s. docs/trending.md has the figures and what they mean.
 
-Usage: ``.venv/bin/python benchmarks/bench_trend.py [--builds 365] [--no-otava] [--no-browser]``
+Usage: ``.venv/bin/python benchmarks/bench_trend.py [--builds 365] [--no-otava] [--no-browser]
+[--no-reference]``
 """
 
 from __future__ import annotations
 
 import csv
 import random
+import resource
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +44,7 @@ import benchcli
 from bench_changepoints import otava_detect, otava_python
 
 from ovsperf_common.metadata import RunMetadata, write
+from reporting import jumpfast
 from reporting.metrics import THROUGHPUT_METRICS
 from resultstore.importer import import_dirs
 from resultstore.model import Series
@@ -62,6 +71,8 @@ HEADER = (
     "pdr_throughput_rx_percent,pdr_tx_rate_fps"
 ).split(",")
 T0 = datetime(2025, 11, 1, 2, 0, tzinfo=UTC)
+LINK_BPS = 10e9
+"""The link the rows were measured on [bit/s]: their line-rate percentages are shares of it."""
 
 
 def level(scenario: int, test: int, size: int, build: int) -> float:
@@ -90,11 +101,13 @@ def write_delivery(root: Path, s: int, scenario: str, b: int, rng: random.Random
                 ndr = level(s, t, size, b) * rng.gauss(1.0, 0.02) * outlier
                 pdr = ndr * 1.03 * rng.gauss(1.0, 0.01)
                 mbps = ndr * (size + 20) * 8 / 1e6
+                # Shares of a 10 GbE line rate (L1), as reporting/plausibility.py checks them.
+                ndr_pct, pdr_pct = (f"{100 * r * (size + 20) * 8 / LINK_BPS:.3f}" for r in (ndr, pdr))
                 writer.writerow(
-                    [f"{ndr:.3f}", f"{mbps:.3f}", "50.0", f"{ndr:.3f}", f"{mbps:.3f}", "50.0", "0", "0", "0",
-                     "rfc2544_throughput", size, test, deployment, "OvsDpdkVhost", "udp", "00:10:00",
-                     start, start, 1, "L4", "No", 0, "mlr", 0.5, f"{pdr:.3f}",
-                     f"{pdr * (size + 20) * 8 / 1e6:.3f}", "51.0", f"{pdr:.3f}"]
+                    [f"{ndr:.3f}", f"{mbps:.3f}", ndr_pct, f"{ndr:.3f}", f"{mbps:.3f}", ndr_pct,
+                     "0", "0", "0", "rfc2544_throughput", size, test, deployment, "OvsDpdkVhost", "udp",
+                     "00:10:00", start, start, 1, "L4", "No", 0, "mlr", 0.5, f"{pdr:.3f}",
+                     f"{pdr * (size + 20) * 8 / 1e6:.3f}", pdr_pct, f"{pdr:.3f}"]
                 )  # fmt: skip
     write(delivery, RunMetadata(scenario=scenario, producer="bench", started_at=when.isoformat()))
 
@@ -108,10 +121,52 @@ def write_year(root: Path, builds: int, seed: int) -> int:
     return builds * len(SCENARIOS)
 
 
-def cold_analysis(series: list[Series]) -> float:
+def _against_jumpavg(values: list[tuple[float, ...]]) -> tuple[bool, float, float]:
+    """Return (same classification as jumpavg's, our time, jumpavg's time) of one series [s]."""
     start = time.perf_counter()
-    analyse_series(series, {}, workers=2)
-    return time.perf_counter() - start
+    fast = jumpfast.classify(values)
+    fast_s = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = jumpfast.reference(values)
+    return (
+        repr(fast.groups) == repr(ref.groups) and fast.bits == ref.bits,
+        fast_s,
+        time.perf_counter() - start,
+    )
+
+
+def against_jumpavg(series: list[Series]) -> tuple[int, float, float]:
+    """Return (series classified unlike jumpavg.classify, our total, jumpavg's total) [s], 2 processes."""
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        checked = list(
+            pool.map(_against_jumpavg, [[p.values for p in s.points] for s in series], chunksize=4)
+        )
+    return (
+        sum(not same for same, _, _ in checked),
+        sum(f for _, f, _ in checked),
+        sum(r for _, _, r in checked),
+    )
+
+
+def peak_rss_mib() -> tuple[float, float]:
+    """Return the peak resident memory of this process and of its largest finished child [MiB]."""
+    return (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    )
+
+
+def cold_analysis(series: list[Series], repeats: int = 3) -> float:
+    """Return the best of ``repeats`` cold analyses of ``series`` (2 processes) [s].
+
+    The best, because on a shared machine a second-long run is mostly other processes' noise.
+    """
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        analyse_series(series, {}, workers=2)
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def otava_seconds(series: list[Series], python: Path) -> float:
@@ -145,6 +200,9 @@ def main() -> int:
     parser.add_argument("--otava-venv", type=Path, default=Path(__file__).with_name(".venv-otava"))
     parser.add_argument("--no-otava", action="store_true")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--no-reference", action="store_true", help="skip jumpavg.classify itself (minutes at 365 builds)"
+    )
     args = parser.parse_args()
     benchcli.stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-trend-") as tmp:
@@ -173,12 +231,22 @@ def main() -> int:
             store.cache_analyses(cache)
             regressions = sum(1 for t in trends if t.last.verdict.value == "REGRESSION")
             print(
-                f"analysis cold (jumpavg + rules, 2 processes): {cold_s:.2f} s; "
+                f"analysis cold (jumpavg's groups by jumpfast + rules, 2 processes): {cold_s:.2f} s; "
                 f"{regressions} open regressions"
             )
             if not args.no_otava:
                 otava_s = otava_seconds(series, otava_python(args.otava_venv))
                 print(f"  Otava on the same series: {otava_s:.2f} s; ours / Otava = {cold_s / otava_s:.1f}")
+            self_mib, child_mib = peak_rss_mib()
+            print(f"  peak memory: this process {self_mib:.0f} MiB, largest worker {child_mib:.0f} MiB")
+            if not args.no_reference:
+                differ, fast_s, ref_s = against_jumpavg(series)
+                print(
+                    f"  jumpavg.classify itself on the same series: {ref_s:.2f} s of CPU, "
+                    f"ours {fast_s:.2f} s "
+                    f"(jumpavg / ours = {ref_s / fast_s:.1f}); series grouped differently: {differ} "
+                    f"of {len(series)}"
+                )
             start = time.perf_counter()
             _, new = analyse_series(series, store.trend_marks(), cache=store.cached_analyses(), workers=2)
             warm_s = time.perf_counter() - start
@@ -208,9 +276,13 @@ def main() -> int:
             print(f"analysis (cold) + pages: {cold_s + pages_s:.1f} s; with the cache after a nightly: "
                   f"{nightly_s + pages_s:.1f} s (target 10 s)")  # fmt: skip
 
-            print("growth with the number of builds (all 196 series; 2 processes):")
-            print(f"  {'builds':>6} {'cold [s]':>9} {'× first':>8} {'nightly [s]':>12} {'× first':>8}")
+            print("growth with the number of builds (all 196 series; 2 processes; cold: best of 3):")
+            print(
+                f"  {'builds':>6} {'cold [s]':>9} {'× first':>8} {'× previous':>11} "
+                f"{'nightly [s]':>12} {'× first':>8}"
+            )
             first: tuple[float, float] | None = None
+            previous: float | None = None
             for builds in (args.builds // 4, args.builds // 2, args.builds):
                 cold = cold_analysis(truncated(series, builds))
                 _, before = analyse_series(truncated(series, builds - 1), {}, workers=2)
@@ -218,8 +290,10 @@ def main() -> int:
                 analyse_series(truncated(series, builds), {}, cache=before, workers=2)
                 update = time.perf_counter() - start
                 first = first or (cold, update)
+                doubling = f"{cold / previous:>11.2f}" if previous else f"{'':>11}"
+                previous = cold
                 print(
-                    f"  {builds:>6} {cold:>9.2f} {cold / first[0]:>8.2f} "
+                    f"  {builds:>6} {cold:>9.2f} {cold / first[0]:>8.2f} {doubling} "
                     f"{update:>12.2f} {update / first[1]:>8.2f}"
                 )
             if not args.no_browser:

@@ -4,7 +4,9 @@ A series is one number per build (or several: a build's repeats), in build order
 splits it into groups of builds whose values look like one normal population, choosing the split
 with the fewest bits under the minimum description length principle (CSIT trending methodology,
 "Trend Analysis": docs.fd.io/csit/master/report/ → *Methodology* → *Trending*; package ``jumpavg``
-on PyPI). What we add on top, each rule stated where it is applied:
+on PyPI; its ``classify`` computed by :mod:`reporting.jumpfast`, the same groups to the last bit in
+far fewer interpreter steps, several series at once: :func:`analyse_many`). What we add on top,
+each rule stated where it is applied:
 
 * a group of one or two builds between two others (or a first group of one build), and a run of
   such short groups, does not decide where changes are: a stalled host, a bad run, or a build
@@ -39,6 +41,8 @@ from typing import Any
 import jumpavg
 
 from ovsperf_common.spec import SpecEnum
+from reporting import jumpfast
+from reporting.jumpcount import Classification
 
 
 class ChangePointVerdict(SpecEnum):
@@ -225,19 +229,46 @@ def analyse(values: Sequence[Sequence[float]], *, higher_is_better: bool = True)
         series gives an empty analysis.
     :raises ValueError: when a build has no value or a value is not finite and positive.
     """
+    return analyse_many([values], [higher_is_better])[0]
+
+
+def _checked(values: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
+    """Return the series as tuples of floats.
+
+    :raises ValueError: when a build has no value or a value is not finite and positive.
+    """
     runs = [tuple(float(v) for v in build) for build in values]
     for i, run in enumerate(runs):
         if not run or not all(math.isfinite(v) and v > 0 for v in run):
             raise ValueError(f"build {i} of the series has no finite positive value: {run!r}")
-    if not runs:
-        return SeriesAnalysis((), (), ())
-    classified = jumpavg.classify([list(r) for r in runs])
-    max_value, unit = float(classified.max_value), float(classified.unit)
-    bounds: list[tuple[int, int]] = []
-    start = 0
-    for group in classified:
-        bounds.append((start, start + len(group.run_list)))
-        start += len(group.run_list)
+    return runs
+
+
+def analyse_many(
+    series: Sequence[Sequence[Sequence[float]]], higher_is_better: Sequence[bool]
+) -> list[SeriesAnalysis]:
+    """Return :func:`analyse` of each series (``higher_is_better``: one flag per series).
+
+    The classifications run together (:func:`reporting.jumpfast.classify_many`: the series of one
+    length share the interpreter's steps); each series is then judged on its own.
+
+    :raises ValueError: when a build of any series has no value or a value is not finite and positive.
+    """
+    checked = [_checked(values) for values in series]
+    classified = jumpfast.classify_many([runs for runs in checked if runs])
+    found = iter(classified)
+    return [
+        _judged(runs, next(found), better) if runs else SeriesAnalysis((), (), ())
+        for runs, better in zip(checked, higher_is_better, strict=True)
+    ]
+
+
+def _judged(
+    runs: Sequence[tuple[float, ...]], classified: Classification, higher_is_better: bool
+) -> SeriesAnalysis:
+    """Apply our rules (module docstring) to jumpavg's groups of ``runs``."""
+    max_value, unit = classified.max_value, classified.unit
+    bounds = classified.bounds
 
     # Short groups (a stalled host, a bad run, a build half-way through a step) do not decide
     # where changes are: their builds are left out of the bit counts below, each run of them
@@ -313,7 +344,11 @@ def _unit(runs: Sequence[Sequence[float]]) -> tuple[float, float]:
 
 
 def extend(
-    previous: SeriesAnalysis, values: Sequence[Sequence[float]], *, higher_is_better: bool = True
+    previous: SeriesAnalysis,
+    values: Sequence[Sequence[float]],
+    *,
+    higher_is_better: bool = True,
+    tail: SeriesAnalysis | None = None,
 ) -> SeriesAnalysis:
     """Analyse a series that grew: keep ``previous``'s verdicts older than :data:`TAIL_BUILDS` builds.
 
@@ -325,7 +360,20 @@ def extend(
     the history (a full :func:`analyse` grows with its square). Boundaries older than the tail are
     final (the approach of Otava's incremental mode, Fleming et al. 2023 §4).
 
+    :param tail: :func:`analyse` of ``values[max(extension_cut(previous, values), 0):]`` when the
+        caller analysed it already (many tails together: :func:`analyse_many`).
     :raises ValueError: as :func:`analyse`, or when ``values`` is shorter than ``previous``.
+    """
+    cut = extension_cut(previous, values)
+    if tail is None:
+        tail = analyse(values[max(cut, 0) :], higher_is_better=higher_is_better)
+    return _joined(previous, values, cut, tail, higher_is_better=higher_is_better)
+
+
+def extension_cut(previous: SeriesAnalysis, values: Sequence[Sequence[float]]) -> int:
+    """Return the first build :func:`extend` analyses again (≤ 0: the whole series is analysed).
+
+    :raises ValueError: when ``values`` is shorter than ``previous``.
     """
     done = len(previous.verdicts)
     if len(values) < done:
@@ -334,9 +382,23 @@ def extend(
     # Never cut through an outlier run: it belongs with its neighbours.
     while cut > 0 and ChangePointVerdict.OUTLIER in (previous.verdicts[cut], previous.verdicts[cut - 1]):
         cut -= 1
+    return cut
+
+
+def _joined(
+    previous: SeriesAnalysis,
+    values: Sequence[Sequence[float]],
+    cut: int,
+    tail: SeriesAnalysis,
+    *,
+    higher_is_better: bool = True,
+) -> SeriesAnalysis:
+    """Return :func:`extend`'s analysis from ``tail``, :func:`analyse` of ``values[max(cut, 0):]``.
+
+    ``cut`` is :func:`extension_cut`'s; when it is ≤ 0, ``tail`` is the whole series' analysis.
+    """
     if cut <= 0:
-        return analyse(values, higher_is_better=higher_is_better)
-    tail = analyse(values[cut:], higher_is_better=higher_is_better)
+        return tail
     runs = [tuple(float(v) for v in build) for build in values]
     outliers = {i for i, v in enumerate(previous.verdicts[:cut]) if v is ChangePointVerdict.OUTLIER}
     outliers |= {cut + i for i, v in enumerate(tail.verdicts) if v is ChangePointVerdict.OUTLIER}

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy import Connection, Engine, delete, func, insert, select, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -542,19 +542,23 @@ class ResultStore:
             result.qemu_version = _short(build.qemu_version)
             result.hosts = _short(",".join(build.hosts), _MAX_HOSTS_TEXT) if build.hosts else None
             session.execute(delete(SampleRow).where(SampleRow.result_id == result.id))
-            session.add_all(
-                SampleRow(
-                    result_id=result.id,
-                    test=s.test,
-                    deployment=s.deployment,
-                    frame_size=s.frame_size,
-                    traffic=s.traffic,
-                    metric=s.metric,
-                    repeat=s.repeat,
-                    value=s.value,
+            if samples:  # one executemany, not an ORM object per sample (import of history: 71,540)
+                session.execute(
+                    insert(SampleRow),
+                    [
+                        {
+                            "result_id": result.id,
+                            "test": s.test,
+                            "deployment": s.deployment,
+                            "frame_size": s.frame_size,
+                            "traffic": s.traffic,
+                            "metric": s.metric,
+                            "repeat": s.repeat,
+                            "value": s.value,
+                        }
+                        for s in samples
+                    ],
                 )
-                for s in samples
-            )
             return len(samples)
 
     def scenarios(self) -> list[str]:

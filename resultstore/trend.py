@@ -33,7 +33,15 @@ from typing import Any
 from ovsperf_common.metadata import MetadataError
 from ovsperf_common.metadata import read as read_metadata
 from reporting.api import TrendKey
-from reporting.changepoints import RULES, ChangePointVerdict, SeriesAnalysis, analyse, extend
+from reporting.changepoints import (
+    RULES,
+    ChangePointVerdict,
+    SeriesAnalysis,
+    analyse,
+    analyse_many,
+    extend,
+    extension_cut,
+)
 from reporting.load import find_results_dirs, load_results_dir
 from reporting.metrics import THROUGHPUT_METRICS, higher_is_better, metric
 from reporting.model import TrendCell, TrendVerdict
@@ -153,11 +161,35 @@ def judge(series: Series, index: int, marks: MarkIndex, analysis: SeriesAnalysis
     )
 
 
-def _analyse_one(args: tuple[list[tuple[float, ...]], bool, SeriesAnalysis | None]) -> SeriesAnalysis:
-    values, better, earlier = args
-    if earlier is not None:
-        return extend(earlier, values, higher_is_better=better)
-    return analyse(values, higher_is_better=better)
+_Job = tuple[list[tuple[float, ...]], bool, SeriesAnalysis | None]
+"""(values per build, higher is better, the cached analysis of its first builds or None)."""
+
+
+def _analyse_batch(jobs: Sequence[_Job]) -> list[SeriesAnalysis]:
+    """Analyse the jobs in one process, all together (:func:`analyse_many`).
+
+    A cold series is analysed whole; an extended one its tail (:func:`extension_cut`), which
+    :func:`extend` joins to its cached analysis.
+    """
+    cuts = [0 if earlier is None else extension_cut(earlier, values) for values, _, earlier in jobs]
+    parts = analyse_many(
+        [values[max(cut, 0) :] for (values, _, _), cut in zip(jobs, cuts, strict=True)],
+        [job[1] for job in jobs],
+    )
+    return [
+        part if earlier is None else extend(earlier, values, higher_is_better=better, tail=part)
+        for (values, better, earlier), cut, part in zip(jobs, cuts, parts, strict=True)
+    ]
+
+
+def _chunks(jobs: Sequence[_Job], count: int) -> list[list[int]]:
+    """Split job indexes into ``count`` chunks of like lengths: sorted by builds, dealt in turn.
+
+    Each chunk then holds series of the same lengths, which :func:`analyse_many` classifies as one
+    program (its interpreter steps shared), and the chunks cost about the same.
+    """
+    ordered = sorted(range(len(jobs)), key=lambda i: len(jobs[i][0]))
+    return [chunk for chunk in (ordered[c::count] for c in range(count)) if chunk]
 
 
 def series_digest(series: Series, builds: int | None = None) -> str:
@@ -182,8 +214,9 @@ def analyse_series(
     A series whose digest (:func:`series_digest`) matches its entry in ``cache`` is not analysed
     again; one that only gained builds since is extended (:func:`reporting.changepoints.extend`:
     its last builds analysed again, the cost bounded). The others run in ``workers`` processes
-    (default: one per CPU) from :data:`PARALLEL_FROM` series on; ``progress(done, total)`` is
-    called as series finish.
+    (default: one per CPU) from :data:`PARALLEL_FROM` series on, one chunk of series of like
+    lengths per process, classified together (:func:`reporting.changepoints.analyse_many`);
+    ``progress(done, total)`` is called as chunks finish.
 
     :returns: the trends (series without builds are left out) and the new cache entries
         (key → digest, analysis document) for the series analysed now.
@@ -215,16 +248,24 @@ def analyse_series(
     log.debug("%d series cached, %d to analyse (%d extended).", len(analyses), len(todo), len(earlier))
     jobs = [(_values(series[i].points), higher_is_better(series[i].key.metric), earlier.get(i)) for i in todo]
     workers = workers or os.cpu_count() or 1
-    fresh: list[SeriesAnalysis]
-    if len(jobs) >= PARALLEL_FROM and workers > 1:
+    parallel = len(jobs) >= PARALLEL_FROM and workers > 1
+    chunks = _chunks(jobs, workers if parallel else 1)
+    batches = [[jobs[i] for i in chunk] for chunk in chunks]
+    by_job: dict[int, SeriesAnalysis] = {}
+    if parallel:
         pool = ProcessPoolExecutor(max_workers=workers)
         try:
-            chunk = max(1, len(jobs) // (workers * 8))
-            fresh = list(_reported(pool.map(_analyse_one, jobs, chunksize=chunk), len(jobs), progress))
+            results = _reported(pool.map(_analyse_batch, batches), len(jobs), progress)
+            for chunk, analysed in zip(chunks, results, strict=True):
+                by_job.update(zip(chunk, analysed, strict=True))
         finally:
             pool.shutdown(cancel_futures=True)
     else:
-        fresh = list(_reported(map(_analyse_one, jobs), len(jobs), progress))
+        for chunk, analysed in zip(
+            chunks, _reported(map(_analyse_batch, batches), len(jobs), progress), strict=True
+        ):
+            by_job.update(zip(chunk, analysed, strict=True))
+    fresh = [by_job[i] for i in range(len(jobs))]
     new_cache: dict[SeriesKey, tuple[str, dict[str, Any]]] = {}
     for i, analysis in zip(todo, fresh, strict=True):
         analyses[i] = analysis
@@ -253,12 +294,14 @@ def analyse_store_series(
 
 
 def _reported(
-    items: Iterable[SeriesAnalysis], total: int, progress: Callable[[int, int], None] | None
-) -> Iterable[SeriesAnalysis]:
-    for done, item in enumerate(items, start=1):
+    batches: Iterable[list[SeriesAnalysis]], total: int, progress: Callable[[int, int], None] | None
+) -> Iterable[list[SeriesAnalysis]]:
+    done = 0
+    for batch in batches:
+        done += len(batch)
         if progress is not None:
             progress(done, total)
-        yield item
+        yield batch
 
 
 def _pdr_goals(sets: Sequence[ResultSet]) -> dict[tuple[str, str, int, str], float]:
