@@ -1,7 +1,7 @@
 """Measure one traffic item on a running testbed: one search from the generator to the item's row.
 
 Per search method one function, from (the cross-checked generator, one frame size or mix at one
-flow count, the link speed, the plan) to the item's :class:`~ovsperf_lab.results.FrameSizeResult`:
+flow count, the link speed, the plan) to the item's :class:`~ovsperf_lab.resultrow.FrameSizeResult`:
 
 * :func:`measure_binary`: lua-trafficgen's bisection with its validation trial
   (:mod:`ovsperf_lab.search.binary`);
@@ -23,15 +23,11 @@ from typing import Any
 from ovsperf_common.framemix import FrameSizeItem, item_line_rate_pps, item_text
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.plan import LabPlan
-from ovsperf_lab.results import (
-    FrameSizeResult,
-    binary_trial_to_json,
-    latency_trial_to_json,
-    mlr_trial_to_json,
-)
+from ovsperf_lab.resultrow import FrameSizeResult
 from ovsperf_lab.search.binary import SearchConfig, SearchObserver, TrialKind, TrialRecord, search_throughput
 from ovsperf_lab.search.latency import LatencyLevel, measure_levels
 from ovsperf_lab.search.mlr import MlrIncompleteError, MlrResult, MlrTrial, relevance, search_mlr
+from ovsperf_lab.trialjson import binary_trial_to_json, latency_trial_to_json, mlr_trial_to_json
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ovsperf_catalog.model import VsperfTest
 from ovsperf_common.goals import goal_label
 from ovsperf_lab.generators.api import TrafficGenerator
-from ovsperf_lab.results import FrameSizeResult, goal_percent
+from ovsperf_lab.resultrow import FrameSizeResult, goal_percent
 from ovsperf_lab.run import RunObserver
 from ovsperf_lab.search.binary import TrialKind, TrialRecord
 from ovsperf_lab.search.mlr import MlrTrial

@@ -28,7 +28,8 @@ from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.measure import MeasureObserver, measure_binary, measure_mlr, search_text
 from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsSandbox
 from ovsperf_lab.plan import LabPlan, SearchMethod, VnfKind
-from ovsperf_lab.results import Environment, FrameSizeResult, ResultPart, ResultsSink, ResultsWriter
+from ovsperf_lab.resultrow import Environment, FrameSizeResult
+from ovsperf_lab.results import ResultPart, ResultsSink, ResultsWriter
 from ovsperf_lab.state import DEFAULT_STATE_ROOT, LabRunState, release
 from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, TelemetryGenerator
 from ovsperf_lab.testbed import Switch, SwitchBuild, Testbed, TestbedConfig, open_testbed

@@ -16,12 +16,8 @@ from ovsperf_catalog.model import GuestLoopback, VsperfTest
 from ovsperf_common.goals import goal_label
 from ovsperf_common.labfiles import CSV_COLUMNS, GOAL_COLUMNS
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.results import (
-    Environment,
-    FrameSizeResult,
-    ResultsWriter,
-    aggregate_latency,
-)
+from ovsperf_lab.resultrow import Environment, FrameSizeResult, aggregate_latency
+from ovsperf_lab.results import ResultsWriter
 from ovsperf_lab.search.binary import SearchConfig, search_throughput
 from ovsperf_lab.state import TrackedProcess, process_start_ticks
 from tests.ovsperf_lab.fakes import FakeTrafficGenerator

@@ -31,7 +31,8 @@ from ovsperf_lab.generators.api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.machine import probe_machine
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.plan import LabOptions, LabPlan, SearchMethod, plan_run
-from ovsperf_lab.results import FrameSizeResult, ResultPart, ResultsWriter
+from ovsperf_lab.resultrow import FrameSizeResult
+from ovsperf_lab.results import ResultPart, ResultsWriter
 from ovsperf_lab.run import RunObserver, run_lab
 from ovsperf_lab.search.binary import TrialKind
 from reporting.api import generate_report
