@@ -44,11 +44,11 @@ pytest:
 # (packaging/vlab-packages.txt) are installed here only. VLAB_ARGS: more options, e.g. --nice 19.
 VLAB_ARGS ?=
 vlab: setup
-	$(SUDO) $(ROOT)/scripts/setup-vlab.sh
+	$(SUDO) $(ROOT)/scripts/install-debian-packages.sh $(ROOT)/packaging/vlab-packages.txt
 	$(SUDO) $(VENV)/bin/ovsperf-vlab up $(VLAB_ARGS)
 
 vlab-test: setup
-	$(SUDO) $(ROOT)/scripts/setup-vlab.sh
+	$(SUDO) $(ROOT)/scripts/install-debian-packages.sh $(ROOT)/packaging/vlab-packages.txt
 	$(SUDO) $(VENV)/bin/ovsperf-vlab selftest $(VLAB_ARGS)
 
 bench:

@@ -17,18 +17,7 @@ CONSTRAINTS=${ROOT}/packaging/constraints.txt  # generated: `make constraints`, 
 [[ ${EUID} -eq 0 ]] || die "run as root (apt, hugepages): sudo $0"
 
 if [[ ${SKIP_APT} != 1 ]]; then
-    mapfile -t packages < <(grep -v -E '^\s*(#|$)' "${ROOT}/packaging/debian-packages.txt")
-    missing=()
-    for pkg in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
-    done
-    if [[ ${#missing[@]} -gt 0 ]]; then
-        log "installing ${#missing[@]} Debian packages: ${missing[*]}"
-        apt-get update -q >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-    else
-        log "all Debian packages present"
-    fi
+    "${ROOT}/scripts/install-debian-packages.sh" "${ROOT}/packaging/debian-packages.txt"
 fi
 
 # 2 MB hugepages for DPDK (OVS, generator, testpmd). 1 GB pages are not needed on one machine.

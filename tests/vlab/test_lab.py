@@ -245,10 +245,10 @@ def test_make_test_needs_none_of_the_lab_s_packages() -> None:
             rule = target.group(1)
         elif line.startswith("\t"):
             recipes[rule] = recipes.get(rule, "") + line
-    assert sorted(r for r, recipe in recipes.items() if "setup-vlab.sh" in recipe) == ["vlab", "vlab-test"]
+    assert sorted(r for r, recipe in recipes.items() if "vlab-packages.txt" in recipe) == ["vlab", "vlab-test"]
     assert (
         "setup" in recipes
         and "vlab" not in recipes["setup"]
         and "ovsperf-vlab selftest" in recipes["vlab-test"]
     )
-    assert "setup-vlab.sh" not in (root / "scripts" / "setup-debian.sh").read_text(encoding="utf-8")
+    assert "vlab-packages.txt" not in (root / "scripts" / "setup-debian.sh").read_text(encoding="utf-8")
