@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MAX_REPLY_BYTES = 64 * 1024 * 1024
-"""Largest XML-RPC reply a hub call takes, counted after gzip inflation [B]. A job's results XML
-(``taskactions.to_xml`` with every task result) stays far below it."""
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""Largest XML-RPC reply a hub call takes, as sent and after gzip inflation [B]. A job's results
+XML (``taskactions.to_xml`` with every task result) stays far below it; it is also below the
+30 MB that defusedxml's ``monkey_patch`` (koji imports it) puts on a gzip reply, so this limit is
+the one that speaks."""
 
 
 class _CappedParser:
@@ -300,7 +302,8 @@ class BeakerHub:
                 f"Beaker hub '{self.url}' answered HTTP {err.errcode} {err.errmsg} to {what}; "
                 f"is HUB_URL right in {self.config.describe()}?"
             ) from err
-        except (xmlrpc.client.ResponseError, xml.parsers.expat.ExpatError) as err:
+        except (xmlrpc.client.ResponseError, xml.parsers.expat.ExpatError, ValueError) as err:
+            # ValueError: the standard library's or defusedxml's gzip limit (a patched xmlrpc.client).
             raise HubError(
                 f"Beaker hub '{self.url}' sent a reply that is not XML-RPC to {what}: {err}"
             ) from err

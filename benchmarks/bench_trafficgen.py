@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 import benchcli  # noqa: E402
 
 from ovsperf_lab.errors import TrafficGeneratorError  # noqa: E402
-from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, GeneratorConfig, TxFullPolicy  # noqa: E402
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator  # noqa: E402
+from ovsperf_lab.generators.dpdk_config import GeneratorConfig, TxFullPolicy  # noqa: E402
 from tests.ovsperf_lab import tg_harness as h  # noqa: E402
 
 MEASURE_S = 2.0

@@ -126,6 +126,9 @@ class TestbedConfig:
     """Whether the OpenFlow rules also match ``udp`` (``--flow-rules udp``)."""
     forwarder: ForwarderSpec | None = None
     """The PVP forwarder; ``None``: P2P only."""
+    flows: int = 1
+    """Flows per direction every trial asks for [1]; a generator that fixes it at start (testpmd)
+    starts with it."""
 
     def __post_init__(self) -> None:
         """Check the generator's name before anything starts.
@@ -273,6 +276,7 @@ def open_testbed(
                 memory_mb=config.generator_memory_mb,
                 queues=config.queues,
                 ring_size=config.ring_size,
+                flows=config.flows,
             )
         )
         if generator.pid is not None:

@@ -119,6 +119,7 @@ class _SideRun:
             ovs_socket_mem_mb=config.ovs_socket_mem_mb,
             generator_memory_mb=config.generator_memory_mb,
             generator=config.generator,
+            flows=config.flows,
         )
 
     def measure(self) -> tuple[float, float, tuple[str, str]]:

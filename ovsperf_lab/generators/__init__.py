@@ -2,22 +2,17 @@
 
 - :mod:`~ovsperf_lab.generators.api` — the :class:`TrafficGenerator` ABC, the generator-neutral
   :class:`GeneratorRequest` (two ports by role) and the :class:`GeneratorBackend` record;
-- :mod:`~ovsperf_lab.generators.dpdk` — ``trafficgen``: our DPDK generator (``trafficgen/``);
-- :mod:`~ovsperf_lab.generators.testpmd` — ``testpmd``: DPDK's testpmd flowgen as an MRR reference;
+- :mod:`~ovsperf_lab.generators.process` — one DPDK generator process: started in its own session,
+  stopped by PID (quit, SIGTERM, SIGKILL), its hugepage files and runtime directory removed;
+- :mod:`~ovsperf_lab.generators.dpdk` — ``trafficgen``: our DPDK generator (``trafficgen/``), with
+  :mod:`~ovsperf_lab.generators.dpdk_protocol` reading its JSON replies;
+- :mod:`~ovsperf_lab.generators.testpmd` — ``testpmd``: DPDK's testpmd flowgen as an MRR reference,
+  with :mod:`~ovsperf_lab.generators.testpmd_console` (its interactive command line) and
+  :mod:`~ovsperf_lab.generators.testpmd_text` (parsers of its answers);
 - :mod:`~ovsperf_lab.generators.registry` — name → backend, one line per backend.
 
-Adding a backend: CONTRIBUTING.md, "How to add a traffic generator". Everything here is importable
-with the base install (the parser lists the backends).
+This package module imports nothing: importing :mod:`~ovsperf_lab.generators.api` does not load
+the backends; import names from their modules. Adding a backend: CONTRIBUTING.md, "How to add a
+traffic generator". Everything here is importable with the base install (the parser lists the
+backends).
 """
-
-from ovsperf_lab.generators.api import GeneratorBackend, GeneratorRequest, TrafficGenerator
-from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, GENERATORS, generator_backend
-
-__all__ = [
-    "DEFAULT_GENERATOR",
-    "GENERATORS",
-    "GeneratorBackend",
-    "GeneratorRequest",
-    "TrafficGenerator",
-    "generator_backend",
-]

@@ -147,8 +147,8 @@ class GeneratorRequest:
     ring_size: int
     """Descriptors per RX and TX ring [1]."""
     flows: int = 1
-    """Flows per direction the first trials ask for [1]: a backend that fixes its flow count when
-    it starts (``testpmd``'s ``--flowgen-flows``) starts with it, and restarts for another."""
+    """Flows per direction the trials ask for [1]: a backend that fixes its flow count when it
+    starts (``testpmd``'s ``--flowgen-flows``) starts with it and refuses a trial with another."""
 
     def __post_init__(self) -> None:
         """Check the roles' order and the flow count.

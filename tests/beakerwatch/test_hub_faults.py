@@ -134,7 +134,7 @@ def test_missing_client_configuration_is_a_clear_error(
 def test_hub_sending_a_gzip_bomb_fails_the_pass_without_inflating_it(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """128 KiB of gzip inflating to 128 MiB: the parser stops at MAX_REPLY_BYTES (64 MiB), the pass
+    """128 KiB of gzip inflating to 128 MiB: the parser stops at MAX_REPLY_BYTES (16 MiB), the pass
     exits 2 naming the hub and the size, and the job is still tracked."""
     import resource
 
@@ -146,9 +146,9 @@ def test_hub_sending_a_gzip_bomb_fails_the_pass_without_inflating_it(
     assert lab.collect() == ExitCode.ERROR
     out, err = capsys.readouterr()
     assert out == ""
-    assert "the reply is larger than 67108864 bytes (inflated)" in err and ids[0] in err
+    assert "the reply is larger than 16777216 bytes (inflated)" in err and ids[0] in err
     assert lab.state.read_bytes() == before
-    # The expat parser holds what it was fed (≤ 64 MiB + 1 KiB); the other 64 MiB never arrived.
+    # The expat parser holds what it was fed (≤ 16 MiB + 1 KiB); the other 112 MiB never arrived.
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_kib) / 1024
     assert grown_mib < 100, f"peak RSS grew {grown_mib:.0f} MiB"
     assert lab.collect() == ExitCode.OK  # the hub is sane again: the next pass delivers

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, GeneratorConfig
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator
+from ovsperf_lab.generators.dpdk_config import GeneratorConfig
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

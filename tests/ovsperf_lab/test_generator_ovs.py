@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, FlowField, TxFullPolicy
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator
+from ovsperf_lab.generators.dpdk_config import FlowField, TxFullPolicy
 from ovsperf_lab.model import TrialResult, TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

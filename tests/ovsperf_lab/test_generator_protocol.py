@@ -19,14 +19,9 @@ from hdrh.histogram import HdrHistogram
 from ovsperf_common.errors import FieldError
 from ovsperf_common.framemix import FrameMix
 from ovsperf_lab.errors import LabError, TrafficGeneratorError
-from ovsperf_lab.generators.dpdk import (
-    DpdkTrafficGenerator,
-    GeneratorConfig,
-    TxFullPolicy,
-    parse_trial_result,
-    pool_mbufs,
-    pool_memory_mb,
-)
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, pool_mbufs, pool_memory_mb
+from ovsperf_lab.generators.dpdk_config import DEFAULT_BINARY, GeneratorConfig, TxFullPolicy
+from ovsperf_lab.generators.dpdk_protocol import parse_trial_result
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 
@@ -381,7 +376,7 @@ def test_generator_that_dies_is_reported(binary: h.Path) -> None:
     assert config.file_prefix is not None
     with h.no_leftovers(config.file_prefix), DpdkTrafficGenerator(config) as gen:
         os.kill(gen.pid, signal.SIGKILL)
-        gen._proc.wait(timeout=10)
+        gen._process.proc.wait(timeout=10)
         with pytest.raises(TrafficGeneratorError, match=r"exited \(code -9\)"):
             gen.run_trial(TrialSpec(frame_size_bytes=64, rate_pps=1000, duration_s=0.1, drain_s=0.1))
 
@@ -418,6 +413,14 @@ def test_missing_binary_and_bad_config() -> None:
         GeneratorConfig(vdevs=("net_ring0",), tx_tolerance_ratio=1.5)
     with pytest.raises(FieldError, match="expected one of 'loss', 'retry'"):
         TxFullPolicy.from_spec("drop")
+
+
+def test_the_default_binary_is_the_checkouts_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before the fix it pointed into ovsperf_lab/ (a level too deep since generators/ is a package),
+    # so 'doctor' said "not built" and 'run' refused to start next to a built binary.
+    assert DEFAULT_BINARY == h.BINARY
+    monkeypatch.delenv("OVSPERF_TRAFFICGEN", raising=False)
+    assert GeneratorConfig(vdevs=("net_ring0",)).resolved_binary() == h.BINARY
 
 
 def test_command_line_is_safe_by_default() -> None:

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from ovsperf_lab.errors import TrafficGeneratorError
-from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator, TxFullPolicy
+from ovsperf_lab.generators.dpdk import DpdkTrafficGenerator
+from ovsperf_lab.generators.dpdk_config import TxFullPolicy
 from ovsperf_lab.model import TrialSpec
 from tests.ovsperf_lab import tg_harness as h
 

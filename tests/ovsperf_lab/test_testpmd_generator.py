@@ -25,12 +25,8 @@ from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.generators import testpmd as testpmd_generator
 from ovsperf_lab.generators.api import GeneratorRequest
 from ovsperf_lab.generators.registry import GENERATORS
-from ovsperf_lab.generators.testpmd import (
-    FlowgenConfig,
-    FlowgenGenerator,
-    parse_port_info,
-    parse_port_stats,
-)
+from ovsperf_lab.generators.testpmd import FlowgenConfig, FlowgenGenerator
+from ovsperf_lab.generators.testpmd_text import parse_port_info, parse_port_stats
 from ovsperf_lab.model import TrialSpec
 from ovsperf_lab.ovs import OvsSandbox
 from ovsperf_lab.state import LabRunState, dpdk_leftovers
@@ -183,11 +179,11 @@ def test_mrr_trial_counts_agree_with_ovs(ovs: OvsSandbox, flowgen: FlowgenGenera
     into_ovs = sum((after[p].rx_packets or 0) - (before[p].rx_packets or 0) for p in (1, 2))
     assert warmup > 0 and _close(into_ovs, result.tx_packets + warmup)
     assert all(0 < d.rx_packets <= d.tx_packets for d in result.directions)
-    # Another flow count restarts testpmd (--flowgen-flows is a start option).
+    # Another flow count is refused (--flowgen-flows is a start option): the PID the run tracks stays.
     pid = flowgen.pid
-    result = flowgen.run_trial(TrialSpec(64, full, duration_s=1.0, flows=4, drain_s=0.5))
-    assert flowgen.flows == 4 and flowgen.pid != pid
-    assert all(0 < d.rx_packets <= d.tx_packets for d in result.directions)
+    with pytest.raises(TrafficGeneratorError, match=r"Field 'flows': .* runs 1 flow\(s\) per port .* got 4"):
+        flowgen.run_trial(TrialSpec(64, full, duration_s=1.0, flows=4, drain_s=0.5))
+    assert flowgen.flows == 1 and flowgen.pid == pid and flowgen.returncode is None
 
 
 @pytest.mark.dpdk
@@ -202,7 +198,32 @@ def test_what_testpmd_cannot_do_is_refused(flowgen: FlowgenGenerator) -> None:
         flowgen.run_trial(TrialSpec(64, rate_pps=full, duration_s=1.0, bidirectional=False))
     with pytest.raises(TrafficGeneratorError, match=r"Field 'frame_size_bytes': .* at most 1518 B"):
         flowgen.run_trial(TrialSpec(9000, rate_pps=1e9, duration_s=1.0, jumbo=True))
+    with pytest.raises(TrafficGeneratorError, match=r"Field 'flows': .* got 2; start it with"):
+        flowgen.run_trial(TrialSpec(64, rate_pps=full, duration_s=1.0, flows=2))
+    # Every answer is checked for testpmd's error lines, the real ones quoted.
+    with pytest.raises(TrafficGeneratorError, match=r"testpmd refused 'set fwd bogus': 'Bad arguments'"):
+        flowgen._exchange("set fwd bogus")
+    with pytest.raises(TrafficGeneratorError, match=r"refused 'set txpkts 0': 'total packet length=0 < 42"):
+        flowgen._exchange("set txpkts 0")
     assert flowgen.returncode is None  # a refusal leaves testpmd running
+
+
+@pytest.mark.dpdk
+def test_a_refused_start_is_an_error_and_a_long_link_wait_logs_progress(
+    flowgen: FlowgenGenerator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    flowgen.wait_link(timeout_s=10)
+    flowgen._exchange("port stop all")  # links go down; 'start' answers 'Not all ports were started'
+    monkeypatch.setattr(testpmd_generator, "PROGRESS_EVERY_S", 0.3)
+    caplog.set_level("INFO", logger=testpmd_generator.__name__)
+    with pytest.raises(TrafficGeneratorError, match=r"Port 0 link still down after 1\.0 s"):
+        flowgen.wait_link(timeout_s=1.0)
+    progress = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Still waiting for")]
+    assert 2 <= len(progress) <= 4, progress
+    assert all(f"testpmd PID {flowgen.pid}'s links to come up (port 0 down)" in m for m in progress)
+    with pytest.raises(TrafficGeneratorError, match=r"testpmd refused 'start': 'Not all ports were started'"):
+        flowgen._send(0.2, 0.1)  # before the fix, a trial without forwarding was counted as valid
+    assert flowgen.returncode is None
 
 
 @pytest.mark.dpdk
@@ -213,9 +234,11 @@ def test_hung_or_killed_testpmd_is_an_error_within_its_deadline(
     config = FlowgenConfig(
         sockets=request.sockets(), cpu=request.cpu, file_prefix=request.file_prefix, reply_margin_s=2.0
     )
-    hung = FlowgenGenerator(config)
+    hung = FlowgenGenerator(config, flows=4)
     try:
         hung.wait_link(timeout_s=10)
+        assert hung.flows == 4
+        assert "--flowgen-flows=4" in Path(f"/proc/{hung.pid}/cmdline").read_bytes().decode().split("\0")
         os.kill(hung.pid or 0, signal.SIGSTOP)  # alive, answers nothing
         started = time.monotonic()
         with pytest.raises(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ovsperf_lab.generators.dpdk import GeneratorConfig
+from ovsperf_lab.generators.dpdk_config import GeneratorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = ROOT / "trafficgen" / "build" / "ovsperf-trafficgen"
