@@ -245,7 +245,10 @@ def test_make_test_needs_none_of_the_lab_s_packages() -> None:
             rule = target.group(1)
         elif line.startswith("\t"):
             recipes[rule] = recipes.get(rule, "") + line
-    assert sorted(r for r, recipe in recipes.items() if "vlab-packages.txt" in recipe) == ["vlab", "vlab-test"]
+    assert sorted(r for r, recipe in recipes.items() if "vlab-packages.txt" in recipe) == [
+        "vlab",
+        "vlab-test",
+    ]
     assert (
         "setup" in recipes
         and "vlab" not in recipes["setup"]
