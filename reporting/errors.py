@@ -24,6 +24,14 @@ class NoResultsError(ReportingError, common.NoResultsError):
         )
 
 
+class LabFileFieldError(ValueError):
+    """One field of a lab JSON file (``ovsperf-latency.json``, ``ovsperf-telemetry.json``) is unusable.
+
+    Raised and caught inside the loaders (``reporting.load_latency``, ``reporting.load_telemetry``),
+    which turn it into a warning naming the file, the entry and the field; never leaves them.
+    """
+
+
 def load_error(message: str, path: Path, line: int | None = None) -> ReportingError:
     """Return the error for a results file or directory that cannot be read at all.
 

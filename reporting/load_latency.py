@@ -16,6 +16,7 @@ from typing import Any
 
 from ovsperf_common.framemix import TrafficKey, traffic_from_json
 from ovsperf_common.labfiles import LATENCY_FILE, LATENCY_SCHEMA
+from reporting.errors import LabFileFieldError
 from reporting.latency import within
 from reporting.resultmodel import LatencyPoint, LoadWarning
 
@@ -33,14 +34,10 @@ generator histogram had 0.4 % buckets); within it the percentile is clamped to m
 _PERCENTILE_KEYS = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
 
 
-class _FieldError(ValueError):
-    """One field of the file is unusable; the message names it."""
-
-
 def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise _FieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
+        raise LabFileFieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
     return float(value)
 
 
@@ -50,21 +47,21 @@ def _point(traffic: TrafficKey, level: Mapping[str, Any], where: str) -> Latency
     if merged is None:
         return None
     if not isinstance(merged, dict):
-        raise _FieldError(f"{where}.all is not an object")
+        raise LabFileFieldError(f"{where}.all is not an object")
     values = {key: _number(merged, key, f"{where}.all") for key in _PERCENTILE_KEYS}
     # Histogram percentiles may pass the exact extremes by the histogram's precision (0.1 %).
     low, high = values["min_ns"] * (1 - HDR_TOLERANCE), values["max_ns"] * (1 + HDR_TOLERANCE)
     quantiles = [values[k] for k in _PERCENTILE_KEYS[1:-1]]
     if quantiles != sorted(quantiles) or not all(low <= q <= high for q in quantiles):
-        raise _FieldError(f"{where}.all percentiles are not ascending from min_ns to max_ns")
+        raise LabFileFieldError(f"{where}.all percentiles are not ascending from min_ns to max_ns")
     for key in _PERCENTILE_KEYS[1:-1]:
         values[key] = within(values[key], values["min_ns"], values["max_ns"])
     rx = merged.get("rx_packets")
     if isinstance(rx, bool) or not isinstance(rx, int) or rx < 0:
-        raise _FieldError(f"{where}.all.rx_packets is {rx!r}, not a count")
+        raise LabFileFieldError(f"{where}.all.rx_packets is {rx!r}, not a count")
     hdrh = merged.get("hdrh")
     if hdrh is not None and not (isinstance(hdrh, str) and hdrh.isascii() and len(hdrh) < 16 * 1024 * 1024):
-        raise _FieldError(f"{where}.all.hdrh is not a base64 string")
+        raise LabFileFieldError(f"{where}.all.hdrh is not a base64 string")
     valid = level.get("valid", True)
     return LatencyPoint(
         frame_size_bytes=traffic.frame_size_bytes,
@@ -93,7 +90,7 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         return {}
     try:
         if file.stat().st_size > MAX_LATENCY_FILE_BYTES:
-            raise _FieldError(f"larger than {MAX_LATENCY_FILE_BYTES} B")
+            raise LabFileFieldError(f"larger than {MAX_LATENCY_FILE_BYTES} B")
         document = json.loads(file.read_bytes())
     except RecursionError:
         warnings.append(
@@ -122,16 +119,16 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
         where = f"results[{number}]"
         try:
             if not isinstance(entry, dict):
-                raise _FieldError(f"{where} is not an object")
+                raise LabFileFieldError(f"{where} is not an object")
             csv_name, levels = entry.get("csv"), entry.get("levels")
             if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
-                raise _FieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
+                raise LabFileFieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
             try:
                 traffic = traffic_from_json(entry, where)
             except ValueError as err:
-                raise _FieldError(str(err)) from err
+                raise LabFileFieldError(str(err)) from err
             if not isinstance(levels, list):
-                raise _FieldError(f"{where}.levels is not a list")
+                raise LabFileFieldError(f"{where}.levels is not a list")
             if len(levels) > budget:
                 warnings.append(
                     LoadWarning(
@@ -146,11 +143,11 @@ def load_latency(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[Lat
             points = []
             for index, level in enumerate(levels):
                 if not isinstance(level, dict):
-                    raise _FieldError(f"{where}.levels[{index}] is not an object")
+                    raise LabFileFieldError(f"{where}.levels[{index}] is not an object")
                 point = _point(traffic, level, f"{where}.levels[{index}]")
                 if point is not None:
                     points.append(point)
-        except _FieldError as err:
+        except LabFileFieldError as err:
             warnings.append(LoadWarning(file, None, f"Field {err}; that entry is not shown."))
             continue
         found.setdefault(csv_name, []).extend(points)

@@ -21,6 +21,7 @@ from typing import Any
 from ovsperf_common.framemix import TrafficKey, traffic_from_json
 from ovsperf_common.labfiles import TELEMETRY_FILE, TELEMETRY_SCHEMA
 from ovsperf_common.telemetryfile import HIT_COUNTERS
+from reporting.errors import LabFileFieldError
 from reporting.resultmodel import LoadWarning, TelemetryPoint
 
 MAX_TELEMETRY_FILE_BYTES = 256 * 1024 * 1024
@@ -42,18 +43,14 @@ MAX_NOTES = 32
 """Notes read per trial."""
 
 
-class _FieldError(ValueError):
-    """One field is unusable; the message names it."""
-
-
 def _optional(obj: Mapping[str, Any], key: str, where: str, *, maximum: float | None = None) -> float | None:
     value = obj.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise _FieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
+        raise LabFileFieldError(f"{where}.{key} is {repr(value)[:60]}, not a finite number >= 0")
     if maximum is not None and value > maximum * 1.02:  # 2 %: CPU accounting granularity
-        raise _FieldError(f"{where}.{key} is {value!r}, above {maximum:g}")
+        raise LabFileFieldError(f"{where}.{key} is {value!r}, above {maximum:g}")
     return float(value)
 
 
@@ -72,7 +69,7 @@ def _kind(value: object) -> str:
 
 def _text(value: object, where: str, limit: int = 200) -> str:
     if not isinstance(value, str) or len(value) > limit:
-        raise _FieldError(f"{where} is not a short text")
+        raise LabFileFieldError(f"{where} is not a short text")
     return "".join(ch if ch.isprintable() else "?" for ch in value)
 
 
@@ -83,29 +80,29 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
     if whole_test and size is None:
         sizes = trial.get("frame_sizes_bytes")
         if not isinstance(sizes, list) or not all(type(s) is int and 64 <= s <= 9216 for s in sizes):
-            raise _FieldError(f"{where}.frame_sizes_bytes is {str(sizes)[:80]}, not frame sizes")
+            raise LabFileFieldError(f"{where}.frame_sizes_bytes is {str(sizes)[:80]}, not frame sizes")
     else:
         try:
             traffic = traffic_from_json(trial, where)
         except ValueError as err:
-            raise _FieldError(str(err)) from err
+            raise LabFileFieldError(str(err)) from err
     load = _optional(trial, "load_pps", where)
     if load is None and not whole_test:
-        raise _FieldError(f"{where}.load_pps is missing")
+        raise LabFileFieldError(f"{where}.load_pps is missing")
     totals = trial.get("totals")
     if not isinstance(totals, dict):
-        raise _FieldError(f"{where}.totals is {_kind(totals)}, not an object")
+        raise LabFileFieldError(f"{where}.totals is {_kind(totals)}, not an object")
     threads: list[tuple[str, str, float | None]] = []
     raw_threads = trial.get("threads") or {}
     if not isinstance(raw_threads, dict):
-        raise _FieldError(f"{where}.threads is {_kind(raw_threads)}, not an object")
+        raise LabFileFieldError(f"{where}.threads is {_kind(raw_threads)}, not an object")
     for process, rows in list(raw_threads.items())[:MAX_PROCESSES]:
         if not isinstance(rows, list):
-            raise _FieldError(f"{where}.threads[{process[:40]!r}] is {_kind(rows)}, not a list")
+            raise LabFileFieldError(f"{where}.threads[{process[:40]!r}] is {_kind(rows)}, not a list")
         for n, row in enumerate(rows[:MAX_THREADS]):
             here = f"{where}.threads[{process[:40]!r}][{n}]"
             if not isinstance(row, dict):
-                raise _FieldError(f"{here} is not an object")
+                raise LabFileFieldError(f"{here} is not an object")
             threads.append(
                 (
                     _text(process, here),
@@ -116,7 +113,7 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
     rxq: list[tuple[str, str, int, float | None]] = []
     raw_rxq = trial.get("rxq") or []
     if not isinstance(raw_rxq, list):
-        raise _FieldError(f"{where}.rxq is {_kind(raw_rxq)}, not a list")
+        raise LabFileFieldError(f"{where}.rxq is {_kind(raw_rxq)}, not a list")
     for n, row in enumerate(raw_rxq[:MAX_RXQ]):
         here = f"{where}.rxq[{n}]"
         if (
@@ -124,7 +121,7 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
             or isinstance(row.get("queue"), bool)
             or not isinstance(row.get("queue"), int)
         ):
-            raise _FieldError(f"{here} is not a queue placement")
+            raise LabFileFieldError(f"{here} is not a queue placement")
         rxq.append(
             (
                 _text(row.get("pmd"), f"{here}.pmd"),
@@ -135,7 +132,7 @@ def _point(trial: Mapping[str, Any], where: str) -> TelemetryPoint:
         )
     notes = trial.get("notes") or []
     if not isinstance(notes, list):
-        raise _FieldError(f"{where}.notes is {_kind(notes)}, not a list")
+        raise LabFileFieldError(f"{where}.notes is {_kind(notes)}, not a list")
     notes = notes[:MAX_NOTES]
     return TelemetryPoint(
         frame_size_bytes=None if traffic is None else traffic.frame_size_bytes,
@@ -187,7 +184,7 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
         return {}
     try:
         if file.stat().st_size > MAX_TELEMETRY_FILE_BYTES:
-            raise _FieldError(f"larger than {MAX_TELEMETRY_FILE_BYTES} B")
+            raise LabFileFieldError(f"larger than {MAX_TELEMETRY_FILE_BYTES} B")
         document = json.loads(file.read_bytes())
     except RecursionError:
         warnings.append(
@@ -220,12 +217,12 @@ def load_telemetry(path: Path, warnings: list[LoadWarning]) -> dict[str, tuple[T
         where = f"trials[{number}]"
         try:
             if not isinstance(trial, dict):
-                raise _FieldError(f"{where} is not an object")
+                raise LabFileFieldError(f"{where} is not an object")
             csv_name = trial.get("csv")
             if not isinstance(csv_name, str) or not csv_name.startswith("result_") or "/" in csv_name:
-                raise _FieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
+                raise LabFileFieldError(f"{where}.csv is {repr(csv_name)[:60]}, not a result CSV name")
             point = _point(trial, where)
-        except _FieldError as err:
+        except LabFileFieldError as err:
             bad += 1
             if bad <= 5:
                 warnings.append(LoadWarning(file, None, f"Field {err}; that trial is not used."))
