@@ -43,6 +43,15 @@ setup_dpdk_params() {
     done
     [[ "${ISOLATED_CPUS}" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
         task_abort "ISOLATED_CPUS '${ISOLATED_CPUS}' is not a cpulist like 2-11."
+    # Kernel arguments end up in /etc/default/grub, a file update-grub sources as shell: only
+    # plain words (no quotes, $, `, \, globs or blanks inside one argument) get there.
+    local arg
+    local -a args
+    read -r -a args <<<"${KERNEL_ARGS}"
+    for arg in "${args[@]}"; do
+        [[ "${arg}" =~ ^[A-Za-z0-9_][A-Za-z0-9_.,:=/+@-]*$ ]] ||
+            task_abort "KERNEL_ARGS entry '${arg}' is not a kernel argument like hugepages=16 (letters, digits, _.,:=/+@-)."
+    done
 }
 
 # setup_dpdk_family: print 'debian' for a Debian-family host (os-release ID or ID_LIKE), else 'redhat'.
@@ -63,18 +72,24 @@ setup_dpdk_family() {
 # argument KEY=VALUE replaces an earlier KEY=...); the other lines are kept. Debian's grubby.
 setup_dpdk_grub_args() {
     local file="${TASK_ETC}/default/grub" current="" arg word kept
+    local -a args words
     [[ -f "${file}" ]] || return 1
     current="$(sed -n 's/^GRUB_CMDLINE_LINUX="\(.*\)"$/\1/p' "${file}" | tail -n 1)"
-    for arg in $1; do
+    read -r -a args <<<"$1" # split on blanks, never glob (setup_dpdk_params checked each word)
+    for arg in "${args[@]}"; do
         kept=""
-        for word in ${current}; do
+        read -r -a words <<<"${current}"
+        for word in "${words[@]}"; do
             [[ "${word}" == "${arg}" || ("${arg}" == *=* && "${word}" == "${arg%%=*}="*) ]] && continue
             kept="${kept:+${kept} }${word}"
         done
         current="${kept:+${kept} }${arg}"
     done
-    awk -v line="GRUB_CMDLINE_LINUX=\"${current}\"" \
-        '/^GRUB_CMDLINE_LINUX=/ { if (!done) print line; done = 1; next } { print } END { if (!done) print line }' \
+    # The line through the environment: awk -v would interpret backslashes of the file's own words.
+    SETUP_DPDK_GRUB_LINE="GRUB_CMDLINE_LINUX=\"${current}\"" awk \
+        '/^GRUB_CMDLINE_LINUX=/ { if (!done) print ENVIRON["SETUP_DPDK_GRUB_LINE"]; done = 1; next }
+         { print }
+         END { if (!done) print ENVIRON["SETUP_DPDK_GRUB_LINE"] }' \
         "${file}" >"${file}.ovsperf" && mv "${file}.ovsperf" "${file}"
 }
 

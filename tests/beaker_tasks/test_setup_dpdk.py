@@ -229,6 +229,17 @@ def test_a_debian_host_without_etc_default_grub_is_warn_and_abort(lab: Lab) -> N
     assert not run.called("update-grub") and not run.called("rstrnt-reboot")
 
 
+def test_kernel_arguments_that_are_not_plain_words_are_refused_before_anything_changes(lab: Lab) -> None:
+    """/etc/default/grub is sourced as shell by update-grub: a quote, $( ), a glob never reach it."""
+    _debian(lab)
+    for bad in ('intel_iommu=on" ; touch /tmp/pwned ; "', "hugepages=$(reboot)", "iommu=pt *", "a=`id`"):
+        run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS=bad, **PARAMS)
+        assert run.returncode == 2, bad
+        assert "is not a kernel argument like hugepages=16" in run.stderr, bad
+        assert (lab.etc / "default" / "grub").read_text() == GRUB_DEFAULT, bad
+        assert not run.called("update-grub") and not run.called("grubby") and not run.called("rstrnt-reboot")
+
+
 def test_a_red_hat_host_keeps_grubby_and_sysconfig(lab: Lab) -> None:
     (lab.etc / "os-release").write_text('NAME="Red Hat Enterprise Linux"\nID="rhel"\nID_LIKE="fedora"\n')
     run = lab.run("setup_dpdk", reboot=0, KERNEL_ARGS="intel_iommu=on iommu=pt", **PARAMS)
