@@ -8,6 +8,8 @@ state file of the running lab and the lock file.
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,12 @@ SNAPSHOT = "vlab-ready"
 
 class VlabError(OvsperfError):
     """The virtual lab cannot do what was asked (bad input, a VM that does not come up, a busy lab)."""
+
+
+MAX_STATE_DIR_CHARS = 90
+"""Longest state directory: ``<dir>/vms/<vm>/qmp.sock`` must fit a Unix socket path (107 bytes)."""
+_STATE_DIR_RE = re.compile(r"/[A-Za-z0-9._/-]*")
+_MIRROR_RE = re.compile(r"[A-Za-z0-9._~:/?#@!&+,;=%-]+")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,21 @@ class LabConfig:
             raise VlabError(f"'tb_size_mib' must be at least 32 MiB, got {self.tb_size_mib}.")
         if not 1 <= self.cpus <= 64:
             raise VlabError(f"'cpus' must be within 1 and 64, got {self.cpus}.")
+        # The state directory goes into QEMU options (split on commas), ssh options (split on
+        # blanks) and mmdebstrap's shell hooks: plain absolute paths only, short enough for the
+        # QMP socket (:data:`MAX_STATE_DIR_CHARS`).
+        state = str(self.state_dir)
+        if not _STATE_DIR_RE.fullmatch(state) or len(state) > MAX_STATE_DIR_CHARS:
+            raise VlabError(
+                f"'state_dir' must be an absolute path of at most {MAX_STATE_DIR_CHARS} letters, digits and "
+                f"'._/-', got "
+                f"{state[:80]!r}."
+            )
+        split = urllib.parse.urlsplit(self.mirror)
+        if split.scheme not in ("http", "https") or not split.netloc or not _MIRROR_RE.fullmatch(self.mirror):
+            raise VlabError(
+                f"'mirror' must be an http(s) URL without blanks or quotes, got {self.mirror[:80]!r}."
+            )
 
     def ssh_port_of(self, vm: str) -> int:
         """Return the forwarded SSH port of ``vm`` on 127.0.0.1."""

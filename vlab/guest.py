@@ -20,6 +20,8 @@ from pathlib import Path
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.command import CommandError, run_command
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_common.regularfile import read_regular_text
+from ovsperf_common.runner import one_line
 from vlab.config import LabPaths, VlabError
 from vlab.image import Image
 from vlab.qemu import Accel
@@ -118,10 +120,14 @@ def choose_accel(paths: LabPaths, image: Image, *, nice: int = 0, forced: Accel 
         return forced
     boot_id = host_boot_id()
     try:
-        kept = json.loads(paths.accel_file.read_text(encoding="utf-8"))
+        kept = json.loads(read_regular_text(paths.accel_file, max_bytes=64 * 1024))
         if kept.get("host_boot_id") == boot_id and kept.get("kernel") == image.kernel_version:
             accel = Accel.from_spec(kept.get("accel"), field="accel")
-            log.info("Accelerator %s (probed on this boot of the host: %s).", accel, kept.get("reason"))
+            log.info(
+                "Accelerator %s (probed on this boot of the host: %s).",
+                accel,
+                one_line(str(kept.get("reason"))),
+            )
             return accel
     except (OSError, ValueError, AttributeError):
         pass

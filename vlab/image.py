@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -156,6 +157,10 @@ def mmdebstrap_argv(tarball: Path, mirror: str, public_key: Path, nice: int) -> 
     label and let the serial console log in nobody (no password is set).
     """
     key = str(public_key)
+    if shlex.quote(key) != key:  # the hooks run as root in a shell: a plain path only (LabConfig)
+        raise VlabError(
+            f"The lab's public key path {key[:80]!r} is not a plain path; choose another --state-dir."
+        )
     hooks = [
         'mkdir -p -m 700 "$1/root/.ssh"',
         f'install -m 600 "{key}" "$1/root/.ssh/authorized_keys"',

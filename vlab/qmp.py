@@ -17,6 +17,9 @@ from typing import Any
 from ovsperf_common.deadline import Deadline
 from vlab.config import VlabError
 
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""Longest QMP message taken [B]; QEMU's answers to the commands used here are a few hundred."""
+
 
 class QmpError(VlabError):
     """QEMU refused a command, or its control socket did not answer in time."""
@@ -39,6 +42,9 @@ class Qmp:
             self._sock.connect(str(path))
             self._read()  # the greeting
             self.execute("qmp_capabilities")
+        except QmpError:
+            self._sock.close()
+            raise
         except OSError as err:
             self._sock.close()
             raise QmpError(f"QMP socket '{path}' did not answer: {err}.") from err
@@ -104,6 +110,10 @@ class Qmp:
             if not chunk:
                 raise QmpError(f"QEMU closed its QMP socket '{self.path}'.")
             self._buffer += chunk
+            if len(self._buffer) > MAX_MESSAGE_BYTES:
+                raise QmpError(
+                    f"QMP socket '{self.path}' sent more than {MAX_MESSAGE_BYTES} bytes without a newline."
+                )
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
             value = json.loads(line)

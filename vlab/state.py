@@ -17,6 +17,7 @@ import psutil
 
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.deadline import Deadline, DeadlineExceededError
+from ovsperf_common.regularfile import read_regular_text
 from vlab.config import VM_NAMES, VlabError
 
 log = logging.getLogger(__name__)
@@ -81,13 +82,17 @@ def record(vm: str, pid: int, ssh_port: int, accel: str) -> VmProcess:
     return VmProcess(vm=vm, pid=pid, create_time=create_time, ssh_port=ssh_port, accel=accel)
 
 
+MAX_STATE_BYTES = 64 * 1024
+"""Largest state file read [B]; two VMs' records take a few hundred."""
+
+
 def load_state(path: Path) -> list[VmProcess]:
     """Return the VM processes recorded in ``path``; an empty list when the file does not exist.
 
     :raises VlabError: when the file is unreadable or malformed, naming the file and the field.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, max_bytes=MAX_STATE_BYTES)  # never a FIFO, never a huge file
     except FileNotFoundError:
         return []
     except OSError as err:
