@@ -122,6 +122,10 @@ def _inflate(inflater: zlib._Decompress, data: bytes, room: int) -> int:
     return produced
 
 
+MAX_REDIRECT_BODY_BYTES = 64 * 1024
+"""Largest body of a redirect answer read [B] (a redirect's body is a line of HTML, if any)."""
+
+
 class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
     """Follow a redirect only to another http(s) URL (never ``ftp:``/``file:``)."""
 
@@ -140,6 +144,14 @@ class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
         """
         if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):
             raise UnusableResultsError(f"The results tarball was redirected to a non-http(s) URL '{newurl}'.")
+        # urllib reads a redirect's body whole before it follows it: read at most this much here and
+        # close it, so that its read finds nothing (a hub cannot stream an endless redirect body).
+        body = fp.read(MAX_REDIRECT_BODY_BYTES + 1)
+        fp.close()
+        if len(body) > MAX_REDIRECT_BODY_BYTES:
+            raise UnusableResultsError(
+                f"The redirect to '{newurl}' came with a body of more than {MAX_REDIRECT_BODY_BYTES} bytes."
+            )
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
