@@ -286,14 +286,14 @@ def open_testbed(
             renice(vnf.pid, config.nice)
         if on_generator is not None:
             on_generator(generator)
-        generator.wait_link(timeout_s=LINK_TIMEOUT_S)
+        ports = generator.wait_link(timeout_s=LINK_TIMEOUT_S)
         # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
         if lay.vnf_ports:
             topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
         if vnf is not None:
             vnf.check_alive()
         check_rings(generator, config.ring_size)
-        speed = generator.ports()[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
+        speed = ports[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
         yield Testbed(switch, lay, generator, speed, vnf)
     except (TrafficGeneratorError, VnfError, OvsError) as err:
         cause = root_cause(err, ovs, vnf)

@@ -94,10 +94,6 @@ class DpdkTrafficGenerator(ProcessGenerator):
             self._lines.put(line)
         self._lines.put(None)
 
-    def stderr_tail(self) -> str:
-        """Return the generator's last stderr lines, newline-separated (for error messages)."""
-        return "\n".join(self._process.stderr_tail())
-
     def _read_reply(self, deadline: Deadline) -> dict[str, Any]:
         """Return the next JSON reply line, waiting at most until ``deadline``.
 

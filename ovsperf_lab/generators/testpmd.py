@@ -201,10 +201,6 @@ class FlowgenGenerator(ProcessGenerator):
             raise
         log.info("testpmd PID %d ready with 2 ports, %d flow(s) per port.", self.pid, flows)
 
-    def output_tail(self) -> str:
-        """Return testpmd's last output (stdout and stderr), for error messages."""
-        return "\n".join(self._console.tail())
-
     def _exchange(self, *lines: str) -> str:
         """Send ``lines`` in one write; return the answer to the last one (:meth:`Console.answers`)."""
         return self._console.exchange(*lines)
