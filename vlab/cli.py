@@ -56,7 +56,8 @@ def _add_lab_options(parser: argparse.ArgumentParser) -> None:
         "--data-port",
         type=int,
         default=DEFAULT_DATA_PORT,
-        help=f"first of the 4 loopback UDP ports of the data links (default: {DEFAULT_DATA_PORT})",
+        help=f"first of the 6 loopback UDP ports of the data links and the interconnect "
+        f"(default: {DEFAULT_DATA_PORT})",
     )
     parser.add_argument(
         "--memory-mib",

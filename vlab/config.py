@@ -20,7 +20,7 @@ DEFAULT_STATE_DIR = Path("/var/lib/ovsperf-vlab")
 DEFAULT_SSH_PORT = 2222
 """The TG's SSH port on 127.0.0.1; the DUT's is the next one."""
 DEFAULT_DATA_PORT = 47000
-"""First of the four loopback UDP ports that carry the data links (two per link)."""
+"""First of the six loopback UDP ports that carry the data links and the interconnect (two per link)."""
 DEFAULT_MEMORY_MIB = 2048
 """Guest memory of each VM [MiB]: room for 512 MiB of 2 MiB hugepages beside Debian."""
 DEFAULT_TB_SIZE_MIB = 256
@@ -36,6 +36,20 @@ VM_NAMES = ("tg", "dut")
 """The two VMs, in start order: the traffic generator host and the device under test."""
 DATA_NICS_PER_VM = 2
 """Data NICs per VM; NIC ``i`` of the TG is linked to NIC ``i`` of the DUT."""
+INTERCONNECT_LINK = DATA_NICS_PER_VM
+"""Link index of the hosts' own network (after the data links): the TG and the DUT reach each other
+over it by name (SSH from the DUT to the TG, perfsync), as lab hosts do over their lab network."""
+INTERCONNECT_ADDRESS = {"tg": "10.98.0.1", "dut": "10.98.0.2"}
+"""Each VM's address on the interconnect (/24; the image's /etc/hosts names them ``tg`` and ``dut``)."""
+LINKS = DATA_NICS_PER_VM + 1
+"""Point-to-point links between the VMs: the data links and the interconnect (two UDP ports each)."""
+
+
+def interconnect_mac(vm: str) -> str:
+    """Return the MAC of ``vm``'s interconnect NIC: ``52:54:00:b<vm>:00:00`` (``b0`` TG, ``b1`` DUT)."""
+    return f"52:54:00:{0xB0 + VM_NAMES.index(vm):02x}:00:00"
+
+
 SNAPSHOT = "vlab-ready"
 """Name of the saved VM state (QEMU ``savevm``) taken once both VMs answer SSH; ``reset`` loads it."""
 
@@ -59,7 +73,7 @@ class LabConfig:
     ssh_port: int = DEFAULT_SSH_PORT
     """TG's forwarded SSH port on 127.0.0.1; the DUT gets ``ssh_port + 1``."""
     data_port: int = DEFAULT_DATA_PORT
-    """First loopback UDP port of the data links; four consecutive ports are used."""
+    """First loopback UDP port of the links; six consecutive ports are used (:data:`LINKS`)."""
     memory_mib: int = DEFAULT_MEMORY_MIB
     """Guest memory of each VM [MiB]."""
     tb_size_mib: int = DEFAULT_TB_SIZE_MIB
@@ -79,14 +93,14 @@ class LabConfig:
             raise VlabError(
                 f"'ssh_port' must be within 1024 and {65535 - len(VM_NAMES)}, got {self.ssh_port}."
             )
-        links = len(VM_NAMES) * DATA_NICS_PER_VM
+        links = 2 * LINKS
         if not 1024 <= self.data_port <= 65535 - links:
             raise VlabError(f"'data_port' must be within 1024 and {65535 - links}, got {self.data_port}.")
         ssh = set(range(self.ssh_port, self.ssh_port + len(VM_NAMES)))
         if ssh & set(range(self.data_port, self.data_port + links)):
             raise VlabError(
                 f"'ssh_port' {self.ssh_port} and 'data_port' {self.data_port}: the SSH ports and the "
-                f"{links} data ports overlap; choose ranges apart."
+                f"{links} link ports overlap; choose ranges apart."
             )
         if self.memory_mib < 512:
             raise VlabError(f"'memory_mib' must be at least 512 MiB, got {self.memory_mib}.")
@@ -115,7 +129,9 @@ class LabConfig:
         return self.ssh_port + VM_NAMES.index(vm)
 
     def data_ports_of(self, vm: str, nic: int) -> tuple[int, int]:
-        """Return (local, remote) loopback UDP ports of data NIC ``nic`` of ``vm``.
+        """Return (local, remote) loopback UDP ports of link ``nic`` of ``vm``.
+
+        ``nic`` is a data NIC or :data:`INTERCONNECT_LINK`.
 
         Link ``nic`` joins TG NIC ``nic`` and DUT NIC ``nic``: TG listens on
         ``data_port + 2·nic``, the DUT on the port after it, each sends to the other's.

@@ -3,7 +3,12 @@
 The image is packages only (never a downloaded image): ``mmdebstrap`` writes the root file system
 as a tarball, ``mke2fs -d`` turns it into an ext4 file system, ``qemu-img convert`` into the qcow2
 base the VMs' overlays stand on; the kernel and initrd are taken out of the image's own ``/boot``
-for QEMU's direct kernel boot. Everything is built in a hidden sibling of the image directory
+for the KVM probe's direct kernel boot. The VMs boot through the image's own GRUB: a GRUB core
+image built in the image (``grub-mkimage``, ``i386-pc`` with ``lnxboot.img`` in front, so that QEMU's
+``-kernel`` loads it as it would a Linux kernel) reads ``/boot/grub/grub.cfg`` from the root disk on
+every boot and reboot, so the kernel arguments that ``update-grub`` writes in the guest (setup_dpdk's
+hugepages and IOMMU settings) take effect as on a host with GRUB. Everything is built in a hidden
+sibling of the image directory
 (:func:`~ovsperf_common.atomicio.atomic_directory`) and renamed into place only when complete, with
 its manifest written last: a build that is interrupted, even killed, leaves at most a hidden
 ``.image.*.tmp`` directory that nothing reads and the next build removes.
@@ -25,7 +30,7 @@ from pathlib import Path
 
 from ovsperf_common.atomicio import TEMPORARY_SUFFIXES, atomic_directory, atomic_write_text
 from ovsperf_common.command import run_command
-from vlab.config import SUITE, LabPaths, VlabError
+from vlab.config import INTERCONNECT_ADDRESS, SUITE, VM_NAMES, LabPaths, VlabError, interconnect_mac
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +58,17 @@ PACKAGES = (
     "tuned",
     "irqbalance",
     "grub2-common",
+    "grub-pc-bin",
     "git",
     "make",
     "gcc",
     "pkg-config",
+    # What the ovsperf engine's tasks need: build_trafficgen builds the generator against the
+    # distribution's DPDK; ovsperf_test makes a venv for ovsperf-lab.
+    "libdpdk-dev",
+    "python3-venv",
+    "python3-pip",
+    "hostname",
 )
 """Debian packages of the image (with their dependencies; variant ``minbase`` adds Essential and apt)."""
 
@@ -81,6 +93,36 @@ DHCP=ipv4
 """
 """systemd-networkd unit of the management NIC (the data NICs stay unconfigured, for DPDK)."""
 
+INTERCONNECT_UNITS = {
+    vm: f"""[Match]
+MACAddress={interconnect_mac(vm)}
+
+[Network]
+Address={INTERCONNECT_ADDRESS[vm]}/24
+"""
+    for vm in VM_NAMES
+}
+"""systemd-networkd units of the interconnect NIC, one per VM (each VM has only its own MAC)."""
+HOSTS_LINES = "".join(f"{INTERCONNECT_ADDRESS[vm]}\t{vm}\n" for vm in VM_NAMES)
+"""/etc/hosts lines naming the VMs by their interconnect addresses."""
+
+GUEST_KERNEL_ARGS = "console=ttyS0,115200 intel_iommu=on default_hugepagesz=2M hugepages=256"
+"""The image's ``GRUB_CMDLINE_LINUX``: serial console, the emulated IOMMU on (``vfio-pci`` binding),
+512 MiB of 2 MiB hugepages at boot; setup_dpdk adds its own to it as on any Debian host."""
+BOOTLOADER = "grub.lnx"
+"""The GRUB core image QEMU loads with ``-kernel`` (in the image directory)."""
+GRUB_MODULES = ("biosdisk", "ext2", "linux", "normal", "configfile", "search", "echo", "test", "serial",
+                "terminal", "gzio", "part_msdos", "ls", "cat")  # fmt: skip
+"""GRUB modules built into the core image: read the partitionless ext4 disk (hd0), load Linux,
+run grub.cfg."""
+BOOTSTRAP_GRUB_CFG = f"""set timeout=0
+linux /vmlinuz root=LABEL={ROOT_LABEL} ro {GUEST_KERNEL_ARGS}
+initrd /initrd.img
+boot
+"""
+"""``/boot/grub/grub.cfg`` until the guest's own ``update-grub`` writes one (a chroot cannot probe
+the root device, so the build does not run ``grub-mkconfig``)."""
+
 
 @dataclass(frozen=True)
 class Image:
@@ -92,6 +134,8 @@ class Image:
     """The image's own kernel (``/boot/vmlinuz-*``)."""
     initrd: Path
     """The image's own initrd (``/boot/initrd.img-*``)."""
+    bootloader: Path
+    """The image's GRUB core image, bootable by QEMU's ``-kernel`` (:data:`BOOTLOADER`)."""
     kernel_version: str
     """``uname -r`` of that kernel."""
     built_at: float
@@ -110,18 +154,24 @@ def load_image(paths: LabPaths) -> Image | None:
         data = json.loads(manifest.read_text(encoding="utf-8"))
         kernel_version = str(data["kernel_version"])
         built_at = float(data["built_at"])
+        boots_grub = data.get("bootloader") == BOOTLOADER
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise VlabError(
             f"Image manifest '{manifest}' is unreadable ({err}); rebuild with 'up --rebuild'."
         ) from err
+    if not boots_grub:
+        log.info("The image in '%s' predates the GRUB boot (no %s); it is rebuilt.",
+                 paths.image_dir, BOOTLOADER)  # fmt: skip
+        return None
     image = Image(
         disk=paths.image_dir / "root.qcow2",
         kernel=paths.image_dir / "vmlinuz",
         initrd=paths.image_dir / "initrd.img",
+        bootloader=paths.image_dir / BOOTLOADER,
         kernel_version=kernel_version,
         built_at=built_at,
     )
-    for part in (image.disk, image.kernel, image.initrd):
+    for part in (image.disk, image.kernel, image.initrd, image.bootloader):
         if not part.is_file():
             raise VlabError(
                 f"Image file '{part}' is missing beside its manifest; rebuild with 'up --rebuild'."
@@ -165,14 +215,29 @@ def mmdebstrap_argv(tarball: Path, mirror: str, public_key: Path, nice: int) -> 
         'mkdir -p -m 700 "$1/root/.ssh"',
         f'install -m 600 "{key}" "$1/root/.ssh/authorized_keys"',
         f"printf '%s' '{NETWORK_UNIT}' > \"$1/etc/systemd/network/10-mgmt.network\"",
+        *(
+            f"printf '%s' '{unit}' > \"$1/etc/systemd/network/20-interconnect-{vm}.network\""
+            for vm, unit in INTERCONNECT_UNITS.items()
+        ),
+        'grep -qs localhost "$1/etc/hosts" || printf \'127.0.0.1\tlocalhost\n\' >> "$1/etc/hosts"',
+        f"printf '{HOSTS_LINES}' >> \"$1/etc/hosts\"",
         'chroot "$1" systemctl enable systemd-networkd',
         'chroot "$1" systemctl mask systemd-networkd-wait-online.service',
         f"printf 'LABEL={ROOT_LABEL} / ext4 errors=remount-ro 0 1\\n' > \"$1/etc/fstab\"",
         'printf "vlab\\n" > "$1/etc/hostname"',
-        # setup_dpdk on Debian edits /etc/default/grub and runs update-grub, as on a host with GRUB
-        # (the VMs boot their kernel directly: see docs/vlab.md, "Limits").
+        # setup_dpdk on Debian edits /etc/default/grub and runs update-grub, as on a host with GRUB;
+        # the VMs boot through the image's GRUB, which reads the grub.cfg update-grub writes.
         'mkdir -p "$1/boot/grub"',
         'cp "$1/usr/share/grub/default/grub" "$1/etc/default/grub"',
+        f'sed -i \'s/^GRUB_CMDLINE_LINUX=.*/GRUB_CMDLINE_LINUX="{GUEST_KERNEL_ARGS}"/; '
+        's/^GRUB_TIMEOUT=.*/GRUB_TIMEOUT=0/\' "$1/etc/default/grub"',
+        f"printf '%s' '{BOOTSTRAP_GRUB_CFG}' > \"$1/boot/grub/grub.cfg\"",
+        'chroot "$1" grub-mkimage -O i386-pc -o /boot/vlab-grub.core -p "(hd0)/boot/grub" '
+        + " ".join(GRUB_MODULES),
+        'cat "$1/usr/lib/grub/i386-pc/lnxboot.img" "$1/boot/vlab-grub.core" > "$1/boot/vlab-grub.lnx"',
+        'rm "$1/boot/vlab-grub.core"',
+        # What grub-install would copy: the modules grub.cfg loads (insmod) from $prefix.
+        'cp -r "$1/usr/lib/grub/i386-pc" "$1/boot/grub/"',
     ]
     argv = ["nice", "-n", str(nice)] if nice else []
     argv += ["mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar"]
@@ -228,7 +293,8 @@ def build_image(paths: LabPaths, mirror: str, *, nice: int = 0) -> Image:
         _check("qemu-img", run_command(convert, timeout_s=CONVERT_TIMEOUT_S, what="qemu-img convert"))
         raw.unlink()
         manifest = {"suite": SUITE, "mirror": mirror, "packages": list(PACKAGES),
-                    "kernel_version": kernel_version, "built_at": time.time()}  # fmt: skip
+                    "kernel_version": kernel_version, "bootloader": BOOTLOADER,
+                    "built_at": time.time()}  # fmt: skip
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     paths.known_hosts.unlink(missing_ok=True)  # the new image has new host keys
     log.info("Image built in %.0f s: '%s' (kernel %s).", time.monotonic() - start, paths.image_dir,
@@ -253,9 +319,10 @@ def sweep_partial_builds(paths: LabPaths) -> list[Path]:
 
 
 def _extract_boot(tarball: Path, into: Path) -> str:
-    """Copy the kernel and initrd of the root file system in ``tarball`` to ``into``; return its version.
+    """Copy the kernel, initrd and GRUB core image in ``tarball`` to ``into``; return the kernel's version.
 
-    :raises VlabError: when the tarball holds no ``boot/vmlinuz-*`` with its ``boot/initrd.img-*``.
+    :raises VlabError: when the tarball holds no ``boot/vmlinuz-*`` with its ``boot/initrd.img-*``,
+        or no ``boot/vlab-grub.lnx``.
     """
     with tarfile.open(tarball) as tar:
         members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
@@ -268,7 +335,10 @@ def _extract_boot(tarball: Path, into: Path) -> str:
         initrd = f"boot/initrd.img-{version}"
         if initrd not in members:
             raise VlabError(f"The image built in '{tarball}' has kernel {version} but no '/{initrd}'.")
-        for name, target in ((kernels[-1], "vmlinuz"), (initrd, "initrd.img")):
+        grub = "boot/vlab-grub.lnx"
+        if grub not in members:
+            raise VlabError(f"The image built in '{tarball}' has no GRUB core image '/{grub}'.")
+        for name, target in ((kernels[-1], "vmlinuz"), (initrd, "initrd.img"), (grub, BOOTLOADER)):
             source = tar.extractfile(members[name])
             assert source is not None
             with source, open(into / target, "wb") as out:

@@ -26,8 +26,8 @@ from ovsperf_common.command import run_command
 from ovsperf_common.deadline import Deadline
 from ovsperf_common.filelock import exclusive_lock, holder_pid
 from vlab import state
-from vlab.config import DATA_NICS_PER_VM, SNAPSHOT, VM_NAMES, LabConfig, LabPaths, VlabError
-from vlab.guest import choose_accel, wait_for_ssh
+from vlab.config import DATA_NICS_PER_VM, LINKS, SNAPSHOT, VM_NAMES, LabConfig, LabPaths, VlabError
+from vlab.guest import choose_accel, run_ssh, wait_for_ssh
 from vlab.image import Image, build_image, load_image
 from vlab.qemu import Accel, VmFiles, qemu_argv
 from vlab.qmp import Qmp
@@ -38,6 +38,8 @@ BOOT_TIMEOUT_S = {Accel.KVM: 180.0, Accel.TCG: 900.0}
 """Longest a VM may take from QEMU's start to answering SSH [s] (TCG boots ~2.5 min here)."""
 RESUME_TIMEOUT_S = 180.0
 """Longest a VM resumed from its saved state may take to answer SSH [s]."""
+NAME_TIMEOUT_S = 120.0
+"""Longest setting a fresh VM's hostname over SSH may take (a TCG guest is slow) [s]."""
 SAVE_TIMEOUT_S = 600.0
 """Longest ``savevm`` or ``loadvm`` of one VM may take [s]."""
 
@@ -67,12 +69,11 @@ class Timing:
 
 
 def vm_files(paths: LabPaths, vm: str, image: Image) -> VmFiles:
-    """Return the files of ``vm`` (overlay, console log, QMP socket) with the image's kernel."""
+    """Return the files of ``vm`` (overlay, console log, QMP socket) with the image's boot loader."""
     directory = paths.vm_dir(vm)
     return VmFiles(
         disk=directory / "root.qcow2",
-        kernel=image.kernel,
-        initrd=image.initrd,
+        bootloader=image.bootloader,
         serial_log=directory / "console.log",
         qmp_socket=directory / "qmp.sock",
     )
@@ -106,10 +107,11 @@ def check_ports_free(config: LabConfig) -> None:
     """
     wanted = [(socket.SOCK_STREAM, config.ssh_port_of(vm), f"SSH of VM '{vm}'") for vm in VM_NAMES]
     wanted += [
-        (socket.SOCK_DGRAM, config.data_ports_of(vm, nic)[0], f"data NIC {nic} of VM '{vm}'")
+        (socket.SOCK_DGRAM, config.data_ports_of(vm, nic)[0],
+         f"data NIC {nic} of VM '{vm}'" if nic < DATA_NICS_PER_VM else f"the interconnect NIC of VM '{vm}'")
         for vm in VM_NAMES
-        for nic in range(DATA_NICS_PER_VM)
-    ]
+        for nic in range(LINKS)
+    ]  # fmt: skip
     for kind, port, what in wanted:
         with socket.socket(socket.AF_INET, kind) as probe:
             try:
@@ -250,12 +252,30 @@ def _bring_up(
     timings.append(Timing(f"{step} {vm}", time.monotonic() - start))
     log.info("VM '%s' answers SSH after %.1f s (%s).", vm, timings[-1].seconds, step)
     if not resumable:
+        name_vm(paths, vm, config.ssh_port_of(vm))
         start = time.monotonic()
         with Qmp(files.qmp_socket, Deadline(what=f"savevm of VM '{vm}'", timeout_s=SAVE_TIMEOUT_S)) as qmp:
             qmp.hmp(f"savevm {SNAPSHOT}")
         timings.append(Timing(f"save {vm}", time.monotonic() - start))
         log.info("Saved the state of VM '%s' in %.1f s.", vm, timings[-1].seconds)
     return record
+
+
+def name_vm(paths: LabPaths, vm: str, port: int) -> None:
+    """Give the freshly booted ``vm`` its hostname, kept in its overlay and in the state saved next.
+
+    The name (``tg``, ``dut``) is what ``hostname -f`` answers (the image's /etc/hosts gives each its
+    interconnect address) and the tasks look up in the inventory.
+
+    Both VMs boot the same image through the same grub.cfg, so the name cannot come from the
+    kernel command line.
+
+    :raises VlabError: when the command fails on the VM.
+    """
+    if vm not in VM_NAMES:
+        raise VlabError(f"Unknown VM '{vm}'.")
+    command = f"printf '%s\\n' {vm} > /etc/hostname && hostname {vm}"
+    run_ssh(paths, port, command, timeout_s=NAME_TIMEOUT_S, what=f"naming VM '{vm}'")
 
 
 def down(config: LabConfig) -> list[state.VmProcess]:

@@ -194,9 +194,9 @@ def _setup_dpdk(report: SelftestReport, paths: LabPaths, port: int, *, boot: int
     """Run the Beaker task setup_dpdk standalone on the DUT: boot 0 (persistent part) or 1 (bind, verify).
 
     Boot 0 also copies the task and the modules it runs from this checkout to ``/root/ovsperf``.
-    The task binds DUT data NIC 1 to vfio-pci with ``dpdk-devbind.py``. Its verify phase WARNs that
-    CPU isolation is not on the kernel command line: the VMs boot their kernel directly, so what the
-    task writes into /etc/default/grub does not reach the next boot (docs/vlab.md, "Limits").
+    The task binds DUT data NIC 1 to vfio-pci with ``dpdk-devbind.py``. What boot 0 writes into
+    /etc/default/grub (``update-grub``) reaches the kernel command line of boot 1 through the image's
+    GRUB: boot 1 checks ``/proc/cmdline`` for :data:`SETUP_DPDK_KERNEL_ARGS`.
 
     :raises VlabError: when the checkout has no ``beaker_tasks``, or the task aborts or fails.
     """
@@ -229,7 +229,14 @@ def _setup_dpdk(report: SelftestReport, paths: LabPaths, port: int, *, boot: int
         _note(report, f"setup_dpdk boot 0 on Debian: {', '.join(results)}; {grub}; update-grub ran.")
     else:
         driver = _ssh(paths, port, f"basename $(readlink /sys/bus/pci/devices/{nic}/driver)").strip()
-        _note(report, f"setup_dpdk boot 1: {', '.join(results)}; {nic} on {driver}.")
+        cmdline = _ssh(paths, port, "cat /proc/cmdline").split()
+        if SETUP_DPDK_KERNEL_ARGS not in cmdline:
+            raise VlabError(
+                f"After the reboot the DUT's kernel command line {' '.join(cmdline)!r} lacks "
+                f"'{SETUP_DPDK_KERNEL_ARGS}', which setup_dpdk wrote into /etc/default/grub."
+            )
+        _note(report, f"setup_dpdk boot 1: {', '.join(results)}; {nic} on {driver}; "
+                      f"/proc/cmdline: {' '.join(cmdline)}.")  # fmt: skip
 
 
 def _check_reboot(

@@ -20,7 +20,7 @@ from vlab.qmp import Qmp, QmpError
 
 def _image(tmp_path: Path) -> Image:
     return Image(disk=tmp_path / "root.qcow2", kernel=tmp_path / "vmlinuz", initrd=tmp_path / "initrd.img",
-                 kernel_version="6.1.0-99-amd64", built_at=1.0)  # fmt: skip
+                 bootloader=tmp_path / "grub.lnx", kernel_version="6.1.0-99-amd64", built_at=1.0)  # fmt: skip
 
 
 def test_no_usable_dev_kvm_falls_back_to_tcg_with_a_warning_and_is_remembered(

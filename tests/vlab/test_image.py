@@ -8,6 +8,7 @@ an initrd in /boot, as the real one does; ``mke2fs -d`` and ``tar`` are the real
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -52,6 +53,7 @@ def _rootfs_tarball(path: Path) -> None:
     with tarfile.open(path, "w") as tar:
         for name, data in (("./boot/vmlinuz-6.1.0-99-amd64", b"kernel"),
                            ("./boot/initrd.img-6.1.0-99-amd64", b"initrd"),
+                           ("./boot/vlab-grub.lnx", b"grub"),
                            ("./etc/hostname", b"vlab\n")):  # fmt: skip
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -116,10 +118,10 @@ def test_a_killed_build_leaves_no_image_and_the_next_build_completes(
     image = build_image(paths, "http://mirror.invalid/debian")
     assert not partial.parent.exists()  # swept
     assert [p.name for p in state_dir.iterdir() if p.name.startswith(".image")] == []
-    assert (image.kernel_version, image.kernel.read_bytes(), image.initrd.read_bytes()) == (
-        "6.1.0-99-amd64", b"kernel", b"initrd"
-    )  # fmt: skip
+    assert (image.kernel_version, image.kernel.read_bytes(), image.initrd.read_bytes(),
+            image.bootloader.read_bytes()) == ("6.1.0-99-amd64", b"kernel", b"initrd", b"grub")  # fmt: skip
     assert sorted(p.name for p in paths.image_dir.iterdir()) == [
+        "grub.lnx",
         "initrd.img",
         "manifest.json",
         "root.qcow2",
@@ -210,3 +212,17 @@ def test_sigterm_to_up_lets_mmdebstrap_clean_up_and_leaves_no_image(
     assert [
         p.name for p in state_dir.iterdir() if p.name.startswith(".image")
     ] == []  # removed on the way out
+
+
+def test_an_image_from_before_the_grub_boot_is_rebuilt_not_used(tmp_path: Path) -> None:
+    paths = LabPaths(tmp_path)
+    paths.image_dir.mkdir(parents=True)
+    for name in ("root.qcow2", "vmlinuz", "initrd.img"):
+        (paths.image_dir / name).write_bytes(b"x")
+    manifest = {"suite": "bookworm", "kernel_version": "6.1.0-99-amd64", "built_at": 1.0}
+    (paths.image_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert load_image(paths) is None  # 'up' builds a new one
+    (paths.image_dir / "grub.lnx").write_bytes(b"grub")
+    (paths.image_dir / "manifest.json").write_text(json.dumps({**manifest, "bootloader": "grub.lnx"}))
+    image = load_image(paths)
+    assert image is not None and image.bootloader == paths.image_dir / "grub.lnx"

@@ -78,7 +78,7 @@ def test_a_config_that_cannot_work_exits_2_with_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        "ovsperf-vlab: error: 'ssh_port' 47001 and 'data_port' 47000: the SSH ports and the 4 data ports "
+        "ovsperf-vlab: error: 'ssh_port' 47001 and 'data_port' 47000: the SSH ports and the 6 link ports "
         "overlap; choose ranges apart."
     ]
 

@@ -7,15 +7,14 @@ from pathlib import Path
 import pytest
 
 from vlab.config import LabConfig, VlabError
-from vlab.qemu import Accel, VmFiles, kernel_command_line, qemu_argv
+from vlab.qemu import Accel, VmFiles, qemu_argv
 
 
 def _files(vm: str) -> VmFiles:
     base = Path("/s/vms") / vm
     return VmFiles(
         disk=base / "root.qcow2",
-        kernel=Path("/s/image/vmlinuz"),
-        initrd=Path("/s/image/initrd.img"),
+        bootloader=Path("/s/image/grub.lnx"),
         serial_log=base / "console.log",
         qmp_socket=base / "qmp.sock",
     )
@@ -41,14 +40,9 @@ def test_the_vm_has_an_emulated_iommu_and_the_kernel_turns_it_on() -> None:
     assert _values(argv, "-machine") == ["q35"]
     devices = _values(argv, "-device")
     assert devices[0] == "intel-iommu,intremap=on"  # before every PCI device
-    (append,) = _values(argv, "-append")
-    assert append.split() == [
-        "root=LABEL=vlabroot", "rw", "console=ttyS0,115200", "intel_iommu=on", "systemd.hostname=dut",
-        "default_hugepagesz=2M", "hugepages=256",
-    ]  # fmt: skip
-    assert _values(argv, "-kernel") == ["/s/image/vmlinuz"] and _values(argv, "-initrd") == [
-        "/s/image/initrd.img"
-    ]
+    # The kernel and its arguments come from the guest's GRUB (grub.cfg), not from QEMU.
+    assert _values(argv, "-kernel") == ["/s/image/grub.lnx"]
+    assert _values(argv, "-append") == [] and _values(argv, "-initrd") == []
     data = [d for d in devices if "netdev=data" in d]
     assert data == [
         "virtio-net-pci,netdev=data0,mac=52:54:00:a1:00:00,addr=0x4,disable-legacy=on,iommu_platform=on",
@@ -71,13 +65,13 @@ def _udp_ends(argv: list[str]) -> dict[str, tuple[int, int]]:
     return ends
 
 
-def test_two_data_nics_per_vm_are_wired_crosswise_over_loopback_udp() -> None:
+def test_two_data_nics_and_the_interconnect_are_wired_crosswise_over_loopback_udp() -> None:
     config = LabConfig(Path("/s"), data_port=50000)
     tg = _udp_ends(qemu_argv("tg", config, _files("tg"), Accel.TCG))
     dut = _udp_ends(qemu_argv("dut", config, _files("dut"), Accel.TCG))
-    assert tg == {"data0": (50000, 50001), "data1": (50002, 50003)}
-    assert dut == {"data0": (50001, 50000), "data1": (50003, 50002)}
-    for nic in ("data0", "data1"):  # each end sends to where the other listens
+    assert tg == {"data0": (50000, 50001), "data1": (50002, 50003), "lan": (50004, 50005)}
+    assert dut == {"data0": (50001, 50000), "data1": (50003, 50002), "lan": (50005, 50004)}
+    for nic in ("data0", "data1", "lan"):  # each end sends to where the other listens
         assert tg[nic][1] == dut[nic][0] and dut[nic][1] == tg[nic][0]
 
 
@@ -89,6 +83,8 @@ def test_ssh_is_forwarded_on_127_0_0_1_only_one_port_per_vm() -> None:
         assert user == [f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{port}-:22"]
         assert "0.0.0.0" not in " ".join(argv)
         assert "virtio-net-pci,netdev=mgmt,mac=52:54:00:00:01:01,addr=0x3" in _values(argv, "-device")
+        mac = "52:54:00:b0:00:00" if vm == "tg" else "52:54:00:b1:00:00"
+        assert f"virtio-net-pci,netdev=lan,mac={mac},addr=0x6" in _values(argv, "-device")
 
 
 def test_resume_niceness_and_the_control_files() -> None:
@@ -103,18 +99,14 @@ def test_resume_niceness_and_the_control_files() -> None:
     )
 
 
-def test_extra_kernel_arguments_follow_the_lab_s_own() -> None:
-    assert kernel_command_line("tg", "iommu=pt").endswith("hugepages=256 iommu=pt")
-
-
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"ssh_port": 80}, "'ssh_port' must be within 1024 and 65533, got 80."),
-        ({"data_port": 65534}, "'data_port' must be within 1024 and 65531, got 65534."),
+        ({"data_port": 65534}, "'data_port' must be within 1024 and 65529, got 65534."),
         ({"ssh_port": 5000, "data_port": 4998},
-         "'ssh_port' 5000 and 'data_port' 4998: the SSH ports and the 4 "
-                                                "data ports overlap; choose ranges apart."),
+         "'ssh_port' 5000 and 'data_port' 4998: the SSH ports and the 6 "
+                                                "link ports overlap; choose ranges apart."),
         ({"memory_mib": 256}, "'memory_mib' must be at least 512 MiB, got 256."),
         ({"tb_size_mib": 8}, "'tb_size_mib' must be at least 32 MiB, got 8."),
         ({"cpus": 0}, "'cpus' must be within 1 and 64, got 0."),
