@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from jobcreator.errors import JobCreatorError
+from jobcreator.errors import JobCreatorError, option_error
 from jobcreator.jobmodel import (
     DEFAULT_MOONGEN_COMMIT,
     DEFAULT_TRAFFICGEN_COMMIT,
@@ -17,6 +17,8 @@ from jobcreator.jobmodel import (
     ReserveMode,
 )
 from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import Engine
+from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
 
@@ -111,6 +113,13 @@ def _build_parser() -> _Parser:
     job.add_argument(
         "--catalog", type=Path, metavar="FILE", help="scenario catalog (default: the packaged one)"
     )
+    job.add_argument(
+        "--engine",
+        metavar="ENGINE",
+        help="what measures the scenario: "
+        + " or ".join(f"'{e.value}'" for e in Engine)
+        + " (default: the scenario's 'engine', else 'vsperf'; docs/engines.md)",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument(
@@ -156,6 +165,10 @@ def _request(args: argparse.Namespace) -> JobRequest:
     for option, value in (("--config", args.config), ("--distro", args.distro)):
         if value is None:
             raise JobCreatorError(f"missing {option} (see 'jobcreator --help').")
+    try:
+        engine = Engine.from_spec(args.engine, field="--engine") if args.engine is not None else None
+    except FieldError as err:
+        raise option_error("--engine", err.reason) from err
     options = JobOptions(
         trafficgen_host=args.host[0],
         dut_host=args.host[1],
@@ -171,6 +184,7 @@ def _request(args: argparse.Namespace) -> JobRequest:
         trafficgen_commit=args.trafficgen_commit,
         task_repo=args.task_repo,
         inventory=args.inventory,
+        engine=engine,
     )
     return JobRequest(
         scenario_name=args.config,

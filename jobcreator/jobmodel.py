@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from jobcreator.errors import option_error
+from ovsperf_catalog.model import Engine
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import rsync_destination
 from ovsperf_common.secrets import url_credentials
@@ -145,6 +146,8 @@ class JobOptions:
     inventory: str | None = None
     """Host inventory for the tasks (``INVENTORY``): a path relative to the root of the fetched
     repository, or absolute, e.g. ``vsperf_configs/inventory.yaml``."""
+    engine: Engine | None = None
+    """``--engine``: what measures the scenario; ``None``: the scenario's own (the catalog's ``engine``)."""
 
     def __post_init__(self) -> None:
         _check_hostname(self.trafficgen_host, "--host")
@@ -208,6 +211,11 @@ class JobOptions:
             raise option_error(
                 "--inventory", f"'{self.inventory}' is not an inventory path (no white space, no '..')."
             )
+        if self.engine is not None:
+            try:
+                Engine.from_spec(self.engine, field="--engine")
+            except FieldError as err:
+                raise option_error("--engine", err.reason) from err
 
     @property
     def distro_match(self) -> DistroMatch:

@@ -16,6 +16,15 @@ Task sequence (one recipe set, all tasks ``role="STANDALONE"``; see docs/jobcrea
   (installs the TG's host keys) → vsperf_test run → sync set VSPERF_END
 * guest (PVP scenarios): check-install → vsperf_test setup with ``GUEST=1``
 
+With the engine ``ovsperf`` (the scenario's ``engine`` or ``--engine``; docs/engines.md):
+
+* TRAFFICGEN: check-install → build_trafficgen → setup_dpdk → sync wait DUT_SSH_KEY → sync set
+  TRAFFICGEN_READY → sync wait OVSPERF_END
+* DUT: check-install → ovsperf_test setup (ovsperf-lab's venv, the SSH key pair) → setup_dpdk
+  (reboots itself and resumes; binds the DUT's test NICs) → sync set DUT_SSH_KEY → sync wait
+  TRAFFICGEN_READY → ovsperf_test run → sync set OVSPERF_END
+* no guest recipe: ``ovsperf-lab`` boots the PVP guest itself from the inventory's ``guest_image``.
+
 The key exchange through ``perf_synchronization`` (``SYNC_DATA``) lets VSperf on the DUT log in
 to the MoonGen host without any key or password in the job. All DUT reboots happen before
 ``virt/start``: a host reboot after it aborts the guest's running task (restraint issue #294).
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from typing import Final
 
 import jinja2
@@ -32,7 +42,7 @@ from ovsperf_templates import environment  # type: ignore[import-not-found, unus
 
 from jobcreator.errors import JobCreatorError
 from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
-from ovsperf_catalog.model import Scenario
+from ovsperf_catalog.model import Engine, Scenario
 
 TASK_NAMESPACE: Final = "/ovsperf"
 """Beaker task-library namespace of our tasks (``beaker_tasks/<name>`` → ``/ovsperf/<name>``)."""
@@ -51,6 +61,11 @@ MOONGEN_READY: Final = "MOONGEN_READY"
 carrying the TG's SSH host keys (the DUT waits for it and trusts them)."""
 VSPERF_END: Final = "VSPERF_END"
 """Sync state the DUT sets after the VSperf run (the TG waits for it, then finishes)."""
+TRAFFICGEN_READY: Final = "TRAFFICGEN_READY"
+"""Engine ``ovsperf``: the TG's :data:`MOONGEN_READY` (ovsperf-trafficgen built, NICs bound, the
+DUT's key installed; carries the TG's SSH host keys)."""
+OVSPERF_END: Final = "OVSPERF_END"
+"""Engine ``ovsperf``: sync state the DUT sets after ``ovsperf_test run``."""
 
 GUEST_NAME: Final = "ovsperf-guest"
 """libvirt domain name of the PVP guest."""
@@ -85,14 +100,17 @@ def vsperf_run_budget_s(scenario: Scenario) -> int:
 def sync_timeouts_s(scenario: Scenario) -> dict[str, int]:
     """Return the wait timeout of each sync state [s].
 
-    ``DUT_SSH_KEY`` and ``MOONGEN_READY``: :data:`HOST_SETUP_BUDGET_S` (both hosts start
-    together; each waits for the other's setup). ``VSPERF_END``: the DUT's setup budget plus
-    :func:`vsperf_run_budget_s`.
+    ``DUT_SSH_KEY``, ``MOONGEN_READY`` and ``TRAFFICGEN_READY``: :data:`HOST_SETUP_BUDGET_S` (both
+    hosts start together; each waits for the other's setup). ``VSPERF_END`` and ``OVSPERF_END``:
+    the DUT's setup budget plus :func:`vsperf_run_budget_s` (the bound of either engine's run: the
+    ovsperf engine's trials are no longer than the binary search's).
     """
     return {
         DUT_SSH_KEY: HOST_SETUP_BUDGET_S,
         MOONGEN_READY: HOST_SETUP_BUDGET_S,
         VSPERF_END: HOST_SETUP_BUDGET_S + vsperf_run_budget_s(scenario),
+        TRAFFICGEN_READY: HOST_SETUP_BUDGET_S,
+        OVSPERF_END: HOST_SETUP_BUDGET_S + vsperf_run_budget_s(scenario),
     }
 
 
@@ -104,8 +122,9 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
     """Decide the Beaker job for ``scenario`` on the hosts and distro of ``options``.
 
     :returns: the plan: two host recipes (TG first), the DUT carrying the guest recipe when
-        the scenario has a guest.
+        the scenario has a guest (engine ``vsperf`` only).
     """
+    engine = options.engine if options.engine is not None else scenario.engine
 
     def ours(task: str, *params: tuple[str, str]) -> TaskStep:
         fetch = f"{options.task_repo}#beaker_tasks/{task}" if options.task_repo else None
@@ -159,10 +178,23 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
         ),
         reserve_s=reserve_s,
     )
+    if engine is Engine.OVSPERF:
+        trafficgen = replace(
+            trafficgen,
+            tasks=(
+                check_install,
+                ours("build_trafficgen"),
+                ours("setup_dpdk", *inventory),
+                sync_wait(DUT_SSH_KEY, options.dut_host, pubkey),
+                sync_set(TRAFFICGEN_READY, hostkey),
+                sync_wait(OVSPERF_END, options.dut_host),
+                *sleeper,
+            ),
+        )
 
     guest: GuestPlan | None = None
     virt: tuple[TaskStep, ...] = ()
-    if scenario.guest is not None:
+    if scenario.guest is not None and engine is Engine.VSPERF:
         guest = GuestPlan(
             name=GUEST_NAME,
             args=(
@@ -202,6 +234,27 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
         guest=guest,
         reserve_s=reserve_s,
     )
+    if engine is Engine.OVSPERF:
+        dut = replace(
+            dut,
+            tasks=(
+                check_install,
+                ours("ovsperf_test", ("OVSPERF_ACTION", "setup"), *inventory),
+                ours("setup_dpdk", *inventory),
+                sync_set(DUT_SSH_KEY, pubkey),
+                sync_wait(TRAFFICGEN_READY, options.trafficgen_host, hostkey),
+                ours(
+                    "ovsperf_test",
+                    ("OVSPERF_ACTION", "run"),
+                    ("SCENARIO", scenario.name),
+                    *inventory,
+                    *collector,
+                    ("OVSPERF_TIMEOUT_S", str(vsperf_run_budget_s(scenario))),
+                ),
+                sync_set(OVSPERF_END),
+                *sleeper,
+            ),
+        )
 
     prefix = f"[{options.tag}] " if options.tag else ""
     return JobPlan(

@@ -47,7 +47,15 @@ LIBRARY_TASKS: Final = frozenset(
 
 OVSPERF_TASKS: Final = frozenset(
     f"/ovsperf/{name}"
-    for name in ("setup_dpdk", "build_moongen", "perf_synchronization", "vsperf_test", "sleeper")
+    for name in (
+        "setup_dpdk",
+        "build_moongen",
+        "perf_synchronization",
+        "vsperf_test",
+        "sleeper",
+        "build_trafficgen",
+        "ovsperf_test",
+    )
 )
 """Our tasks (``beaker_tasks/<name>``), uploaded to the task library or fetched."""
 

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from ovsperf_catalog.errors import CatalogError
-from ovsperf_catalog.model import Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
+from ovsperf_catalog.model import Engine, Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
 from ovsperf_common import fields
 from ovsperf_common.errorfmt import located
 from ovsperf_common.errors import FieldError
@@ -40,10 +40,19 @@ _SCENARIO_KEYS = frozenset(
         "validation_trial_s",
         "hugepages",
         "kernel_options",
+        "engine",
     }
 )
 _DEFAULT_KEYS = frozenset(
-    {"frame_sizes_bytes", "search_trial_s", "validation_trial_s", "hugepages", "kernel_options", "guest"}
+    {
+        "frame_sizes_bytes",
+        "search_trial_s",
+        "validation_trial_s",
+        "hugepages",
+        "kernel_options",
+        "guest",
+        "engine",
+    }
 )
 _GUEST_KEYS = frozenset({"loopback", "vcpus", "memory_mb", "nic_queues"})
 
@@ -157,6 +166,8 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
         raise FieldError("expected a list of kernel options.", field="kernel_options")
     kernel_options = tuple(fields.kernel_option(o, f"kernel_options[{i}]") for i, o in enumerate(raw_options))
 
+    engine = Engine.from_spec(merged.get("engine", Engine.VSPERF.value), field="engine")
+
     guest = _parse_guest(entry.get("guest"), defaults.get("guest") or {}, queues)
     needs_guest = any(t is not VsperfTest.PHY2PHY_TPUT for t in tests)
     if needs_guest and guest is None:
@@ -180,6 +191,7 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
         validation_trial_s=validation_s,
         hugepages=hugepages,
         kernel_options=kernel_options,
+        engine=engine,
     )
 
 

@@ -22,6 +22,15 @@ class Vswitch(SpecEnum):
     """OVS with the kernel datapath, tap/virtio-net toward guests."""
 
 
+class Engine(SpecEnum):
+    """What measures a scenario on the nightly path (the Beaker job, ``ovsperf-remote run``)."""
+
+    VSPERF = "vsperf"
+    """VSperf on the DUT driving MoonGen on the TG (the design's engine; the default)."""
+    OVSPERF = "ovsperf"
+    """``ovsperf-lab run`` on the DUT driving ``ovsperf-trafficgen`` on the TG over SSH (docs/engines.md)."""
+
+
 class Topology(SpecEnum):
     """Where frames travel, by VSperf deployment name."""
 
@@ -135,6 +144,8 @@ class Scenario:
     """Hugepages reserved on the DUT and the traffic generator."""
     kernel_options: tuple[str, ...]
     """Extra kernel command-line options for the DUT and TG (IOMMU etc.)."""
+    engine: Engine = Engine.VSPERF
+    """What measures it on the nightly path (jobcreator and ``ovsperf-remote run`` may override it)."""
 
     @property
     def topologies(self) -> tuple[Topology, ...]:

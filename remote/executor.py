@@ -2,7 +2,9 @@
 
 * :func:`upload`: copies what the tasks execute — ``beaker_tasks/`` and the Python packages they
   run on the host (``ovsperf_common``, ``ovsperf_catalog``, ``vsperf_configs``: ``vsperf-config``
-  and the ``python3 -m`` helpers) — over SFTP into a new run directory. The copy is made in a hidden
+  and the ``python3 -m`` helpers), plus what a task of the plan needs beyond them
+  (:data:`TASK_UPLOADS`: the engine ``ovsperf``'s lab and generator source) — over SFTP into a new
+  run directory. The copy is made in a hidden
   sibling and renamed into place at the end (SFTP ``rename``, atomic on one file system), so a run
   never starts on a half-copied tree; an existing run directory is never replaced.
 * :func:`run_task`: ``beaker_tasks/<task>/runtest.sh`` with the step's parameters in its
@@ -20,7 +22,7 @@ import shlex
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -38,6 +40,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 UPLOADED = ("beaker_tasks", "ovsperf_common", "ovsperf_catalog", "vsperf_configs")
 """Top-level directories of the repository the tasks need on the host."""
+
+TASK_UPLOADS = {
+    "build_trafficgen": ("trafficgen",),
+    "ovsperf_test": ("ovsperf_lab", "templates", "pyproject.toml", "packaging/constraints.txt"),
+}
+"""What a task needs beyond :data:`UPLOADED`, by task: directories or files of the repository
+(``build_trafficgen`` builds ``trafficgen/``; ``ovsperf_test`` runs ``ovsperf_lab`` and its
+templates from a venv whose requirements come from ``pyproject.toml``, pinned by the constraints)."""
+
+NOT_UPLOADED = (("trafficgen", "build"),)
+"""Path prefixes never copied: the generator's local build (the host builds its own)."""
 
 PARAM_NAME_RE = re.compile(r"\A[A-Z][A-Z0-9_]{0,63}\Z")
 """A task parameter is an environment variable: upper case, as Beaker passes them."""
@@ -62,14 +75,31 @@ class TaskOutcome:
     log_file: Path
 
 
-def upload_files(root: Path) -> Iterator[Path]:
-    """Yield the files :func:`upload` copies, sorted.
+def uploaded_tops(tasks: Iterable[str] = ()) -> tuple[str, ...]:
+    """Return what :func:`upload` copies for a plan of ``tasks``: :data:`UPLOADED`, then their extras."""
+    tops = list(UPLOADED)
+    for task in tasks:
+        tops += [top for top in TASK_UPLOADS.get(task, ()) if top not in tops]
+    return tuple(tops)
 
-    Those under ``UPLOADED`` of ``root``, without caches, bytecode or symbolic links.
+
+def upload_files(root: Path, tasks: Iterable[str] = ()) -> Iterator[Path]:
+    """Yield the files :func:`upload` copies for a plan of ``tasks``, sorted per top.
+
+    Those of :func:`uploaded_tops` under ``root`` (a top that is a file: itself), without caches,
+    bytecode, symbolic links or :data:`NOT_UPLOADED`.
     """
-    for top in UPLOADED:
-        for path in sorted((root / top).rglob("*")):
-            skip = "__pycache__" in path.parts or path.suffix == ".pyc" or path.is_symlink()
+    for top in uploaded_tops(tasks):
+        start = root / top
+        paths = [start] if start.is_file() else sorted(start.rglob("*"))
+        for path in paths:
+            relative = path.relative_to(root).parts
+            skip = (
+                "__pycache__" in path.parts
+                or path.suffix == ".pyc"
+                or path.is_symlink()
+                or any(relative[: len(prefix)] == prefix for prefix in NOT_UPLOADED)
+            )
             if not skip and path.is_file():
                 yield path
 
@@ -99,9 +129,17 @@ resolve a relative inventory against the run directory, ``task_repo_path``)."""
 
 
 def upload(
-    session: Session, remote_dir: str, *, local_root: Path = REPO_ROOT, inventory: Path | None = None
+    session: Session,
+    remote_dir: str,
+    *,
+    local_root: Path = REPO_ROOT,
+    inventory: Path | None = None,
+    tasks: Iterable[str] = (),
 ) -> int:
     """Copy the tasks and their helpers to ``remote_dir`` on the host (module docstring).
+
+    :param tasks: the host's steps' task names: what they need beyond :data:`UPLOADED` is copied too
+        (:data:`TASK_UPLOADS`).
 
     Also writes ``bin/rstrnt-reboot`` (:func:`reboot_shim`), first on the tasks' ``PATH``, and
     copies ``inventory`` (a local file) to :data:`UPLOADED_INVENTORY`.
@@ -126,7 +164,7 @@ def upload(
         sftp.mkdir(str(temporary), mode=0o755)
         count = 0
         made = {temporary}
-        for path in upload_files(local_root):
+        for path in upload_files(local_root, tasks):
             relative = path.relative_to(local_root)
             destination = temporary.joinpath(*relative.parts)
             missing, parent = [], destination.parent

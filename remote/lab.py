@@ -9,6 +9,11 @@ fetches them whole over SFTP (:func:`remote.fetch.fetch_results`) into the local
 when it is not on root's ``PATH``.
 
 Ctrl-C ends the remote command with its children (the lab then tears its sandbox down itself).
+
+Two hosts (the engine ``ovsperf``, docs/engines.md): with ``--tg TG --dut DUT --inventory FILE`` the
+lab runs on the DUT and :func:`two_host_args` appends the DUT's options from the inventory
+(:func:`vsperf_configs.labargs.lab_options`: its NIC ports, the generator's ports, ``--tg-ssh``, the
+CPUs), the same words the Beaker task ``ovsperf_test`` gives it; one given by the user too is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from remote.errors import RemoteError
 from remote.executor import LineSink
 from remote.fetch import fetch_results
 from remote.ssh import CommandResult, Session, sudo_prefix
+from vsperf_configs.inventory import Inventory
+from vsperf_configs.labargs import LAB_OPTIONS, lab_options
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +62,36 @@ def lab_argv(
         )
     output = ["--output", remote_output] if remote_output is not None else []
     return [*sudo_prefix(session), *ovsperf_lab, *args, *output]
+
+
+def two_host_args(args: Sequence[str], inventory: Inventory, dut_host: str, tg_host: str) -> list[str]:
+    """Return ``args`` (an ``ovsperf-lab run`` command line) with the DUT's options from ``inventory``.
+
+    :param tg_host: ``--tg``: must be the DUT's generator peer in the inventory (its name or address).
+    :raises RemoteError: when ``args`` is not a ``run``, gives an option the inventory gives (naming
+        it), or ``--tg`` is not the DUT's generator.
+    :raises InventoryError: naming the file, host and field when the inventory has no lab options for
+        the DUT.
+    """
+    if args[:1] != ["run"]:
+        raise RemoteError(
+            "--tg and --inventory give the options of 'ovsperf-lab run'; give '-- run --config NAME ...'."
+        )
+    given = sorted({a.split("=", 1)[0] for a in args if a.split("=", 1)[0] in LAB_OPTIONS})
+    if given:
+        raise RemoteError(
+            f"Do not give {', '.join(given)} with --inventory: the inventory gives "
+            f"{', '.join(LAB_OPTIONS)} for the DUT '{one_line(dut_host)}'."
+        )
+    words = lab_options(inventory, dut_host)
+    peer = inventory.get(dut_host).moongen
+    if peer is None or tg_host.lower() not in (peer.host.lower(), peer.address.lower()):
+        known = f"'{peer.host}' ({peer.address})" if peer is not None else "none"
+        raise RemoteError(
+            f"--tg '{one_line(tg_host)}' is not the traffic generator the inventory gives the DUT "
+            f"'{one_line(dut_host)}': {known}."
+        )
+    return [*args, *words]
 
 
 def run_lab(

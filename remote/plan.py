@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from jobcreator.jobmodel import JobOptions, TaskStep
 from jobcreator.render import TASK_NAMESPACE, plan_job
-from ovsperf_catalog.model import Scenario
+from ovsperf_catalog.model import Engine, Scenario
 from ovsperf_common.runner import one_line
 
 UNUSED_DISTRO = "family:preprovisioned"
@@ -82,13 +82,15 @@ def remote_plan(
     *,
     inventory: str | None = None,
     collector: str | None = None,
+    engine: Engine | None = None,
 ) -> tuple[HostPlan, HostPlan]:
     """Return the traffic generator's and the DUT's steps for ``scenario`` (module docstring).
 
     :param inventory: ``INVENTORY`` of the tasks: a path on the hosts, or relative to the
         uploaded repository copy.
-    :param collector: ``COLLECTOR`` of ``vsperf_test run`` (``user@host:/path``), or None to keep
-        the results on the DUT.
+    :param collector: ``COLLECTOR`` of ``vsperf_test run`` (``ovsperf_test run``; ``user@host:/path``),
+        or None to keep the results on the DUT.
+    :param engine: ``--engine``; None for the scenario's own.
     :raises OvsperfError: (jobcreator's option errors) when a host name or value is invalid,
         naming the option.
     """
@@ -98,6 +100,7 @@ def remote_plan(
         distro=UNUSED_DISTRO,
         inventory=inventory,
         collector=collector,
+        engine=engine,
     )
     plan = plan_job(scenario, options)
     trafficgen, dut = plan.recipes

@@ -6,7 +6,7 @@ uploaded to ``<remote base>/<run id>/<role>`` (:func:`remote.executor.upload`):
 * **Environment.** Every step gets its Beaker parameters, ``RSTRNT_REBOOTCOUNT``/``REBOOTCOUNT``
   (reboots of this step so far), ``OVSPERF_RUN_ID`` (the sync states are named
   ``<STATE>.R<run id>``, as ``<STATE>.J<job>`` under Beaker: a state of another run never
-  satisfies a waiter of this one) and the user's ``--env``; ``vsperf_test`` also
+  satisfies a waiter of this one) and the user's ``--env``; ``vsperf_test`` (``ovsperf_test``) also
   ``VSPERF_RESULTS_FILE``, where it writes the path of the results it made.
 * **Reboots.** A task that asks for one (``task_reboot`` → the run directory's ``rstrnt-reboot``)
   exits; the runner reads the boot id, starts ``--reboot-command`` (``systemctl reboot``) in the
@@ -58,6 +58,9 @@ STATE_FILE = "state.json"
 """The run's progress in the local log directory (``--resume`` reads it)."""
 RESULTS_POINTER = "results-path"
 """File in the DUT's run directory where ``vsperf_test`` writes its results directory's path."""
+RESULTS_TASKS = ("vsperf_test", "ovsperf_test")
+"""The tasks that measure (engine ``vsperf``, ``ovsperf``): they get ``VSPERF_RESULTS_FILE`` and write
+their results directory's path into :data:`RESULTS_POINTER`."""
 RUN_ID_RE = re.compile(r"\A[0-9]{8}-[0-9]{6}-[0-9a-f]{4}\Z")
 """``YYYYmmdd-HHMMSS-xxxx``: short enough for sync state names (``<STATE>.R<id>``, 64 characters)."""
 MAX_REBOOTS_PER_STEP = 3
@@ -313,7 +316,12 @@ class Runner:
         session = self._connect(host)
         try:
             if not state.uploaded:
-                upload(session, state.remote_dir, inventory=self.options.inventory)
+                upload(
+                    session,
+                    state.remote_dir,
+                    inventory=self.options.inventory,
+                    tasks=[step.task for step in plan.steps],
+                )
                 state.uploaded = True
                 self._save()
             else:
@@ -332,7 +340,7 @@ class Runner:
                     "REBOOTCOUNT": str(state.reboot_count),
                     "OVSPERF_RUN_ID": self.state.run_id,
                 }
-                if step.task == "vsperf_test":
+                if step.task in RESULTS_TASKS:
                     extra["VSPERF_RESULTS_FILE"] = str(PurePosixPath(state.remote_dir) / RESULTS_POINTER)
                 log.info("%s step %s (reboot count %d).", session.name, number, state.reboot_count)
                 outcome = run_task(
@@ -488,7 +496,7 @@ class Runner:
 
     def _results(self) -> None:
         dut = next(h for h in self.hosts if h.plan.role == "DUT")
-        if not any(s.task == "vsperf_test" for s in dut.plan.steps):
+        if not any(s.task in RESULTS_TASKS for s in dut.plan.steps):
             return
         pointer = str(PurePosixPath(dut.state.remote_dir) / RESULTS_POINTER)
         try:
@@ -502,7 +510,8 @@ class Runner:
                 with sftp.open(pointer, "r") as handle:
                     path = handle.read(4096).decode("utf-8", "replace").strip()
             except OSError:
-                self._fail("DUT", f"vsperf_test wrote no results path ({pointer}): it made no results.")
+                task = next(s.task for s in dut.plan.steps if s.task in RESULTS_TASKS)
+                self._fail("DUT", f"{task} wrote no results path ({pointer}): it made no results.")
                 return
             finally:
                 sftp.close()

@@ -46,6 +46,7 @@ RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_R
 """Set by the runner; ``--env`` may not change them."""
 
 RESUMED = (
+    "engine",
     "tg",
     "dut",
     "catalog",
@@ -79,6 +80,10 @@ class ScenarioChoice(Protocol):
     def inventory(self) -> str | None:
         """``INVENTORY`` of the tasks: a path on the hosts."""
 
+    @property
+    def engine(self) -> str | None:
+        """``--engine`` (``vsperf``, ``ovsperf``); None: the scenario's own."""
+
 
 PlanFactory = Callable[[ScenarioChoice, str, str, "str | None"], tuple[HostPlan, HostPlan]]
 
@@ -92,6 +97,8 @@ class RunRequest:
 
     config: str = ""
     """Scenario name (a resumed run's is the one ``state.json`` recorded)."""
+    engine: str | None = None
+    """``--engine``: what measures (checked when the plan is made); None: the scenario's own."""
     tg: str = ""
     """``[USER@]HOST[:PORT]`` of the traffic generator."""
     dut: str = ""

@@ -12,7 +12,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,31 @@ DEFAULT_SOCKET_MEM_MB = 1024
 
 _PCI_RE = re.compile(r"^(?:([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
 _HOST_KEYS = frozenset(
-    {"role", "nics", "numa_node", "numa_nodes", "cpus", "socket_mem_mb", "guest_image", "moongen"}
+    {
+        "role",
+        "nics",
+        "dpdk_ports",
+        "numa_node",
+        "numa_nodes",
+        "cpus",
+        "socket_mem_mb",
+        "guest_image",
+        "moongen",
+        "trafficgen",
+    }
 )
-_CPU_KEYS = frozenset({"ovs_lcore", "pmd", "guest", "isolated", "moongen"})
+_CPU_KEYS = frozenset({"ovs_lcore", "pmd", "guest", "isolated", "moongen", "generator"})
+_PEER_KEYS = ("trafficgen", "moongen")
+"""The DUT's generator peer: the engine-neutral name first, then the old one (the same record)."""
+_GENERATOR_CPU_KEYS = ("generator", "moongen")
+"""A TG's generator CPUs: the engine-neutral name first, then the old one."""
+_DEVARG_KV = r"[a-z_][a-z0-9_]*=[A-Za-z0-9_.:/+-]+"
+_VDEV_RE = re.compile(r"^net_[a-z0-9_]+(?:," + _DEVARG_KV + r")*$")
+_PCI_ARGS_RE = re.compile(r"^([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])((?:," + _DEVARG_KV + r")*)$")
+MAX_DEVARGS_CHARS = 256
+"""Longest DPDK devargs accepted [characters]."""
+_ADDRESS_RE = re.compile(r"[A-Za-z0-9:][A-Za-z0-9.:_-]*")
+_USER_RE = re.compile(r"[a-z_][a-z0-9_-]*")
 _MOONGEN_KEYS = frozenset({"host", "address", "user", "base_dir", "ports"})
 _MAX_CPU = 4095
 _MAX_CPU_DIGITS = len(str(_MAX_CPU))
@@ -175,6 +197,36 @@ def normalize_pci(raw: object, *, key: str) -> str:
     return f"{domain or '0000'}:{bus}:{dev}.{fn}"
 
 
+def dpdk_devargs(raw: object, *, key: str) -> str:
+    """Return DPDK devargs of one port: a PCI address (full lowercase form) or a ``net_*`` vdev.
+
+    Either may carry ``,name=value`` arguments (``net_af_packet0,iface=veth0``); the characters
+    are those of DPDK's device arguments that need no quoting anywhere (no blank, quote, ``;``,
+    ``$``, glob or control character), and the text never starts with ``-`` (it reaches argv).
+
+    :raises InventoryError: naming ``key`` when ``raw`` is neither.
+    """
+    if not isinstance(raw, str) or not raw or len(raw) > MAX_DEVARGS_CHARS:
+        raise InventoryError(
+            f"{raw!r} is not DPDK devargs (a PCI address or a net_* vdev of at most "
+            f"{MAX_DEVARGS_CHARS} characters).",
+            field=key,
+        )
+    text = raw.strip()
+    pci_part = text.split(",", 1)[0]
+    if _PCI_RE.match(pci_part.lower()):
+        candidate = normalize_pci(pci_part, key=key) + text[len(pci_part) :]
+        if _PCI_ARGS_RE.match(candidate):
+            return candidate
+    elif _VDEV_RE.match(text):
+        return text
+    raise InventoryError(
+        f"'{_shown(text, 80)}' is not DPDK devargs: a PCI address like '0000:03:00.0' or a vdev like "
+        "'net_af_packet0,iface=veth0' (name=value arguments of letters, digits and _.:/+-).",
+        field=key,
+    )
+
+
 def load_inventory(path: Path) -> Inventory:
     """Read and validate the host inventory at ``path``.
 
@@ -239,6 +291,7 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
     nics = tuple(normalize_pci(n, key="nics") for n in raw_nics)
     if len(set(nics)) != len(nics):
         raise FieldError("a NIC is listed twice.", field="nics")
+    dpdk_ports = _dpdk_ports(entry.get("dpdk_ports"), len(nics))
     numa_node = _non_negative_int(entry, "numa_node", default=None, maximum=MAX_NUMA_NODES - 1)
     numa_nodes = _non_negative_int(entry, "numa_nodes", default=numa_node + 1, maximum=MAX_NUMA_NODES)
     if numa_nodes <= numa_node:
@@ -256,9 +309,11 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
         guest_image = fields.absolute_path(guest_image, "guest_image")
 
     if role is HostRole.DUT:
-        return _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
-    if "moongen" in entry:
-        raise FieldError("only a DUT names a MoonGen peer.", field="moongen")
+        dut = _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
+        return replace(dut, dpdk_ports=dpdk_ports)
+    for peer_key in _PEER_KEYS:
+        if peer_key in entry:
+            raise FieldError("only a DUT names a traffic generator peer.", field=peer_key)
     for dut_only in ("ovs_lcore", "pmd", "guest"):
         if dut_only in cpus:
             raise FieldError("only a DUT has this CPU list.", field=f"cpus.{dut_only}")
@@ -274,11 +329,44 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
         ovs_lcore_cpus=(),
         pmd_cpus=(),
         guest_cpus=(),
-        moongen_cpus=cpus.get("moongen", cpus["isolated"]),
+        generator_cpus=_generator_cpus(cpus),
         socket_mem_mb=socket_mem_mb,
         guest_image=guest_image,
         moongen=None,
+        dpdk_ports=dpdk_ports,
     )
+
+
+def _generator_cpus(cpus: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """Return a TG's generator CPUs: ``cpus.generator`` or ``cpus.moongen``, default the isolated ones.
+
+    :raises FieldError: naming ``cpus.moongen`` when both names are given.
+    """
+    given = [k for k in _GENERATOR_CPU_KEYS if k in cpus]
+    if len(given) > 1:
+        raise FieldError(
+            "give the generator's CPUs once: 'cpus.generator' (or its old name 'cpus.moongen').",
+            field="cpus.moongen",
+        )
+    return cpus[given[0]] if given else cpus["isolated"]
+
+
+def _dpdk_ports(raw: Any, count: int) -> tuple[str, ...]:
+    """Return the host's ``dpdk_ports`` (one devargs per test NIC), ``()`` when not given.
+
+    :raises FieldError: naming ``dpdk_ports`` when it is not a list of ``count`` distinct devargs.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) != count:
+        raise FieldError(
+            f"expected a list of {count} DPDK devargs, one per test NIC in the same order.",
+            field="dpdk_ports",
+        )
+    ports = tuple(dpdk_devargs(p, key="dpdk_ports") for p in raw)
+    if len(set(ports)) != len(ports):
+        raise FieldError("a DPDK port is listed twice.", field="dpdk_ports")
+    return ports
 
 
 def _dut(
@@ -296,8 +384,9 @@ def _dut(
     for required in ("ovs_lcore", "pmd"):
         if required not in cpus or not cpus[required]:
             raise FieldError("required CPU list is missing.", field=f"cpus.{required}")
-    if "moongen" in cpus:
-        raise FieldError("only a traffic generator has this CPU list.", field="cpus.moongen")
+    for tg_only in _GENERATOR_CPU_KEYS:
+        if tg_only in cpus:
+            raise FieldError("only a traffic generator has this CPU list.", field=f"cpus.{tg_only}")
     lcore, pmd, guest = cpus["ovs_lcore"], cpus["pmd"], cpus.get("guest", ())
     _disjoint(pmd, lcore, "cpus.pmd", "the OVS lcore CPU list 'cpus.ovs_lcore'")
     _disjoint(guest, lcore, "cpus.guest", "the OVS lcore CPU list 'cpus.ovs_lcore'")
@@ -316,10 +405,10 @@ def _dut(
         ovs_lcore_cpus=lcore,
         pmd_cpus=pmd,
         guest_cpus=guest,
-        moongen_cpus=(),
+        generator_cpus=(),
         socket_mem_mb=socket_mem_mb,
         guest_image=guest_image,
-        moongen=_moongen(entry.get("moongen")),
+        moongen=_peer(entry),
     )
 
 
@@ -333,18 +422,35 @@ def _disjoint(cpus: tuple[int, ...], other: tuple[int, ...], key: str, other_nam
         )
 
 
-def _moongen(raw: Any) -> MoongenPeer:
+def _peer(entry: dict[str, Any]) -> MoongenPeer:
+    """Return a DUT's traffic generator peer, given as ``trafficgen:`` or (its old name) ``moongen:``.
+
+    :raises FieldError: naming the key when neither or both are given, or a field is invalid.
+    """
+    given = [k for k in _PEER_KEYS if k in entry]
+    if len(given) > 1:
+        raise FieldError(
+            "give the traffic generator peer once: 'trafficgen' (or its old name 'moongen').", field="moongen"
+        )
+    return _moongen(entry.get(given[0]) if given else None, given[0] if given else "moongen")
+
+
+def _moongen(raw: Any, key: str = "moongen") -> MoongenPeer:
     if not isinstance(raw, dict):
-        raise FieldError("a DUT needs its MoonGen peer: host, address, ports.", field="moongen")
-    fields.reject_unknown(raw, _MOONGEN_KEYS, "moongen")
-    host = fields.hostname(raw.get("host"), "moongen.host")
+        raise FieldError(
+            "a DUT needs its MoonGen peer ('moongen', or by the engine-neutral name 'trafficgen'): "
+            "host, address, ports.",
+            field=key,
+        )
+    fields.reject_unknown(raw, _MOONGEN_KEYS, key)
+    host = fields.hostname(raw.get("host"), f"{key}.host")
     address = raw.get("address", host)
-    if not isinstance(address, str) or not re.fullmatch(r"[A-Za-z0-9.:_-]+", address):
-        raise FieldError(f"{address!r} is not a host name or IP address.", field="moongen.address")
+    if not isinstance(address, str) or not _ADDRESS_RE.fullmatch(address):
+        raise FieldError(f"{address!r} is not a host name or IP address.", field=f"{key}.address")
     user = raw.get("user", "root")
-    if not isinstance(user, str) or not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
-        raise FieldError(f"{user!r} is not a user name.", field="moongen.user")
-    base_dir = fields.absolute_path(raw.get("base_dir", "/root/lua-trafficgen"), "moongen.base_dir")
+    if not isinstance(user, str) or not _USER_RE.fullmatch(user):
+        raise FieldError(f"{user!r} is not a user name.", field=f"{key}.user")
+    base_dir = fields.absolute_path(raw.get("base_dir", "/root/lua-trafficgen"), f"{key}.base_dir")
     ports = raw.get("ports", [0, 1])
     if (
         not isinstance(ports, list)
@@ -352,7 +458,7 @@ def _moongen(raw: Any) -> MoongenPeer:
         or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in ports)
         or ports[0] == ports[1]
     ):
-        raise FieldError(f"{ports!r} is not two distinct MoonGen port ids.", field="moongen.ports")
+        raise FieldError(f"{ports!r} is not two distinct generator port ids.", field=f"{key}.ports")
     return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
 
 
@@ -385,7 +491,9 @@ def host_environment(host: HostInventory) -> dict[str, str]:
         "OVS_LCORE_CPUS": format_cpu_list(host.ovs_lcore_cpus),
         "PMD_CPUS": format_cpu_list(host.pmd_cpus),
         "GUEST_CPUS": format_cpu_list(host.guest_cpus),
-        "MOONGEN_CPUS": ",".join(str(c) for c in host.moongen_cpus),
+        "MOONGEN_CPUS": ",".join(str(c) for c in host.generator_cpus),
+        "GENERATOR_CPUS": ",".join(str(c) for c in host.generator_cpus),
+        "DPDK_PORTS": " ".join(host.ports),
         "GUEST_IMAGE": host.guest_image or "",
         "MOONGEN_HOST": peer.host if peer else "",
         "MOONGEN_ADDRESS": peer.address if peer else "",

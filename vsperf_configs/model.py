@@ -30,7 +30,12 @@ class HostRole(SpecEnum):
 
 @dataclass(frozen=True)
 class MoongenPeer:
-    """The MoonGen host as the DUT's VSperf reaches it (VSperf ``TRAFFICGEN_MOONGEN_*``)."""
+    """The DUT's traffic generator host as the DUT reaches it over SSH.
+
+    The inventory calls it ``moongen:`` (VSperf's ``TRAFFICGEN_MOONGEN_*``) or, the same record
+    under an engine-neutral name, ``trafficgen:``. The engine ``ovsperf`` uses ``host``, ``address``,
+    ``user`` and ``ports`` (``python3 -m vsperf_configs.labargs``); ``base_dir`` is MoonGen's only.
+    """
 
     host: str
     """Host name of the traffic generator (its inventory key and SSH known-hosts name)."""
@@ -41,7 +46,8 @@ class MoongenPeer:
     base_dir: str
     """lua-trafficgen checkout holding ``trafficgen.lua`` and ``MoonGen/build/MoonGen``."""
     ports: tuple[int, int]
-    """MoonGen port ids wired to the DUT's first and second test NIC."""
+    """The generator's port ids (indexes into its ``nics``/``dpdk_ports``) wired to the DUT's first
+    and second test NIC."""
 
 
 @dataclass(frozen=True)
@@ -70,22 +76,39 @@ class HostInventory:
     """DUT: CPUs of the OVS PMD threads (``pmd-cpu-mask``); empty on a traffic generator."""
     guest_cpus: tuple[int, ...]
     """DUT: CPUs the guest vCPUs are pinned to, in vCPU order; empty when there is no guest."""
-    moongen_cpus: tuple[int, ...]
-    """Traffic generator: CPUs MoonGen may use (its ``dpdk-conf.lua`` ``cores``)."""
+    generator_cpus: tuple[int, ...]
+    """Traffic generator: CPUs the generator may use (MoonGen's ``dpdk-conf.lua`` ``cores``,
+    ``ovsperf-trafficgen``'s EAL ``-l``); the inventory's ``cpus.generator`` or ``cpus.moongen``."""
     socket_mem_mb: int
     """DPDK memory for OVS on the NICs' NUMA node [MiB] (``DPDK_SOCKET_MEM``)."""
     guest_image: str | None
     """DUT: qcow2 image VSperf boots for PVP tests (``GUEST_IMAGE``); None when not given."""
     moongen: MoongenPeer | None
-    """DUT: the MoonGen host it sends traffic with; None on a traffic generator."""
+    """DUT: the traffic generator it sends traffic with (``moongen:`` or ``trafficgen:``); None on
+    a traffic generator."""
+    dpdk_ports: tuple[str, ...] = ()
+    """DPDK devargs of the test ports in port order, as the ``ovsperf`` engine gives them to DPDK
+    (a PCI address, or a vdev such as ``net_af_packet0,iface=veth0`` in a stand-in lab); the
+    inventory's ``dpdk_ports``, default :attr:`nics`."""
 
     def __post_init__(self) -> None:
-        """Check that the host has a test NIC.
+        """Check that the host has a test NIC and one DPDK port per NIC.
 
-        :raises FieldError: naming ``nics`` when it has none.
+        :raises FieldError: naming ``nics`` when it has none, ``dpdk_ports`` when their number differs.
         """
         if not self.nics:
             raise FieldError("at least one test NIC is required.", field="nics")
+        if self.dpdk_ports and len(self.dpdk_ports) != len(self.nics):
+            raise FieldError(
+                f"{len(self.dpdk_ports)} DPDK port(s) for {len(self.nics)} test NIC(s); give one per NIC, "
+                "in the same order.",
+                field="dpdk_ports",
+            )
+
+    @property
+    def ports(self) -> tuple[str, ...]:
+        """Return the DPDK devargs of the test ports: :attr:`dpdk_ports`, else :attr:`nics`."""
+        return self.dpdk_ports or self.nics
 
 
 class Layer(enum.Enum):

@@ -276,6 +276,20 @@ task_finish() {
     exit 0
 }
 
+# task_os_family: print 'debian' for a Debian-family host (os-release ID or ID_LIKE), else 'redhat'.
+task_os_family() {
+    local file="${TASK_ETC}/os-release" id="" like=""
+    if [[ -r "${file}" ]]; then
+        id="$(sed -n 's/^ID=//p' "${file}" | tr -d "\"' ")"
+        like="$(sed -n 's/^ID_LIKE=//p' "${file}" | tr -d "\"'")"
+    fi
+    if [[ "${id}" == "debian" || " ${like} " == *" debian "* ]]; then
+        echo debian
+    else
+        echo redhat
+    fi
+}
+
 # Resolve a path given relative to the repository the tasks were fetched from.
 task_repo_path() {
     case "$1" in
@@ -318,6 +332,14 @@ task_vsperf_config() {
     else
         task_ovsperf_module vsperf_configs.cli "$@"
     fi
+}
+
+# task_ssh_key COMMENT: make root's ed25519 key pair (~/.ssh/id_ed25519) unless it exists: the DUT's
+# key for the traffic generator host (perf_synchronization SYNC_DATA=ssh-pubkey carries it over).
+task_ssh_key() {
+    [[ -f "${HOME}/.ssh/id_ed25519" ]] && return 0
+    mkdir -p "${HOME}/.ssh" && chmod 700 "${HOME}/.ssh" &&
+        ssh-keygen -q -t ed25519 -N '' -C "$1" -f "${HOME}/.ssh/id_ed25519"
 }
 
 # --- CPU isolation (tuned cpu-partitioning, irqbalance) ---------------------------------------
@@ -401,6 +423,22 @@ task_load_inventory() {
         [[ "${key}" =~ ^[A-Z][A-Z0-9_]*$ ]] || continue
         printf -v "INV_${key}" '%s' "${value}"
     done <<<"${output}"
+}
+
+# task_load_dut_inventory: find the inventory (INVENTORY, required), read the entry of DUT_HOSTNAME
+# (default `hostname -f`) into INV_* variables; abort (WARN) when it cannot be read or is not a DUT.
+task_load_dut_inventory() {
+    task_find_inventory
+    task_require_params INVENTORY
+    : "${DUT_HOSTNAME:=$(hostname -f)}"
+    task_load_inventory "${DUT_HOSTNAME}" ||
+        task_abort "Cannot read the inventory entry of '${DUT_HOSTNAME}' from '${INVENTORY}'."
+    [[ "${INV_ROLE}" == "dut" ]] || task_abort "'${DUT_HOSTNAME}' is not a DUT in '${INVENTORY}'."
+}
+
+# task_python_version PYTHON: print PYTHON's MAJOR.MINOR version; return 1 when it does not run.
+task_python_version() {
+    "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 }
 
 # task_pci_netdev PCI: print the kernel network interface of a PCI NIC (empty when bound to DPDK).

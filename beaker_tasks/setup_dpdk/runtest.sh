@@ -5,7 +5,10 @@
 # vfio-pci loaded at boot, optional kernel arguments; then reboot through the harness.
 # Boot 1+ (checks): vfio-pci loaded, test NICs bound to it by PCI address, hugepages reserved,
 # IOMMU on, CPU isolation active. A missing NIC, no hugepages or no IOMMU is a lab problem:
-# WARN and abort the recipe.
+# WARN and abort the recipe. On both boots, before anything changes: a test NIC whose PCI device does
+# not exist, or whose kernel interface has an address or the default route (the host's management
+# traffic), is refused (WARN + abort) naming the PCI address and the interface.
+# Runs on the TG (both engines) and, with the engine ovsperf, on the DUT too (its NICs for OVS-DPDK).
 #
 # Parameters (environment): INVENTORY (host inventory YAML, see vsperf_configs/inventory.example.yaml)
 # or TEST_NICS (PCI addresses) and ISOLATED_CPUS (cpulist); optional SETUP_DPDK_HOST (inventory
@@ -54,20 +57,6 @@ setup_dpdk_params() {
     done
 }
 
-# setup_dpdk_family: print 'debian' for a Debian-family host (os-release ID or ID_LIKE), else 'redhat'.
-setup_dpdk_family() {
-    local file="${TASK_ETC}/os-release" id="" like=""
-    if [[ -r "${file}" ]]; then
-        id="$(sed -n 's/^ID=//p' "${file}" | tr -d "\"' ")"
-        like="$(sed -n 's/^ID_LIKE=//p' "${file}" | tr -d "\"'")"
-    fi
-    if [[ "${id}" == "debian" || " ${like} " == *" debian "* ]]; then
-        echo debian
-    else
-        echo redhat
-    fi
-}
-
 # setup_dpdk_grub_args ARGS: put each of ARGS into GRUB_CMDLINE_LINUX of /etc/default/grub once (an
 # argument KEY=VALUE replaces an earlier KEY=...); the other lines are kept. Debian's grubby.
 setup_dpdk_grub_args() {
@@ -107,6 +96,37 @@ setup_dpdk_kernel_args() {
     fi
 }
 
+# setup_dpdk_mgmt_use NETDEV: print why NETDEV carries the host's own traffic (a global address, a
+# default route), nothing when it carries none.
+setup_dpdk_mgmt_use() {
+    local netdev="$1" address route
+    address="$(ip -o addr show dev "${netdev}" scope global 2>/dev/null | awk '{ print $4; exit }')"
+    if [[ -n "${address}" ]]; then
+        printf 'it has the address %s\n' "${address}"
+        return 0
+    fi
+    route="$({ ip -4 route show default; ip -6 route show default; } 2>/dev/null |
+        awk -v dev="${netdev}" '{ for (i = 1; i < NF; i++) if ($i == "dev" && $(i + 1) == dev) { print; exit } }')"
+    [[ -z "${route}" ]] || printf 'it carries the default route (%s)\n' "${route}"
+}
+
+# setup_dpdk_refuse_nics: before anything changes, abort (WARN) for a test NIC that does not exist or
+# whose kernel interface carries the host's management traffic: binding it to DPDK would cut the host
+# off (and Beaker's harness with it).
+setup_dpdk_refuse_nics() {
+    local pci netdev why
+    for pci in ${TEST_NICS}; do
+        task_pci_present "${pci}" ||
+            task_abort "Test NIC ${pci} is missing on $(hostname -f): no PCI device ${pci} (${TASK_SYSFS}/bus/pci/devices/${pci}); check the inventory's nics."
+        netdev="$(task_pci_netdev "${pci}")"
+        [[ -n "${netdev}" ]] || continue
+        why="$(setup_dpdk_mgmt_use "${netdev}")"
+        [[ -z "${why}" ]] ||
+            task_abort "Test NIC ${pci} is the kernel interface ${netdev}, which carries this host's own traffic" \
+                "(${why}); binding it to DPDK would cut the host off. Nothing was changed: fix the inventory's nics."
+    done
+}
+
 setup_dpdk_load_at_boot() {
     mkdir -p "${TASK_ETC}/modules-load.d" &&
         printf '%s\n' "${SETUP_DPDK_DRIVER}" >"${TASK_ETC}/modules-load.d/ovsperf-${SETUP_DPDK_DRIVER}.conf"
@@ -114,10 +134,7 @@ setup_dpdk_load_at_boot() {
 
 setup_dpdk_persistent() {
     task_phase_start Setup environment
-    local pci
-    for pci in ${TEST_NICS}; do
-        task_pci_present "${pci}" || task_abort "Test NIC ${pci} is missing on $(hostname -f)."
-    done
+    setup_dpdk_refuse_nics
     local -a nics
     read -r -a nics <<<"${TEST_NICS}"
     task_log_versions "${nics[@]}"
@@ -144,6 +161,7 @@ setup_dpdk_persistent() {
 
 setup_dpdk_bind() {
     task_phase_start Setup bind
+    setup_dpdk_refuse_nics
     task_run "Load ${SETUP_DPDK_DRIVER}" modprobe "${SETUP_DPDK_DRIVER}" ||
         task_abort "Cannot load ${SETUP_DPDK_DRIVER}."
     local pci netdev
@@ -186,7 +204,7 @@ setup_dpdk_verify() {
 }
 
 task_init setup_dpdk
-SETUP_DPDK_FAMILY="$(setup_dpdk_family)"
+SETUP_DPDK_FAMILY="$(task_os_family)"
 task_log "Host family: ${SETUP_DPDK_FAMILY}"
 setup_dpdk_params
 if ((TASK_REBOOTCOUNT == 0)); then

@@ -28,11 +28,12 @@
 set -o nounset -o pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/task.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/task.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/results.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../lib/results.sh"
 
 : "${VSPERF_ACTION:=}"
 : "${SCENARIO:=}"
 : "${GUEST:=0}"
-: "${COLLECTOR:=}"
 : "${INVENTORY:=}"
 : "${CATALOG:=}"
 # opnfv/vswitchperf master after the Jerma release (2020-12-01), the version reference/vsperf.md describes.
@@ -52,13 +53,9 @@ set -o nounset -o pipefail
 : "${GUEST_RECIPE_URL:=}"
 : "${GUEST_TIMEOUT_S:=14400}"
 : "${GUEST_SHUTDOWN_TIMEOUT_S:=300}"
-: "${COLLECTOR_SSH:=ssh -o BatchMode=yes -o ConnectTimeout=30}"
-: "${COLLECTOR_RETRIES:=3}"
-: "${COLLECTOR_RETRY_DELAY_S:=30}"
-: "${VSPERF_RESULTS_FILE:=}"
 : "${VSPERF_TELEMETRY:=1}"
-VSPERF_TEST_METADATA="ovsperf-metadata.json"
-VSPERF_TEST_TELEMETRY="ovsperf-telemetry.json"
+VSPERF_TEST_METADATA="${TASK_METADATA_FILE}"
+VSPERF_TEST_TELEMETRY="${TASK_TELEMETRY_FILE}"
 # Our VSperf collector (VSperf's pidstat + OVS's PMD counters around each test).
 VSPERF_TEST_COLLECTORS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/collectors"
 # Our VSperf pod, which does nothing: VSperf 10 makes a Kubernetes pod for every p2p test otherwise.
@@ -71,12 +68,7 @@ VSPERF_TEST_PYTHON_BELOW="3.10"
 VSPERF_TEST_HUGETLBFS_SOURCE="ovsperf-vsperf"
 
 vsperf_test_inventory() {
-    task_find_inventory
-    task_require_params INVENTORY
-    : "${DUT_HOSTNAME:=$(hostname -f)}"
-    task_load_inventory "${DUT_HOSTNAME}" ||
-        task_abort "Cannot read the inventory entry of '${DUT_HOSTNAME}' from '${INVENTORY}'."
-    [[ "${INV_ROLE}" == "dut" ]] || task_abort "'${DUT_HOSTNAME}' is not a DUT in '${INVENTORY}'."
+    task_load_dut_inventory
     read -r -a VSPERF_TEST_NICS <<<"${INV_TEST_NICS}"
 }
 
@@ -120,11 +112,6 @@ vsperf_test_checkout() {
     [[ "${head}" == "${VSPERF_COMMIT}"* ]] || task_abort "VSperf is at ${head}, not at the pinned ${VSPERF_COMMIT}."
 }
 
-# vsperf_test_python_version PYTHON: print PYTHON's MAJOR.MINOR version; return 1 when it does not run.
-vsperf_test_python_version() {
-    "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
-}
-
 # vsperf_test_python_fits VERSION: return 0 when VSperf runs on Python VERSION (MAJOR.MINOR).
 vsperf_test_python_fits() {
     local major minor
@@ -138,7 +125,7 @@ vsperf_test_python_fits() {
 vsperf_test_choose_python() {
     local candidate version
     if [[ -n "${VSPERF_BASE_PYTHON}" ]]; then
-        version="$(vsperf_test_python_version "${VSPERF_BASE_PYTHON}")" ||
+        version="$(task_python_version "${VSPERF_BASE_PYTHON}")" ||
             task_abort "VSPERF_BASE_PYTHON '${VSPERF_BASE_PYTHON}' does not run."
         vsperf_test_python_fits "${version}" ||
             task_abort "VSPERF_BASE_PYTHON '${VSPERF_BASE_PYTHON}' is Python ${version}; VSperf ${VSPERF_COMMIT:0:8}" \
@@ -151,7 +138,7 @@ vsperf_test_choose_python() {
         # Split on blanks only: no pathname expansion of a candidate like 'python3*'.
         read -r -a candidates <<<"${VSPERF_PYTHON_CANDIDATES}"
         for candidate in "${candidates[@]}"; do
-            version="$(vsperf_test_python_version "${candidate}")" || continue
+            version="$(task_python_version "${candidate}")" || continue
             if vsperf_test_python_fits "${version}"; then
                 VSPERF_TEST_PYTHON="${candidate}"
                 break
@@ -161,13 +148,13 @@ vsperf_test_choose_python() {
             task_abort "No Python VSperf runs on (${VSPERF_TEST_PYTHON_MIN} to <${VSPERF_TEST_PYTHON_BELOW}) among" \
                 "${VSPERF_PYTHON_CANDIDATES}: install python39 (RHEL 8) or use RHEL 9's python3, or set VSPERF_BASE_PYTHON."
     fi
-    task_log "  VSperf's Python: ${VSPERF_TEST_PYTHON} ($(vsperf_test_python_version "${VSPERF_TEST_PYTHON}"))"
+    task_log "  VSperf's Python: ${VSPERF_TEST_PYTHON} ($(task_python_version "${VSPERF_TEST_PYTHON}"))"
 }
 
 # vsperf_test_check_venv: abort unless VSPERF_VENV's python is one VSperf runs on.
 vsperf_test_check_venv() {
     local version
-    version="$(vsperf_test_python_version "${VSPERF_VENV}/bin/python")" ||
+    version="$(task_python_version "${VSPERF_VENV}/bin/python")" ||
         task_abort "'${VSPERF_VENV}/bin/python' does not run."
     vsperf_test_python_fits "${version}" ||
         task_abort "'${VSPERF_VENV}' is a Python ${version} venv; VSperf needs ${VSPERF_TEST_PYTHON_MIN} to" \
@@ -187,12 +174,6 @@ vsperf_test_python_deps() {
     printf 'MarkupSafe<2.1\n' >"${VSPERF_VENV}/ovsperf-constraints.txt" || return 1
     timeout "${TASK_NET_TIMEOUT_S}" "${VSPERF_VENV}/bin/pip" install -q \
         -r "${VSPERF_VENV}/ovsperf-requirements.txt" -c "${VSPERF_VENV}/ovsperf-constraints.txt"
-}
-
-vsperf_test_ssh_key() {
-    [[ -f "${HOME}/.ssh/id_ed25519" ]] && return 0
-    mkdir -p "${HOME}/.ssh" && chmod 700 "${HOME}/.ssh" &&
-        ssh-keygen -q -t ed25519 -N '' -C "ovsperf-vsperf@${DUT_HOSTNAME}" -f "${HOME}/.ssh/id_ed25519"
 }
 
 vsperf_test_setup_host() {
@@ -216,7 +197,7 @@ vsperf_test_setup_host() {
         [[ ! -x "${VSPERF_VENV}/bin/python" ]] || vsperf_test_check_venv
         task_run "Install VSperf's Python dependencies into ${VSPERF_VENV}" vsperf_test_python_deps ||
             task_abort "Cannot install VSperf's Python dependencies (package index down?)."
-        task_run "Create the SSH key pair for the MoonGen host" vsperf_test_ssh_key ||
+        task_run "Create the SSH key pair for the MoonGen host" task_ssh_key "ovsperf-vsperf@${DUT_HOSTNAME}" ||
             task_abort "Cannot create an SSH key pair."
         task_mark persistent
         task_phase_end
@@ -613,24 +594,6 @@ vsperf_test_write_metadata() {
         task_ovsperf_module ovsperf_common.metadata "${dir}" "${args[@]}" >/dev/null
 }
 
-# rsync the results to the collector: everything first, the metadata file last (its presence
-# tells process-ci-results that the directory is complete). Bounded retries.
-vsperf_test_ship() {
-    local attempt
-    # --timeout: I/O timeout [s], a stalled collector cannot hang us; --protect-args: the remote
-    # path is not split or expanded by the collector's shell (rsync <= 3.2.3 does that by default).
-    local -a rsync_ssh=(-e "${COLLECTOR_SSH}" --timeout=600 --protect-args)
-    for ((attempt = 1; attempt <= COLLECTOR_RETRIES; attempt++)); do
-        if rsync -a "${rsync_ssh[@]}" --exclude="${VSPERF_TEST_METADATA}" "${VSPERF_TEST_RESULTS}" "${COLLECTOR}/" &&
-            rsync -a "${rsync_ssh[@]}" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
-                "${COLLECTOR}/$(basename "${VSPERF_TEST_RESULTS}")/"; then
-            return 0
-        fi
-        ((attempt < COLLECTOR_RETRIES)) && sleep "${COLLECTOR_RETRY_DELAY_S}"
-    done
-    return 1
-}
-
 vsperf_test_collect() {
     task_phase_start Cleanup collect
     local status="PASS"
@@ -655,41 +618,14 @@ vsperf_test_collect() {
         task_log "  VSperf's collector captured no DUT telemetry (no ovsperf-telemetry-raw/): the report says 'not collected'."
     fi
     task_run "Write ${VSPERF_TEST_METADATA} (last)" vsperf_test_write_metadata "${VSPERF_TEST_RESULTS}" "${status}"
-    if [[ -n "${VSPERF_RESULTS_FILE}" ]]; then
-        task_run "Tell where the results are (${VSPERF_RESULTS_FILE})" \
-            vsperf_test_tell_results "${VSPERF_RESULTS_FILE}" "${VSPERF_TEST_RESULTS}"
-    fi
-    task_run "Pack the results for Beaker" tar -C "$(dirname "${VSPERF_TEST_RESULTS}")" -czf \
-        "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz" "$(basename "${VSPERF_TEST_RESULTS}")"
-    local -a csvs=()
-    mapfile -t csvs < <(task_ovsperf_module ovsperf_common.resultdir csvs "${VSPERF_TEST_RESULTS}")
-    local -a telemetry=()
-    [[ ! -f "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_TELEMETRY}" ]] || telemetry=("${VSPERF_TEST_RESULTS}/${VSPERF_TEST_TELEMETRY}")
-    task_upload "${VSPERF_TEST_WORK}/vsperf-stdout.log" "${VSPERF_TEST_RESULTS}/${VSPERF_TEST_METADATA}" \
-        ${telemetry[@]+"${telemetry[@]}"} \
-        ${csvs[@]+"${csvs[@]}"} "${VSPERF_TEST_WORK}/$(basename "${VSPERF_TEST_RESULTS}").tar.gz"
-    if [[ -z "${COLLECTOR}" ]]; then
-        task_log "  No COLLECTOR given: the results stay in ${VSPERF_TEST_RESULTS} and in the Beaker logs."
-    elif ! task_run "Send ${VSPERF_TEST_RESULTS} to ${COLLECTOR}" vsperf_test_ship; then
-        task_warn "The collector ${COLLECTOR} did not take the results; they stay in ${VSPERF_TEST_RESULTS} on ${DUT_HOSTNAME}."
-    fi
+    task_deliver_results "${VSPERF_TEST_RESULTS}" "${VSPERF_TEST_WORK}" "${DUT_HOSTNAME}" \
+        "${VSPERF_TEST_WORK}/vsperf-stdout.log"
     task_phase_end
-}
-
-# vsperf_test_tell_results FILE PATH: write PATH into FILE, atomically (ovsperf-remote reads it).
-vsperf_test_tell_results() {
-    printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"
 }
 
 vsperf_test_run() {
     task_require_params SCENARIO
-    # The rule jobcreator and ovsperf-koji check --collector with: the path reaches the collector's
-    # shell (rsync <= 3.2.3), so nothing in it may be a shell character.
-    local why
-    if [[ -n "${COLLECTOR}" ]] &&
-        ! why="$(task_ovsperf_module ovsperf_common.fields rsync-destination --field COLLECTOR -- "${COLLECTOR}" 2>&1)"; then
-        task_abort "COLLECTOR '${COLLECTOR}' is not user@host:/absolute/path: ${why##*error: }"
-    fi
+    task_check_collector
     vsperf_test_inventory
     vsperf_test_config
     vsperf_test_wait_guest

@@ -35,7 +35,6 @@ RECORD_ONLY = (
     "grubby",
     "update-grub",
     "nmcli",
-    "ip",
     "dpdk-testpmd",
 )
 SPECIFIC = (
@@ -56,6 +55,7 @@ SPECIFIC = (
     "ovs-vsctl",
     "mount",
     "umount",
+    "ip",
 )
 HOST_HUGEPAGES = "hugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=1024M 0 0\n"
 """The host's own hugetlbfs mount (systemd's dev-hugepages.mount) in the fake /proc/mounts."""

@@ -18,15 +18,17 @@ from lxml import etree
 from jobcreator.jobmodel import JobOptions, ReserveMode
 from jobcreator.render import render_job
 from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import Engine
 
 from .shims import REPO, TASKS
 
 CATALOG = load_catalog()
-LIB = (TASKS / "lib" / "task.sh").read_text()
+LIB = (TASKS / "lib" / "task.sh").read_text() + (TASKS / "lib" / "results.sh").read_text()
 TASK_REPO = "https://git.example.com/ovsperf.git"
 VALUES = {
     # parameter: the values the task dispatches on (a case label or comparison in runtest.sh)
     "VSPERF_ACTION": ("setup", "run"),
+    "OVSPERF_ACTION": ("setup", "run"),
     "SYNC_ACTION": ("set", "wait"),
     "SYNC_DATA": ("ssh-pubkey", "ssh-hostkey"),
     "GUEST": ("1",),
@@ -63,12 +65,14 @@ def _reads(runtest: str, name: str) -> bool:
     return re.search(r"\$\{" + name + r"\b", runtest + LIB) is not None
 
 
+@pytest.mark.parametrize("engine", list(Engine))
 @pytest.mark.parametrize("scenario", list(CATALOG.scenarios))
 @pytest.mark.parametrize("task_repo", [TASK_REPO, None], ids=["fetch", "library"])
-def test_rendered_job_and_tasks_agree(scenario: str, task_repo: str | None) -> None:
-    tasks = _tasks(render_job(CATALOG.get(scenario), _options(task_repo=task_repo)))
+def test_rendered_job_and_tasks_agree(scenario: str, task_repo: str | None, engine: Engine) -> None:
+    tasks = _tasks(render_job(CATALOG.get(scenario), _options(task_repo=task_repo, engine=engine)))
     ours = [t for t in tasks if t[0].startswith("/ovsperf/")]
-    assert {name for name, _, _ in ours} >= {"/ovsperf/vsperf_test", "/ovsperf/perf_synchronization"}
+    measuring = "/ovsperf/vsperf_test" if engine is Engine.VSPERF else "/ovsperf/ovsperf_test"
+    assert {name for name, _, _ in ours} >= {measuring, "/ovsperf/perf_synchronization"}
     for name, fetch, params in ours:
         short = name.removeprefix("/ovsperf/")
         directory = TASKS / short
@@ -107,6 +111,7 @@ def test_every_scenario_is_covered_and_the_guest_runs_vsperf_setup() -> None:
 def test_every_task_directory_is_used_by_some_job() -> None:
     named = set()
     for scenario in CATALOG.scenarios.values():
-        named |= {t[0] for t in _tasks(render_job(scenario, _options()))}
+        for engine in Engine:
+            named |= {t[0] for t in _tasks(render_job(scenario, _options(engine=engine)))}
     on_disk = {f"/ovsperf/{p.parent.name}" for p in TASKS.glob("*/runtest.sh")}
     assert on_disk == {n for n in named if n.startswith("/ovsperf/")}

@@ -13,7 +13,15 @@ import pytest
 
 from .shims import REPO, TASKS
 
-TASK_NAMES = ("setup_dpdk", "build_moongen", "perf_synchronization", "vsperf_test", "sleeper")
+TASK_NAMES = (
+    "setup_dpdk",
+    "build_moongen",
+    "perf_synchronization",
+    "vsperf_test",
+    "sleeper",
+    "build_trafficgen",
+    "ovsperf_test",
+)
 
 
 def test_every_task_has_the_beaker_files() -> None:

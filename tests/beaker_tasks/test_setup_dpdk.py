@@ -248,3 +248,59 @@ def test_a_red_hat_host_keeps_grubby_and_sysconfig(lab: Lab) -> None:
     assert run.called("grubby") == [["--update-kernel=ALL", "--args=intel_iommu=on iommu=pt"]]
     assert not run.called("update-grub")
     assert (lab.etc / "sysconfig" / "irqbalance").read_text() == "IRQBALANCE_BANNED_CPULIST=2-11\n"
+
+
+def _nothing_changed(lab: Lab, run: object) -> None:
+    calls = lab.calls()
+    assert not [
+        c for c in calls if c[0] in ("tuned-adm", "systemctl", "dpdk-devbind.py", "modprobe", "grubby")
+    ]
+    assert not [c for c in calls if c[:3] == ["ip", "link", "set"]]
+    assert not (lab.etc / "tuned").exists() and not (lab.state / "persistent.done").exists()
+    assert lab.driver("0000:03:00.0") == lab.driver("0000:03:00.1") == "ixgbe"
+
+
+def test_a_nic_with_the_host_s_address_is_refused_before_any_change(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, SHIM_IP_ADDR_DEV="ens1f1", **PARAMS)
+    assert run.returncode == 2
+    assert run.reported() == [("setup_dpdk/environment", "WARN")]
+    assert (
+        "Test NIC 0000:03:00.1 is the kernel interface ens1f1, which carries this host's own traffic"
+        in run.stderr
+    )
+    assert "(it has the address 192.0.2.7/24)" in run.stderr
+    assert run.called("rstrnt-abort") == [["-t", "recipe"]]
+    _nothing_changed(lab, run)
+
+
+def test_a_nic_with_the_default_route_is_refused_before_any_change(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, SHIM_IP_ROUTE_DEV="ens1f0", **PARAMS)
+    assert run.returncode == 2
+    assert "Test NIC 0000:03:00.0 is the kernel interface ens1f0" in run.stderr
+    assert "it carries the default route (default via 192.0.2.1 dev ens1f0" in run.stderr
+    _nothing_changed(lab, run)
+
+
+def test_after_the_reboot_a_management_nic_is_refused_before_binding(lab: Lab) -> None:
+    assert lab.run("setup_dpdk", reboot=0, **PARAMS).returncode == 0
+    run = lab.run("setup_dpdk", reboot=1, SHIM_IP_ADDR_DEV="ens1f0", **PARAMS)
+    assert run.returncode == 2
+    assert run.reported() == [("setup_dpdk/bind", "WARN")]
+    assert "0000:03:00.0 is the kernel interface ens1f0" in run.stderr
+    assert not run.called("dpdk-devbind.py") and not run.called("modprobe")
+    assert ["link", "set", "dev", "ens1f0", "down"] not in run.called("ip")
+    assert lab.driver("0000:03:00.0") == "ixgbe"
+
+
+def test_a_pci_address_that_does_not_exist_is_refused_naming_it(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, TEST_NICS="0000:03:00.0 0000:09:00.1", ISOLATED_CPUS="2-11")
+    assert run.returncode == 2
+    assert "Test NIC 0000:09:00.1 is missing on" in run.stderr
+    assert "no PCI device 0000:09:00.1" in run.stderr
+    _nothing_changed(lab, run)
+
+
+def test_a_nic_on_another_interface_s_route_passes(lab: Lab) -> None:
+    run = lab.run("setup_dpdk", reboot=0, SHIM_IP_ROUTE_DEV="eno1", SHIM_IP_ADDR_DEV="eno1", **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ["-o", "addr", "show", "dev", "ens1f0", "scope", "global"] in run.called("ip")

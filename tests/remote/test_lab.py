@@ -122,3 +122,92 @@ def test_what_the_host_prints_cannot_drive_our_terminal(
     out, err = capsys.readouterr()
     assert "\x1b" not in out and "\x07" not in out and "\x1b" not in err
     assert out == "OVS_DPDK1q\\x1b[2J\\x1b]0;pwned\\x07\n"
+
+
+TWO_HOST_INVENTORY = """hosts:
+  {dut}:
+    role: dut
+    nics: ["0000:03:00.0", "0000:03:00.1"]
+    dpdk_ports: ["net_af_packet0,iface=dut0", "net_af_packet1,iface=dut1"]
+    numa_node: 0
+    socket_mem_mb: 512
+    cpus: {{ovs_lcore: "0", pmd: "1"}}
+    trafficgen: {{host: tg.example.com, address: 198.51.100.9, user: root}}
+  tg.example.com:
+    role: trafficgen
+    nics: ["0000:81:00.0", "0000:81:00.1"]
+    dpdk_ports: ["net_af_packet0,iface=tg0", "net_af_packet1,iface=tg1"]
+    numa_node: 0
+    cpus: {{isolated: "2-3", generator: "2-3"}}
+"""
+TWO_HOST_OPTIONS = [
+    "--dut-port", "net_af_packet0,iface=dut0", "--dut-port", "net_af_packet1,iface=dut1",
+    "--tg-port", "net_af_packet0,iface=tg0", "--tg-port", "net_af_packet1,iface=tg1",
+    "--tg-ssh", "root@198.51.100.9", "--tg-cpus", "2-3",
+    "--pmd-cpus", "1", "--lcore-cpu", "0", "--socket-mem-mb", "512",
+]  # fmt: skip
+
+
+def _two_host_args(lab: Lab, tmp_path: Path, command: str, tg: str, *lab_args: str) -> list[str]:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(TWO_HOST_INVENTORY.format(dut=lab.dut.address))
+    args = _args(lab, tmp_path, command, *lab_args)
+    args[1:3] = ["--dut", f"root@{lab.dut.address}", "--tg", tg, "--inventory", str(inventory)]
+    return args
+
+
+def test_two_hosts_the_lab_on_the_dut_gets_the_inventory_s_options(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab.trust()
+    fake = _fake(tmp_path, 0)
+    args = _two_host_args(lab, tmp_path, str(fake), "tg.example.com", "run", "--config", "OVS_DPDK1q")
+    assert main(args) == ExitCode.OK
+    assert capsys.readouterr().out.strip() == str(tmp_path / "here" / "results_2026-11-26_09-00-00")
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    assert argv[:3] == ["run", "--config", "OVS_DPDK1q"]
+    assert argv[3:-2] == TWO_HOST_OPTIONS
+    assert argv[-2] == "--output" and argv[-1].endswith("/lab")
+
+
+@pytest.mark.parametrize(
+    ("tg", "lab_args", "message"),
+    [
+        (
+            "tg.example.com",
+            ["run", "--config", "OVS_DPDK1q", "--tg-ssh", "x@y"],
+            "Do not give --tg-ssh with --inventory",
+        ),
+        (
+            "tg.example.com",
+            ["run", "--pmd-cpus=3", "--config", "C"],
+            "Do not give --pmd-cpus with --inventory",
+        ),
+        (
+            "other.example.com",
+            ["run", "--config", "OVS_DPDK1q"],
+            "--tg 'other.example.com' is not the traffic generator",
+        ),
+        ("tg.example.com", ["list"], "--tg and --inventory give the options of 'ovsperf-lab run'"),
+    ],
+)
+def test_two_hosts_conflicting_options_are_refused_before_connecting(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str], tg: str, lab_args: list[str], message: str
+) -> None:
+    fake = _fake(tmp_path, 0)
+    assert main(_two_host_args(lab, tmp_path, str(fake), tg, *lab_args)) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+    assert not (tmp_path / "argv.txt").exists()
+
+
+def test_two_hosts_need_dut_tg_and_inventory(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _two_host_args(lab, tmp_path, "ovsperf-lab", "tg.example.com", "run", "--config", "OVS_DPDK1q")
+    without_inventory = args[:5] + args[7:]
+    assert main(without_inventory) == ExitCode.ERROR
+    assert "two hosts need --dut, --tg and --inventory; --inventory missing." in capsys.readouterr().err
+    both = ["lab", "--host", "h.example.com", *args[1:]]
+    assert main(both) == ExitCode.ERROR
+    assert "give the machine once" in capsys.readouterr().err

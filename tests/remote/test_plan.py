@@ -9,7 +9,9 @@ from lxml import etree
 from jobcreator.jobmodel import JobOptions
 from jobcreator.render import render_job
 from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import Engine
 from remote.cli import main
+from remote.executor import REPO_ROOT, upload_files
 from remote.plan import remote_plan
 
 CATALOG = load_catalog()
@@ -62,3 +64,61 @@ def test_bad_plan_input_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert "NO_SUCH" in capsys.readouterr().err
     assert main(["plan", "--config", "OVS_DPDK1q", "--tg", TG, "--dut", TG]) == 2
     assert "both 'tg01.example.com'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scenario", sorted(CATALOG.scenarios))
+def test_the_ovsperf_engine_plan_is_its_beaker_job_s(scenario: str) -> None:
+    options = JobOptions(
+        trafficgen_host=TG,
+        dut_host=DUT,
+        distro="RHEL-9.4",
+        inventory=INVENTORY,
+        collector=COLLECTOR,
+        engine=Engine.OVSPERF,
+    )
+    job = etree.fromstring(render_job(CATALOG.get(scenario), options).encode())
+    tg, dut = remote_plan(
+        CATALOG.get(scenario), TG, DUT, inventory=INVENTORY, collector=COLLECTOR, engine=Engine.OVSPERF
+    )
+    for plan in (tg, dut):
+        (recipe,) = [r for r in job.iter("recipe") if r.get("role") == plan.role]
+        expected = [
+            (
+                t.get("name").removeprefix("/ovsperf/"),
+                [(p.get("name"), p.get("value")) for p in t.iter("param")],
+            )
+            for t in recipe.findall("task")
+            if t.get("name").startswith("/ovsperf/")
+        ]
+        assert [(s.task, list(s.params)) for s in plan.steps] == expected
+        assert not any("guest" in note for note in plan.skipped)
+    assert [s.task for s in tg.steps][:2] == ["build_trafficgen", "setup_dpdk"]
+    assert (dut.steps[-2].task, dict(dut.steps[-2].params)["OVSPERF_ACTION"]) == ("ovsperf_test", "run")
+
+
+def test_plan_engine_option(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--config", "OVS_DPDK1q", "--tg", TG, "--dut", DUT, "--inventory", INVENTORY]
+    assert main([*args, "--engine", "ovsperf"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"TRAFFICGEN {TG}:\n  1. build_trafficgen\n  2. setup_dpdk INVENTORY=")
+    assert f"DUT {DUT}:\n  1. ovsperf_test OVSPERF_ACTION=setup INVENTORY=" in out
+    assert main([*args, "--engine", "moongen"]) == 2
+    assert "field '--engine'" in capsys.readouterr().err
+
+
+def test_each_task_uploads_what_it_needs() -> None:
+    vsperf = {
+        str(p.relative_to(REPO_ROOT)) for p in upload_files(REPO_ROOT, ["build_moongen", "vsperf_test"])
+    }
+    assert vsperf == {str(p.relative_to(REPO_ROOT)) for p in upload_files(REPO_ROOT)}
+    assert not any(f.startswith(("ovsperf_lab/", "trafficgen/", "templates/")) for f in vsperf)
+    tg = {str(p.relative_to(REPO_ROOT)) for p in upload_files(REPO_ROOT, ["build_trafficgen", "setup_dpdk"])}
+    assert "trafficgen/Makefile" in tg and not any(f.startswith("trafficgen/build/") for f in tg)
+    dut = {str(p.relative_to(REPO_ROOT)) for p in upload_files(REPO_ROOT, ["ovsperf_test", "setup_dpdk"])}
+    assert {
+        "ovsperf_lab/cli.py",
+        "pyproject.toml",
+        "packaging/constraints.txt",
+        "templates/__init__.py",
+    } <= dut
+    assert dut >= vsperf and "vsperf_configs/labargs.py" in dut

@@ -44,6 +44,7 @@ def test_resume_takes_the_recorded_options_and_the_given_ones_win(
     assert "Resume with: ovsperf-remote run --resume" in capsys.readouterr().err
     recorded = _options(logs)
     assert recorded == {
+        "engine": None,
         "tg": TG,
         "dut": DUT,
         "catalog": None,

@@ -158,4 +158,4 @@ def test_host_env_lines_stay_one_per_variable(capsys: pytest.CaptureFixture[str]
     assert main(["--host-env", "--host", DUT, "--inventory", str(EXAMPLE)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert all("=" in line and line.split("=", 1)[0].isupper() for line in lines)
-    assert len(lines) == 13
+    assert len(lines) == 15  # GENERATOR_CPUS and DPDK_PORTS beside the old MOONGEN_CPUS
