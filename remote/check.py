@@ -9,6 +9,11 @@ tools      the commands the host's tasks need are on root's PATH (:data:`TOOLS`;
 hugepages  ``HugePages_Total`` in ``/proc/meminfo`` is above 0 (DPDK needs them)
 nics       every test NIC the inventory names for the host is in ``/sys/bus/pci/devices``
 ========== =================================================================================
+
+With ``--trex HOST[:PORT]`` the TRex server there is asked, through its own Python client
+(:mod:`ovsperf_common.trexclient`, nothing acquired), for its version (row ``trex``: a major
+version other than 3 fails, both versions named) and its ports (one ``trex port N`` row each: PCI
+address, MAC, speed, link, owner; a link that is down fails).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ovsperf_common.runner import one_line
+from ovsperf_common.trexclient import TrexError, TrexServer, probe
 from remote.errors import RemoteError
 from remote.ssh import Session, Settings, Target, is_root, sudo_prefix
 
@@ -140,6 +146,37 @@ def check_host(target: Target, role: str, settings: Settings, nics: Sequence[str
             except RemoteError as err:
                 outcome, detail = Outcome.FAIL, str(err)
             rows.append(Row(name, role, check, outcome, detail))
+    return rows
+
+
+def check_trex(server: TrexServer) -> list[Row]:
+    """Ask the TRex server for its version and ports: one ``trex`` row, then one per port."""
+    try:
+        found = probe(server)
+    except TrexError as err:
+        return [Row(server.address, "tg", "trex", Outcome.FAIL, str(err))]
+    rows = [
+        Row(
+            server.address, "tg", "trex", Outcome.PASS,
+            f"TRex {found.get('server_version')} on {found.get('hostname') or '?'} "
+            f"(client {found.get('client')})",
+        )
+    ]  # fmt: skip
+    for port in found.get("ports", []):
+        up = bool(port.get("link_up"))
+        detail = (
+            f"{port.get('pci_addr') or '-'} {port.get('mac') or '-'} {port.get('speed_mbps') or '?'} Mb/s, "
+            f"link {'up' if up else 'DOWN'}, owner {port.get('owner') or '-'}, {port.get('driver') or '-'}"
+        )
+        rows.append(
+            Row(
+                server.address,
+                "tg",
+                f"trex port {port.get('index')}",
+                Outcome.PASS if up else Outcome.FAIL,
+                detail,
+            )
+        )
     return rows
 
 

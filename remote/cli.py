@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.errors import CatalogError
+from ovsperf_catalog.model import Engine
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
@@ -45,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--dut", required=True, metavar="[USER@]HOST[:PORT]", help="device under test")
     check.add_argument(
         "--inventory", type=Path, help="host inventory YAML: the test NICs to look for (vsperf-config's)"
+    )
+    check.add_argument(
+        "--trex", metavar="HOST[:PORT]",
+        help="also ask this TRex server (RPC port 4501) for its version and ports (ovsperf[trex])",
+    )  # fmt: skip
+    check.add_argument(
+        "--trex-async-port", type=int, default=4500, metavar="PORT", help="its publisher port (4500)"
     )
     _ssh_options(check)
     plan = commands.add_parser(
@@ -100,10 +108,25 @@ def _parser() -> argparse.ArgumentParser:
         "lab",
         help="run ovsperf-lab on a remote machine and bring its results back",
         description="Run 'ovsperf-lab ARGS' on HOST as root, show its output, fetch a run's results "
-        "(docs/remote.md). Example: ovsperf-remote lab --host perf1 -- run --config OVS_DPDK1q",
+        "(docs/remote.md). Example: ovsperf-remote lab --host perf1 -- run --config OVS_DPDK1q. Two hosts "
+        "(docs/engines.md): ovsperf-remote lab --tg TG --dut DUT --inventory FILE -- run --config OVS_DPDK1q",
+    )
+    lab.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="the machine to run the lab on")
+    lab.add_argument(
+        "--dut",
+        metavar="[USER@]HOST[:PORT]",
+        help="with --tg: the DUT, where the lab runs (its inventory key is HOST)",
     )
     lab.add_argument(
-        "--host", required=True, metavar="[USER@]HOST[:PORT]", help="the machine to run the lab on"
+        "--tg",
+        metavar="HOST",
+        help="the traffic generator the DUT's lab drives over SSH (the DUT's peer in --inventory)",
+    )
+    lab.add_argument(
+        "--inventory",
+        type=Path,
+        metavar="FILE",
+        help="with --tg and --dut: host inventory YAML giving the DUT's lab options (ports, --tg-ssh, CPUs)",
     )
     lab.add_argument(
         "--output", type=Path, default=Path("."), help="where the results come (current directory)"
@@ -144,6 +167,12 @@ def _plan_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
         help="device under test (as the generator reaches it)",
     )
     parser.add_argument("--catalog", type=Path, help="scenario catalog YAML (default: the packaged one)")
+    parser.add_argument(
+        "--engine",
+        metavar="ENGINE",
+        help="what measures: 'vsperf' (VSperf + MoonGen) or 'ovsperf' (ovsperf-lab + ovsperf-trafficgen); "
+        "default: the scenario's 'engine' (docs/engines.md)",
+    )
     parser.add_argument("--inventory", help="INVENTORY of the tasks: a path on the hosts")
     parser.add_argument(
         "--collector",
@@ -190,7 +219,8 @@ def _plans(args: ScenarioChoice, tg: str, dut: str, collector: str | None) -> tu
         scenario = load_catalog(args.catalog).get(args.config)
     except CatalogError as err:
         raise RemoteError(str(err)) from err
-    return remote_plan(scenario, tg, dut, inventory=args.inventory, collector=collector)
+    engine = Engine.from_spec(args.engine, field="--engine") if args.engine else None
+    return remote_plan(scenario, tg, dut, inventory=args.inventory, collector=collector, engine=engine)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -212,7 +242,26 @@ def _lab(args: argparse.Namespace) -> int:
     from remote.ssh import Session, parse_target
 
     lab_args = args.lab_args[1:] if args.lab_args[:1] == ["--"] else args.lab_args
-    with Session(parse_target(args.host, "--host"), _settings(args)) as session:
+    if (args.host is None) == (args.dut is None):
+        raise FieldError(
+            "give the machine once: --host HOST, or --dut DUT with --tg and --inventory.", field="--host"
+        )
+    option, where = ("--host", args.host) if args.host is not None else ("--dut", args.dut)
+    target = parse_target(where, option)
+    if args.dut is not None or args.tg is not None or args.inventory is not None:
+        missing = [
+            o
+            for o, v in (("--dut", args.dut), ("--tg", args.tg), ("--inventory", args.inventory))
+            if v is None
+        ]
+        if missing:
+            raise FieldError(
+                f"two hosts need --dut, --tg and --inventory; {', '.join(missing)} missing.", field="--tg"
+            )
+        from remote.lab import two_host_args
+
+        lab_args = two_host_args(lab_args, load_inventory(args.inventory), target.host, args.tg)
+    with Session(target, _settings(args)) as session:
         outcome = run_lab(
             session,
             shlex.split(args.ovsperf_lab),
@@ -260,6 +309,16 @@ def _run(args: argparse.Namespace) -> int:
     for role, target in targets.items():
         log.info("Checking %s (%s)...", target, role)
         rows += check_host(target, role, settings, _nics(inventory, target.host))
+    if args.trex is not None:
+        from ovsperf_common.trexclient import TrexError, TrexServer
+        from remote.check import check_trex
+
+        try:
+            server = TrexServer.parse(args.trex, async_port=args.trex_async_port)
+        except TrexError as err:
+            raise FieldError(str(err), field="--trex") from err
+        log.info("Asking TRex at %s for its version and ports...", server.address)
+        rows += check_trex(server)
     sys.stdout.write(render_table(rows))
     failed = [r for r in rows if r.outcome is Outcome.FAIL]
     if failed:
