@@ -1,9 +1,10 @@
-"""Command line ``ovsperf-vlab up|down|reset|status|ssh|selftest``: parse arguments, call one function."""
+"""Command line ``ovsperf-vlab up|down|reset|status|ssh|selftest|plan``: parse arguments, run one."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from vlab.config import (
     VM_NAMES,
     LabConfig,
     LabPaths,
+    VlabError,
 )
 
 if TYPE_CHECKING:
@@ -93,7 +95,21 @@ def build_parser() -> argparse.ArgumentParser:
     test = sub.add_parser("selftest", help="up, SSH, links, vfio-pci, reboot, reset, down (make vlab-test)",
                           epilog=EPILOG)  # fmt: skip
     test.add_argument("--keep", action="store_true", help="leave the lab up at the end")
-    for up_like in (upp, test):
+    plan = sub.add_parser(
+        "plan",
+        help="run a scenario's Beaker plan on the VMs with ovsperf-remote run, then report (make vlab-test)",
+        epilog=EPILOG,
+    )
+    plan.add_argument("--config", default="OVS_DPDK1q", help="catalog scenario (default: OVS_DPDK1q)")
+    plan.add_argument("--engine", default="ovsperf", help="ovsperf or vsperf (default: ovsperf)")
+    plan.add_argument("--timeout-h", type=float, default=4.0, help="deadline of ovsperf-remote run [h] (4)")
+    plan.add_argument(
+        "--lab-args",
+        default="",
+        help="more ovsperf-lab run options for the DUT, one shell-quoted string (e.g. a short search)",
+    )
+    plan.add_argument("--keep", action="store_true", help="leave the lab up at the end")
+    for up_like in (upp, test, plan):
         _add_up_options(up_like)
     for name, text in (
         ("down", "stop the VMs this tool started"),
@@ -167,6 +183,35 @@ def _selftest(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from vlab.beakerplan import PlanOptions, run_plan  # psutil, PyYAML: ovsperf[vlab]
+    from vlab.lab import down
+
+    if not 0 < args.timeout_h <= 48:
+        raise VlabError(f"'--timeout-h' must be within 0 and 48 hours, got {args.timeout_h:g}.")
+    try:
+        lab_args = tuple(shlex.split(args.lab_args))
+    except ValueError as err:
+        raise VlabError(f"'--lab-args' is not a shell-quoted option list: {err}.") from err
+    options = PlanOptions(config=args.config, engine=args.engine, timeout_s=args.timeout_h * 3600.0,
+                          lab_args=lab_args, up=_up_options(args))  # fmt: skip
+    config = _config(args)
+    try:
+        with sigterm_interrupts():
+            report = run_plan(config, options)
+    finally:
+        if not args.keep:
+            down(config)
+    for timing in report.timings:
+        print(_tsv("time", timing.step, f"{timing.seconds:.1f}"))
+    for vm, rss in report.peak_rss_bytes.items():
+        print(_tsv("rss", f"{vm} peak", f"{rss / (1 << 20):.0f}"))
+    for line in report.results:
+        print(_tsv("result", line))
+    print(_tsv("run", report.run_dir))
+    return ExitCode.OK
+
+
 def _down(args: argparse.Namespace) -> int:
     from vlab.lab import down  # psutil: ovsperf[vlab]
 
@@ -211,6 +256,7 @@ def _run(args: argparse.Namespace) -> int:
         "status": _status,
         "ssh": _ssh,
         "selftest": _selftest,
+        "plan": _plan,
     }
     return commands[args.command](args)
 

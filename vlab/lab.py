@@ -12,9 +12,12 @@ the state file names (pid and start time).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
+import ssl
+import stat
 import subprocess
 import time
 from contextlib import AbstractContextManager
@@ -27,7 +30,7 @@ from ovsperf_common.deadline import Deadline
 from ovsperf_common.filelock import exclusive_lock, holder_pid
 from vlab import state
 from vlab.config import DATA_NICS_PER_VM, LINKS, SNAPSHOT, VM_NAMES, LabConfig, LabPaths, VlabError
-from vlab.guest import choose_accel, run_ssh, wait_for_ssh
+from vlab.guest import choose_accel, run_ssh, ssh_argv, wait_for_ssh
 from vlab.image import Image, build_image, load_image
 from vlab.qemu import Accel, VmFiles, qemu_argv
 from vlab.qmp import Qmp
@@ -41,6 +44,12 @@ RESUME_TIMEOUT_S = 180.0
 NAME_TIMEOUT_S = 120.0
 """Longest setting a fresh VM's hostname over SSH may take (a TCG guest is slow) [s]."""
 SAVE_TIMEOUT_S = 600.0
+PREPARE_VERSION = 2
+"""Version of what :func:`prepare_vm` does to a fresh VM: a saved state prepared otherwise is not resumed."""
+MAX_CA_BUNDLE_BYTES = 4 << 20
+"""Largest host CA bundle copied to the VMs [B]."""
+VM_CA_BUNDLE = "/etc/ssl/certs/ovsperf-vlab-host-ca.crt"
+"""Where the VMs get the host's CA bundle (``/etc/pip.conf`` names it)."""
 """Longest ``savevm`` or ``loadvm`` of one VM may take [s]."""
 
 
@@ -124,10 +133,39 @@ def check_ports_free(config: LabConfig) -> None:
                 ) from err
 
 
-def _overlay_key(argv: list[str], image: Image) -> str:
-    """Return what a saved state depends on: the QEMU command line (without niceness) and the image."""
+def _overlay_key(argv: list[str], image: Image, ca_bundle: bytes) -> str:
+    """Return what a saved state depends on.
+
+    That is the QEMU command line (without niceness), the image and what :func:`prepare_vm` put in
+    (its version, the host's CA bundle).
+    """
     start = argv.index("qemu-system-x86_64")
-    return json.dumps({"argv": argv[start:], "image_built_at": image.built_at}, sort_keys=True)
+    prepared = {"version": PREPARE_VERSION, "ca_sha256": hashlib.sha256(ca_bundle).hexdigest()}
+    return json.dumps({"argv": argv[start:], "image_built_at": image.built_at, "prepared": prepared},
+                      sort_keys=True)  # fmt: skip
+
+
+def host_ca_bundle() -> bytes:
+    """Return the CA certificates this host trusts (its OpenSSL default bundle), for the VMs' pip.
+
+    A lab host trusts what its admin installed (a company CA, an egress proxy's CA); the VMs reach
+    the package index through this host, so they are given the same trust. Public certificates
+    only; empty when the host has no bundle file.
+
+    :raises VlabError: when the bundle is not a regular file or larger than :data:`MAX_CA_BUNDLE_BYTES`.
+    """
+    path = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
+    if not path.exists():
+        return b""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CA_BUNDLE_BYTES:
+        raise VlabError(
+            f"The host's CA bundle '{path}' is not a regular file of at most {MAX_CA_BUNDLE_BYTES} B."
+        )
+    data = path.read_bytes()[:MAX_CA_BUNDLE_BYTES]
+    if (data and b"-----BEGIN CERTIFICATE-----" not in data) or b"PRIVATE KEY" in data:
+        raise VlabError(f"The host's CA bundle '{path}' holds no certificate, or a private key: not copied.")
+    return data
 
 
 def _has_snapshot(disk: Path) -> bool:
@@ -238,7 +276,8 @@ def _bring_up(
     """Start ``vm`` (resuming its saved state when it fits), wait for SSH, save the state of a fresh boot."""
     files = vm_files(paths, vm, image)
     fresh_argv = qemu_argv(vm, config, files, accel, nice=options.nice)
-    resumable = prepare_overlay(files, image, _overlay_key(fresh_argv, image))
+    ca_bundle = host_ca_bundle()
+    resumable = prepare_overlay(files, image, _overlay_key(fresh_argv, image, ca_bundle))
     argv = (
         qemu_argv(vm, config, files, accel, loadvm=SNAPSHOT, nice=options.nice) if resumable else fresh_argv
     )
@@ -252,7 +291,7 @@ def _bring_up(
     timings.append(Timing(f"{step} {vm}", time.monotonic() - start))
     log.info("VM '%s' answers SSH after %.1f s (%s).", vm, timings[-1].seconds, step)
     if not resumable:
-        name_vm(paths, vm, config.ssh_port_of(vm))
+        prepare_vm(paths, vm, config.ssh_port_of(vm), ca_bundle)
         start = time.monotonic()
         with Qmp(files.qmp_socket, Deadline(what=f"savevm of VM '{vm}'", timeout_s=SAVE_TIMEOUT_S)) as qmp:
             qmp.hmp(f"savevm {SNAPSHOT}")
@@ -261,21 +300,35 @@ def _bring_up(
     return record
 
 
-def name_vm(paths: LabPaths, vm: str, port: int) -> None:
-    """Give the freshly booted ``vm`` its hostname, kept in its overlay and in the state saved next.
+def prepare_vm(paths: LabPaths, vm: str, port: int, ca_bundle: bytes) -> None:
+    """Make the freshly booted ``vm`` a host of this lab; kept in its overlay and in the state saved next.
 
-    The name (``tg``, ``dut``) is what ``hostname -f`` answers (the image's /etc/hosts gives each its
-    interconnect address) and the tasks look up in the inventory.
+    * its hostname (``tg``, ``dut``): what ``hostname -f`` answers (the image's /etc/hosts gives each
+      its interconnect address) and the tasks look up in the inventory. Both VMs boot the same image
+      through the same grub.cfg, so the name cannot come from the kernel command line;
+    * this host's CA bundle (:func:`host_ca_bundle`) as ``/etc/ssl/certs/ovsperf-vlab-host-ca.crt``
+      and ``/etc/pip.conf`` pointing pip at it, so that a task's ``pip install`` verifies the package
+      index as this host does.
 
-    Both VMs boot the same image through the same grub.cfg, so the name cannot come from the
-    kernel command line.
-
-    :raises VlabError: when the command fails on the VM.
+    :raises VlabError: when a command fails on the VM.
     """
     if vm not in VM_NAMES:
         raise VlabError(f"Unknown VM '{vm}'.")
-    command = f"printf '%s\\n' {vm} > /etc/hostname && hostname {vm}"
-    run_ssh(paths, port, command, timeout_s=NAME_TIMEOUT_S, what=f"naming VM '{vm}'")
+    run_ssh(paths, port, f"printf '%s\\n' {vm} > /etc/hostname && hostname {vm}", timeout_s=NAME_TIMEOUT_S,
+            what=f"naming VM '{vm}'")  # fmt: skip
+    if ca_bundle:
+        command = (
+            f"mkdir -p /etc/ssl/certs && cat > {VM_CA_BUNDLE}.tmp && mv {VM_CA_BUNDLE}.tmp {VM_CA_BUNDLE} && "
+            f"printf '[global]\\ncert = {VM_CA_BUNDLE}\\n' > /etc/pip.conf"
+        )
+        done = run_command(
+            ssh_argv(paths, port, command),
+            timeout_s=NAME_TIMEOUT_S,
+            what=f"copying the host's CA bundle to VM '{vm}'",
+            input_text=ca_bundle.decode("ascii", "replace"),
+        )
+        if done.returncode != 0:
+            raise VlabError(f"Copying the host's CA bundle to VM '{vm}' failed: {done.stderr.strip()}")
 
 
 def down(config: LabConfig) -> list[state.VmProcess]:

@@ -50,7 +50,7 @@ def _sleeper(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
 def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "{up,selftest,down,reset,status,ssh}" in out
+    assert "{up,selftest,plan,down,reset,status,ssh}" in out
 
 
 @pytest.mark.parametrize(
@@ -255,3 +255,24 @@ def test_make_test_needs_none_of_the_lab_s_packages() -> None:
         and "ovsperf-vlab selftest" in recipes["vlab-test"]
     )
     assert "vlab-packages.txt" not in (root / "scripts" / "setup-debian.sh").read_text(encoding="utf-8")
+
+
+def test_the_host_s_ca_bundle_is_given_to_the_vms_but_never_a_private_key_or_a_fifo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ssl
+
+    from vlab import lab
+
+    bundle = tmp_path / "ca.crt"
+    monkeypatch.setattr(ssl, "get_default_verify_paths", lambda: type("P", (), {"cafile": str(bundle)})())
+    assert lab.host_ca_bundle() == b""  # no bundle: nothing copied
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    assert lab.host_ca_bundle().startswith(b"-----BEGIN CERTIFICATE-----")
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nx\n-----BEGIN PRIVATE KEY-----\ny\n")
+    with pytest.raises(VlabError, match="private key: not copied"):
+        lab.host_ca_bundle()
+    bundle.unlink()
+    os.mkfifo(bundle)
+    with pytest.raises(VlabError, match="is not a regular file"):
+        lab.host_ca_bundle()  # returns at once: a FIFO is never opened
