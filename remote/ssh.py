@@ -40,6 +40,11 @@ from remote.knownhosts import CERT_SUFFIX, KnownHosts, read_known_hosts
 
 log = logging.getLogger(__name__)
 
+# paramiko logs every failed handshake with a traceback at ERROR, e.g. each attempt while a host
+# reboots ("Error reading SSH protocol banner"); :class:`Session` raises a RemoteError naming the
+# host instead, and the reboot wait says what it waits for.
+logging.getLogger("paramiko.transport").setLevel(logging.CRITICAL)
+
 USER_RE = LOGIN_NAME_RE
 """A login name (POSIX portable characters, at most 32, as useradd accepts)."""
 STOP_TIMEOUT_S = 15.0
