@@ -15,6 +15,14 @@ delivered to each vhost-user port). After a trial:
 A mismatch beyond the tolerance is reported (WARNING and in the trial log); it does not stop
 the run. Source of the idea: lua-trafficgen's device counters vs bench-trafficgen's stream
 counters (search_and_trending.md §1.5, §2.4).
+
+With NIC ports (two-host mode, ``wire``) a link lies between the two counters: frames OVS
+received plus those its NIC dropped on receive must equal what the generator sent; frames OVS
+sent but the generator did not count were lost on the link or in the TG's NIC; and frames OVS
+could not send (its NIC's TX queue was full) are the DUT's loss, not the generator's. Before the
+first trial the cabling is checked (:func:`check_cabling`): a short trial from TG port 0 only
+must arrive on DUT port 0; arriving on DUT port 1, the links are crossed, and the run stops
+naming the crossing (:class:`CablingError`).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovsperf_common.framemix import item_text
+from ovsperf_lab.errors import LabError
 from ovsperf_lab.generators.api import PortInfo, TrafficGenerator
 from ovsperf_lab.model import GeneratorCounters, TrialResult, TrialSpec
 from ovsperf_lab.ovs import OvsSandbox, PortCounters
@@ -80,6 +89,8 @@ def compare(
     after: dict[int, PortCounters],
     result: TrialResult,
     ofports: tuple[int, ...],
+    *,
+    wire: bool = False,
 ) -> CrossCheck:
     """Compare the OVS counter deltas of a trial with the generator's counts.
 
@@ -87,6 +98,7 @@ def compare(
     (none when it is ``None``).
 
     :param ofports: OVS port number facing generator port 0, 1, … (index = generator port).
+    :param wire: whether OVS's ports are NIC ports cabled to the generator's (two-host mode).
     """
     mismatches: list[str] = []
     ovs_rx: dict[int, int | None] = {}
@@ -110,26 +122,32 @@ def compare(
         if warmup and result.spec.warmup_s > 0:
             sent += warmup // max(1, len({d.tx_port for d in result.directions}))
         entered = sent - refused
-        if ovs_rx[gport] is None:
+        received = ovs_rx[gport]
+        rx_dropped = _delta(after[ofport].rx_dropped, before[ofport].rx_dropped) if wire else 0
+        if received is not None and rx_dropped:  # a NIC's RX drops (imissed) arrived, too
+            received += rx_dropped
+        if received is None:
             mismatches.append(f"OVS did not report RX counters for port {ofport}.")
-        elif sent and not _close(ovs_rx[gport] or 0, entered):
+        elif sent and not _close(received, entered):
             mismatches.append(
                 f"Generator port {gport} sent {entered} frames into OVS, OVS port {ofport} received "
-                f"{ovs_rx[gport]}."
+                f"{ovs_rx[gport]}"
+                + (f" and dropped {rx_dropped} on receive: the link lost the rest." if wire else ".")
             )
         counted = sum(d.rx_packets + d.duplicate_packets for d in result.directions if d.rx_port == gport)
         counted += counters.foreign(gport)
         dropped = ovs_drop[gport]
-        if dropped:
+        if dropped and not wire:
             mismatches.append(
                 f"OVS could not deliver {dropped} frames to generator port {gport} (its RX ring was "
                 "full): the generator did not keep up, the loss is not the DUT's."
             )
         delivered = ovs_tx[gport]
         if delivered is not None and delivered > counted and not _close(delivered, counted):
+            where = "on the link or in the TG's NIC, not in" if wire else "inside the generator, not"
             mismatches.append(
                 f"OVS delivered {delivered} frames to generator port {gport}, the generator counted "
-                f"{counted}: {delivered - counted} frames were lost inside the generator, not the DUT."
+                f"{counted}: {delivered - counted} frames were lost {where} the DUT."
             )
     ports = {
         ofport: {
@@ -161,12 +179,69 @@ def generator_caused_failure(result: TrialResult, check: CrossCheck, loss_ratio_
     return dropped_total
 
 
+class CablingError(LabError):
+    """TG and DUT NIC ports are not cabled port 0 to port 0 and port 1 to port 1 (two-host mode)."""
+
+
+CABLING_PROBE = TrialSpec(
+    frame_size_bytes=64, rate_pps=10_000.0, duration_s=0.1, bidirectional=False, drain_s=0.2
+)
+"""The cabling check's trial: 1000 frames from TG port 0 only (``bidirectional`` false)."""
+
+
+def check_cabling(
+    generator: TrafficGenerator,
+    ovs: OvsSandbox,
+    bridge: str,
+    ofports: tuple[int, int],
+    names: tuple[str, str],
+) -> CrossCheck:
+    """Send :data:`CABLING_PROBE` from TG port 0 and check that OVS received it on DUT port 0.
+
+    :param ofports: OVS port numbers of DUT port 0 and 1; ``names`` their interface names.
+    :returns: the probe's cross-check.
+    :raises CablingError: when the frames arrived on DUT port 1 (the links are crossed: TG port
+        0 is cabled to DUT port 1, TG port 1 to DUT port 0) or on neither port; the message
+        names the ports and the counts.
+    """
+    before = ovs.port_counters(bridge)
+    result = generator.run_trial(CABLING_PROBE)
+    after = ovs.port_counters(bridge)
+    sent = sum(d.tx_packets for d in result.directions if d.tx_port == 0)
+    rx = [
+        _delta(after[p].rx_packets, before[p].rx_packets) or 0 if p in after and p in before else 0
+        for p in ofports
+    ]
+    check = compare(before, after, result, ofports, wire=True)
+    if sent and _close(rx[1], sent) and not _close(rx[0], sent):
+        raise CablingError(
+            f"TG port 0 is cabled to DUT port 1 ('{names[1]}') and TG port 1 to DUT port 0 ('{names[0]}'): "
+            f"the {sent} frames TG port 0 sent arrived on OVS port '{names[1]}' ({rx[1]}), not on "
+            f"'{names[0]}' ({rx[0]}). Swap the cables, or the order of '--tg-port' (or of '--dut-port')."
+        )
+    if sent and not _close(rx[0], sent):
+        raise CablingError(
+            f"TG port 0 sent {sent} frames, and OVS received {rx[0]} of them on DUT port 0 ('{names[0]}') "
+            f"and {rx[1]} on DUT port 1 ('{names[1]}'): TG port 0 is not cabled to DUT port 0 (or the "
+            "link is down); check the cabling and '--tg-port'/'--dut-port'."
+        )
+    log.info(
+        "Cabling checked: %d frames from TG port 0 arrived on DUT port 0 ('%s'), %d on port 1.",
+        sent,
+        names[0],
+        rx[1],
+    )
+    return check
+
+
 class CrossCheckedGenerator(TrafficGenerator):
     """Wrap a generator: snapshot OVS port counters around every trial and compare them.
 
     The last comparison is in :attr:`last`; every mismatch is logged as a WARNING. A trial that
     fails only because OVS could not deliver frames to the generator (its RX ring was full: the
-    generator, not the DUT, fell behind) is returned as invalid, so the search repeats it.
+    generator, not the DUT, fell behind) is returned as invalid, so the search repeats it. With
+    NIC ports (``wire_names``: OVS's port names, two-host mode) the cabling is checked before the
+    first trial (:func:`check_cabling`), and a full TX queue of OVS's NIC is the DUT's loss.
     """
 
     def __init__(
@@ -176,31 +251,48 @@ class CrossCheckedGenerator(TrafficGenerator):
         bridge: str,
         ofports: tuple[int, ...],
         loss_ratio_limit: float = 0.0,
+        *,
+        wire_names: tuple[str, str] | None = None,
     ) -> None:
         self.inner = inner
         self.ovs = ovs
         self.bridge = bridge
         self.ofports = ofports
         self.loss_ratio_limit = loss_ratio_limit
+        self.wire_names = wire_names
         self.last: CrossCheck | None = None
+        self.cabling: CrossCheck | None = None
+        """The cabling probe's cross-check (two-host mode), once the first trial ran."""
 
     def ports(self) -> tuple[PortInfo, ...]:
         """Return the inner generator's ports."""
         return self.inner.ports()
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
-        """Run the trial on the inner generator and cross-check it with OVS."""
+        """Run the trial on the inner generator and cross-check it with OVS.
+
+        :raises CablingError: before the first trial, when the NIC ports are crossed or not cabled.
+        """
         self.ovs.check_alive()
+        wire = self.wire_names is not None
+        if self.wire_names is not None and self.cabling is None:
+            self.cabling = check_cabling(
+                self.inner, self.ovs, self.bridge, (self.ofports[0], self.ofports[1]), self.wire_names
+            )
         before = self.ovs.port_counters(self.bridge)
         result = self.inner.run_trial(spec)
         self.ovs.check_alive()
         after = self.ovs.port_counters(self.bridge)
-        self.last = compare(before, after, result, self.ofports)
+        self.last = compare(before, after, result, self.ofports, wire=wire)
         for line in self.last.mismatches:
             log.warning(
                 "Cross-check, %s at %.0f pps: %s", item_text(spec.frame_size_bytes), spec.rate_pps, line
             )
-        dropped = generator_caused_failure(result, self.last, self.loss_ratio_limit) if result.valid else 0
+        dropped = (
+            generator_caused_failure(result, self.last, self.loss_ratio_limit)
+            if result.valid and not wire
+            else 0
+        )
         if dropped:
             return dataclasses.replace(
                 result,

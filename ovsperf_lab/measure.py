@@ -165,7 +165,10 @@ def measure_mlr(
     trials: list[MlrTrial] = []
 
     def record(trial: MlrTrial) -> None:
-        records.append(mlr_trial_to_json(trial, frame_size, config.flows))
+        entry = mlr_trial_to_json(trial, frame_size, config.flows)
+        if generator.last is not None and generator.wire_names is not None:  # two-host mode: NIC counts
+            entry["crosscheck"] = generator.last.to_json()
+        records.append(entry)
         trials.append(trial)
         on_trials(tuple(records))
         observer.mlr_trial_finished(len(trials), trial)

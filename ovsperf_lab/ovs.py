@@ -4,8 +4,9 @@ Layout under the run directory ``<run_dir>/ovs/``: ``run/`` (``db.sock``, contro
 pidfiles, ``<bridge>.mgmt``), ``db/conf.db``, ``log/`` (``ovsdb-server.log``,
 ``ovs-vswitchd.log``) and ``etc/``. The ``OVS_RUNDIR``/``OVS_DBDIR``/``OVS_LOGDIR``/
 ``OVS_SYSCONFDIR`` variables point every OVS tool there, and every ``ovs-vsctl``/``ovs-appctl``
-call names the sandbox's sockets explicitly. DPDK runs with ``--no-pci`` and a file prefix of the
-run (OVS 3.x adds ``--in-memory``, so no hugepage files are created). Both daemons are children of
+call names the sandbox's sockets explicitly. DPDK runs with ``--no-pci`` (two-host mode: an
+allow-list ``-a`` of the ``--dut-port`` PCI addresses instead) and a file prefix of the run (OVS
+3.x adds ``--in-memory``, so no hugepage files are created). Both daemons are children of
 this process and recorded in the run's :class:`~ovsperf_lab.state.LabRunState`.
 """
 
@@ -89,6 +90,8 @@ class OvsConfig:
     """More ``other_config`` keys, e.g. ``(('pmd-rxq-assign', 'roundrobin'),)``."""
     library_dir: Path | None = None
     """``LD_LIBRARY_PATH`` of ovs-vswitchd (another DPDK build of the same ABI); ``None``: the system's."""
+    pci_allow: tuple[str, ...] = ()
+    """PCI addresses DPDK may probe (EAL ``-a``, two-host mode's ``--dut-port``); empty: ``--no-pci``."""
 
 
 class OvsSandbox:
@@ -157,7 +160,13 @@ class OvsSandbox:
             "dpdk-socket-mem": str(self.config.socket_mem_mb),
             "dpdk-lcore-mask": cpu_mask((self.config.lcore_cpu,)),
             "pmd-cpu-mask": cpu_mask(self.config.pmd_cpus),
-            "dpdk-extra": f"--no-pci --file-prefix={self.config.file_prefix}",
+            "dpdk-extra": " ".join(
+                [
+                    *(f"-a {a}" for a in self.config.pci_allow),
+                    *([] if self.config.pci_allow else ["--no-pci"]),
+                    f"--file-prefix={self.config.file_prefix}",
+                ]
+            ),
             **dict(self.config.extra_other_config),
         }
         self.vsctl("--no-wait", "init")

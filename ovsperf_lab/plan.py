@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, VsperfTest,
 from ovsperf_common.framemix import FrameMix, FrameSizeItem
 from ovsperf_common.spec import SpecEnum
 from ovsperf_common.units import check_frame_size
+from ovsperf_lab.devargs import parse_devargs
 from ovsperf_lab.errors import LabError, RefusedScenarioError
 from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, generator_backend
+from ovsperf_lab.generators.sshhost import SshTarget
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
 from ovsperf_lab.requirements import Demand, Need, unmet
@@ -37,6 +40,9 @@ ended generator-limited."""
 
 MAX_REPEATS = 20
 """Most repeats of a run ``--repeats`` accepts [1]."""
+
+_CPU_LIST_RE = re.compile(r"\d{1,4}(?:-\d{1,4})?(?:,\d{1,4}(?:-\d{1,4})?)*\Z")
+"""An EAL ``-l`` core list: ``2``, ``2-3``, ``2,4-5`` (``--tg-cpus``)."""
 
 RING_SIZES = tuple(1 << n for n in range(8, 16))
 """Ring sizes ``--ring-size`` accepts: powers of two, 256 to 32768 (the virtio maximum)."""
@@ -152,6 +158,29 @@ class LabOptions:
     :mod:`ovsperf_lab.telemetry`)."""
     generator: str = DEFAULT_GENERATOR
     """Traffic generator backend (``--generator``; :mod:`ovsperf_lab.generators.registry`)."""
+    dut_ports: tuple[str, ...] = ()
+    """OVS's NIC ports as DPDK devargs, port 0 first (``--dut-port``, twice; two-host mode, docs/lab.md
+    "Two hosts (NIC ports)"); empty: vhost-user ports to a generator on this machine."""
+    tg_ports: tuple[str, ...] = ()
+    """The generator's NIC ports as DPDK devargs, port 0 first (``--tg-port``, twice), cabled TG
+    port 0 to DUT port 0 and TG port 1 to DUT port 1."""
+    tg_ssh: SshTarget | None = None
+    """The TG host the generator runs on over SSH (``--tg-ssh``, ``--tg-ssh-key``,
+    ``--tg-known-hosts``); ``None``: this machine."""
+    tg_binary: Path | None = None
+    """The generator binary (on the TG with :attr:`tg_ssh`; ``--tg-binary``); ``None``: the
+    backend's default (:data:`~ovsperf_lab.generators.sshhost.DEFAULT_REMOTE_BINARY` on a TG)."""
+    tg_cpus: str | None = None
+    """The generator's EAL core list (``--tg-cpus``, e.g. ``'2,3'``); ``None``: the plan's CPU."""
+    pmd_cpus: tuple[int, ...] | None = None
+    """OVS PMD CPUs (``--pmd-cpus``, from the inventory); ``None``: the lab picks them."""
+    lcore_cpu: int | None = None
+    """CPU of OVS's DPDK main lcore (``--lcore-cpu``); ``None``: the lab picks it."""
+
+    @property
+    def wire(self) -> bool:
+        """Return whether OVS's ports are NIC ports (``--dut-port``: two-host mode)."""
+        return bool(self.dut_ports)
 
     @property
     def loss_ratio_limit(self) -> float | None:
@@ -194,8 +223,12 @@ class LabOptions:
         )
 
     def hugepage_memory_mb(self, *, vnf: bool) -> int:
-        """Return the hugepage memory OVS, the generator and (with ``vnf``) the forwarder reserve [MiB]."""
-        return self.ovs_socket_mem_mb + self.generator_memory_mb + (self.vnf_memory_mb if vnf else 0)
+        """Return the hugepage memory OVS, the generator and the forwarder reserve on this machine [MiB].
+
+        The generator counts unless it runs on a TG host; the forwarder only with ``vnf``.
+        """
+        generator = 0 if self.tg_ssh is not None else self.generator_memory_mb
+        return self.ovs_socket_mem_mb + generator + (self.vnf_memory_mb if vnf else 0)
 
     def __post_init__(self) -> None:
         """Check every option against its range.
@@ -244,11 +277,64 @@ class LabOptions:
                     f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
                     f"generator can hold), got {flows!r}."
                 )
+        if self.ovs_socket_mem_mb < 64 or self.generator_memory_mb < 16:
+            raise LabError(
+                f"Options '--socket-mem-mb' (>= 64) and '--tg-memory-mb' (>= 16) are too small: "
+                f"{self.ovs_socket_mem_mb}, {self.generator_memory_mb}."
+            )
+        self._check_wire_options()
         if len(set(self.flow_sweep)) != len(self.flow_sweep):
             raise LabError(f"Option '--flows' names a flow count twice: {list(self.flow_sweep)}.")
         if self.flow_sweep and self.flow_sweep[0] != self.flows:
             raise LabError("Option '--flows': the first flow count of a sweep is the run's 'flows'.")
         self._check_mlr_options()
+
+    def _check_wire_options(self) -> None:
+        """Check the two-host options (``--dut-port``, ``--tg-*``) and the DUT CPU options.
+
+        :raises LabError: naming the option.
+        """
+        for option, ports in (("--dut-port", self.dut_ports), ("--tg-port", self.tg_ports)):
+            if ports and len(ports) != 2:
+                raise LabError(
+                    f"Option '{option}' must be given twice (port 0, then port 1), got {len(ports)}."
+                )
+            for text in ports:
+                try:
+                    parse_devargs(text)
+                except ValueError as err:
+                    raise LabError(f"Option '{option}': {err}.") from err
+            if ports and parse_devargs(ports[0]).name == parse_devargs(ports[1]).name:
+                raise LabError(f"Option '{option}' names the same device twice: {ports[0]!r}.")
+        if bool(self.dut_ports) != bool(self.tg_ports):
+            raise LabError("Options '--dut-port' and '--tg-port' go together (two-host mode: both, twice).")
+        if not self.wire:
+            given = [
+                o for o, v in (("--tg-ssh", self.tg_ssh), ("--tg-binary", self.tg_binary)) if v is not None
+            ]
+            if given:
+                raise LabError(
+                    f"Option '{given[0]}' applies to two-host mode; give '--dut-port' and '--tg-port'."
+                )
+        elif not generator_backend(self.generator).wire:
+            raise LabError(
+                f"Option '--generator': '{self.generator}' cannot drive NIC ports ('--tg-port'); "
+                "use 'trafficgen'."
+            )
+        if self.tg_cpus is not None and not _CPU_LIST_RE.match(self.tg_cpus):
+            raise LabError(
+                f"Option '--tg-cpus': {self.tg_cpus[:60]!r} is not a CPU list such as '2' or '2-3,6'."
+            )
+        if self.pmd_cpus is not None:
+            if not self.pmd_cpus or len(set(self.pmd_cpus)) != len(self.pmd_cpus):
+                raise LabError(f"Option '--pmd-cpus' must name different CPUs, got {list(self.pmd_cpus)!r}.")
+            if self.pmd_cores is not None and self.pmd_cores != len(self.pmd_cpus):
+                raise LabError(
+                    f"Options '--pmd-cores' ({self.pmd_cores}) and '--pmd-cpus' "
+                    f"({len(self.pmd_cpus)} CPUs) disagree."
+                )
+            if self.lcore_cpu is not None and self.lcore_cpu in self.pmd_cpus:
+                raise LabError(f"Option '--lcore-cpu' {self.lcore_cpu} is one of '--pmd-cpus'.")
 
     def _check_mlr_options(self) -> None:
         """Check the MLRsearch and latency options (``--goal``, ``--latency-*``, binary-only ones).
@@ -401,6 +487,14 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         if options.pmd_cores is not None
         else max(1, min(scenario.rx_queues, max(len(cpus) - 1, 0)))
     )
+    if options.pmd_cpus is not None:
+        pmds = len(options.pmd_cpus)
+    named = [c for c in (*(options.pmd_cpus or ()), options.lcore_cpu) if c is not None and c not in cpus]
+    if named:
+        reasons.append(
+            f"'--pmd-cpus'/'--lcore-cpu' name CPUs {', '.join(map(str, named))} this process may not use "
+            f"(it may use {','.join(map(str, cpus))}); name others or widen the cpuset."
+        )
     demand = Demand(
         pmd_cores=pmds,
         memory_mb=options.hugepage_memory_mb(vnf=needs_vnf),
@@ -412,10 +506,12 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         raise RefusedScenarioError(scenario.name, tuple(reasons))
 
     generator_cpu = cpus[0]
-    pmd_cpus = tuple(cpus[1 : 1 + pmds])
+    pmd_cpus = options.pmd_cpus if options.pmd_cpus is not None else tuple(cpus[1 : 1 + pmds])
+    lcore_cpu = options.lcore_cpu if options.lcore_cpu is not None else generator_cpu
     vnf_cpu: int | None = None
     if needs_vnf:
-        spare = [c for c in cpus if c != generator_cpu and c not in pmd_cpus]
+        # A generator on a TG host leaves its CPU here to the forwarder.
+        spare = [c for c in cpus if (c != generator_cpu or options.tg_ssh is not None) and c not in pmd_cpus]
         if spare:
             vnf_cpu = spare[0]
         else:
@@ -447,7 +543,7 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
             else scenario.validation_trial_s
         ),
         queues=scenario.rx_queues,
-        cpus=CpuPlan(generator_cpu, generator_cpu, pmd_cpus, vnf_cpu),
+        cpus=CpuPlan(generator_cpu, lcore_cpu, pmd_cpus, vnf_cpu),
         vnf=vnf,
         guest_image=options.guest_image,
         options=options,

@@ -17,6 +17,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import item_name
@@ -92,14 +93,53 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
         nic=(
             "virtio_user (generator) <-> OVS dpdkvhostuserclient, no physical NIC, "
             f"rings of {plan.options.ring_size} descriptors"
+            if not plan.options.wire
+            else f"OVS type=dpdk {' / '.join(plan.options.dut_ports)} <-> TG "
+            f"{' / '.join(plan.options.tg_ports)} ({_tg_host(plan)})"
         ),
         vnf=vnf,
         cpu_plan=(
-            f"generator CPU {cpus.generator_cpu}, OVS lcore CPU {cpus.ovs_lcore_cpu}, OVS PMD CPUs "
+            (
+                f"generator CPU {cpus.generator_cpu}"
+                if plan.options.tg_ssh is None
+                else f"generator CPUs {plan.options.tg_cpus or cpus.generator_cpu} on TG host "
+                f"{plan.options.tg_ssh}"
+            )
+            + f", OVS lcore CPU {cpus.ovs_lcore_cpu}, OVS PMD CPUs "
             f"{','.join(map(str, cpus.pmd_cpus))}"
             + (f", forwarder CPU {cpus.vnf_cpu}" if cpus.vnf_cpu is not None else "")
         ),
     )
+
+
+CLOCK_NOTE = (
+    "Latency is measured on the TG: the generator timestamps each frame as it leaves one TG port and "
+    "again as it comes back through the DUT on the other, with the TG's one clock (TSC); frames loop "
+    "TG -> DUT -> TG, so no clock of the DUT is involved and the cables' delay is included."
+)
+"""What two-host results say about their latency (metadata ``two_host.clock``)."""
+
+
+def _tg_host(plan: LabPlan) -> str:
+    """Return the TG host of a two-host run: ``[USER@]HOST[:PORT]``, or ``'(same machine)'``."""
+    return str(plan.options.tg_ssh) if plan.options.tg_ssh is not None else "(same machine)"
+
+
+def _two_host_metadata(plan: LabPlan) -> dict[str, Any]:
+    """Return the metadata keys of a two-host run (``engine``, ``two_host``); none otherwise."""
+    options = plan.options
+    if not options.wire:
+        return {}
+    return {
+        "engine": "ovsperf",
+        "two_host": {
+            "tg_host": _tg_host(plan),
+            "dut_ports": list(options.dut_ports),
+            "tg_ports": list(options.tg_ports),
+            "tg_cpus": options.tg_cpus,
+            "clock": CLOCK_NOTE,
+        },
+    }
 
 
 def _guest(plan: LabPlan, test: VsperfTest) -> GuestLoopback | None:
@@ -188,8 +228,13 @@ def run_lab(
             scenario=plan.scenario.name,
             complete=reason is None,
             reason=reason,
-            hosts={"dut": socket.gethostname(), "trafficgen": f"{backend.label} (same machine)"},
+            hosts={
+                "dut": socket.gethostname(),
+                "trafficgen": f"{backend.label} "
+                + (f"on {plan.options.tg_ssh}" if plan.options.tg_ssh is not None else "(same machine)"),
+            },
             extra={
+                **_two_host_metadata(plan),
                 "test_names": [t.value for t in plan.tests],
                 "frame_sizes_bytes": [item_name(item) for item in plan.frame_sizes_bytes],
                 "loss_ratio_limit": plan.loss_ratio_limit,
@@ -300,12 +345,14 @@ class _TestRunner:
         if self.plan.options.telemetry:
             measured = self._telemetry(part, bed.generator, {p.ofport: p.name for p in bed.layout.ports})
         ovs = self.ovs
+        ports = bed.layout.generator_ports
         return CrossCheckedGenerator(
             measured,
             ovs,
             ovs.bridge,
-            tuple(p.ofport for p in bed.layout.generator_ports),
+            tuple(p.ofport for p in ports),
             self.plan.max_loss_ratio,
+            wire_names=(ports[0].name, ports[1].name) if bed.layout.wire else None,
         )
 
     def _telemetry(
@@ -317,7 +364,7 @@ class _TestRunner:
         """
         ovs = self.ovs
         processes = {"ovs-vswitchd": ovs.pids["ovs-vswitchd"]}
-        if generator.pid is not None:
+        if generator.pid is not None and generator.host is None:  # a TG host's ssh client is not it
             processes["generator"] = generator.pid
 
         def ports() -> dict[str, dict[str, float | None]]:

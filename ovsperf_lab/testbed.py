@@ -28,6 +28,7 @@ from types import TracebackType
 
 from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
+from ovsperf_lab.devargs import parse_devargs
 from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
 from ovsperf_lab.generators.api import (
     DEFAULT_LINK_SPEED_MBPS,
@@ -38,9 +39,10 @@ from ovsperf_lab.generators.api import (
     pool_memory_mb,
 )
 from ovsperf_lab.generators.registry import generator_backend
+from ovsperf_lab.generators.sshhost import SshTarget
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsConfig, OvsSandbox
-from ovsperf_lab.plan import CpuPlan, FlowRules, LabPlan, VnfKind
+from ovsperf_lab.plan import CpuPlan, FlowRules, LabOptions, LabPlan, VnfKind
 from ovsperf_lab.state import LabRunState, renice
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
 
@@ -103,6 +105,36 @@ class ForwarderSpec:
 
 
 @dataclass(frozen=True)
+class WireConfig:
+    """Two-host mode: OVS's and the generator's NIC ports, and where the generator runs."""
+
+    dut_ports: tuple[str, str]
+    """OVS's ports 0 and 1 as DPDK devargs (``--dut-port``)."""
+    tg_ports: tuple[str, str]
+    """The generator's ports 0 and 1 as DPDK devargs (``--tg-port``), cabled to the DUT's."""
+    ssh: SshTarget | None = None
+    """The TG host (``--tg-ssh``); ``None``: the generator runs on this machine."""
+    binary: Path | None = None
+    """The generator binary (``--tg-binary``); ``None``: the backend's default."""
+    cpus: str | None = None
+    """The generator's EAL core list (``--tg-cpus``); ``None``: the CPU plan's generator CPU."""
+
+    @property
+    def pci_allow(self) -> tuple[str, ...]:
+        """Return the PCI addresses of :attr:`dut_ports` (OVS's EAL allow-list; empty: ``--no-pci``)."""
+        ports = (parse_devargs(text) for text in self.dut_ports)
+        return tuple(p.pci_address for p in ports if p.pci_address is not None)
+
+    @classmethod
+    def for_options(cls, options: LabOptions) -> WireConfig | None:
+        """Return the two-host settings of ``options``, ``None`` without ``--dut-port``."""
+        if not options.wire:
+            return None
+        dut, tg = options.dut_ports, options.tg_ports
+        return cls((dut[0], dut[1]), (tg[0], tg[1]), options.tg_ssh, options.tg_binary, options.tg_cpus)
+
+
+@dataclass(frozen=True)
 class TestbedConfig:
     """What every testbed of a run or comparison shares: CPUs, queues, rings, nice, memory."""
 
@@ -129,6 +161,8 @@ class TestbedConfig:
     flows: int = 1
     """Flows per direction every trial asks for [1]; a generator that fixes it at start (testpmd)
     starts with it."""
+    wire: WireConfig | None = None
+    """Two-host mode's NIC ports and TG host; ``None``: vhost-user ports to a local generator."""
 
     def __post_init__(self) -> None:
         """Check the generator's name before anything starts.
@@ -151,6 +185,7 @@ class TestbedConfig:
             generator=options.generator,
             match_udp=options.flow_rules is FlowRules.UDP,
             forwarder=ForwarderSpec.for_plan(plan, facts) if plan.vnf is not None else None,
+            wire=WireConfig.for_options(options),
         )
 
 
@@ -175,6 +210,7 @@ class Switch:
                 vswitchd=build.vswitchd,
                 extra_other_config=build.other_config,
                 library_dir=build.library_dir,
+                pci_allow=config.wire.pci_allow if config.wire is not None else (),
             ),
         )
         self.versions = ("unknown", "unknown")
@@ -258,7 +294,8 @@ def open_testbed(
     :raises LabError: for a topology the lab cannot build, or PVP without a forwarder.
     """
     config, state, ovs = switch.config, switch.state, switch.ovs
-    lay = topology.layout(deployment, state.run_dir / "sock")
+    wire = config.wire
+    lay = topology.layout(deployment, state.run_dir / "sock", wire.dut_ports if wire is not None else None)
     if lay.vnf_ports and config.forwarder is None:
         raise LabError(f"Topology '{deployment.value}' needs a forwarder, and the testbed has none.")
     vnf: ForwarderProcess | None = None
@@ -270,13 +307,16 @@ def open_testbed(
             vnf = _start_forwarder(config.forwarder, config, state, lay)
         generator = generator_factory(
             GeneratorRequest(
-                ports=lay.attachments(),
+                ports=lay.attachments(wire.tg_ports if wire is not None else None),
                 cpu=config.cpus.generator_cpu,
                 file_prefix=state.new_file_prefix("tg"),
                 memory_mb=config.generator_memory_mb,
                 queues=config.queues,
                 ring_size=config.ring_size,
                 flows=config.flows,
+                ssh=wire.ssh if wire is not None else None,
+                binary=wire.binary if wire is not None else None,
+                lcores=wire.cpus if wire is not None else None,
             )
         )
         if generator.pid is not None:
@@ -287,12 +327,15 @@ def open_testbed(
         if on_generator is not None:
             on_generator(generator)
         ports = generator.wait_link(timeout_s=LINK_TIMEOUT_S)
-        # OVS must see the forwarder's ports up too, or the first trials measure a broken path.
-        if lay.vnf_ports:
-            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=lay.vnf_ports)
+        # OVS must see the forwarder's ports (and its NICs) up too, or the first trials measure a
+        # broken path.
+        awaited = lay.vnf_ports + (lay.generator_ports if lay.wire else ())
+        if awaited:
+            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=awaited)
         if vnf is not None:
             vnf.check_alive()
-        check_rings(generator, config.ring_size)
+        if not lay.wire:  # a NIC's ring is the driver's choice (rte_eth_dev_adjust_nb_rx_tx_desc)
+            check_rings(generator, config.ring_size)
         speed = ports[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
         yield Testbed(switch, lay, generator, speed, vnf)
     except (TrafficGeneratorError, VnfError, OvsError) as err:
@@ -309,7 +352,8 @@ def open_testbed(
             ovs.check_alive()
             topology.remove(ovs)
         for port in lay.ports:
-            port.socket.unlink(missing_ok=True)
+            if port.socket is not None:
+                port.socket.unlink(missing_ok=True)
 
 
 def _start_forwarder(
@@ -319,7 +363,9 @@ def _start_forwarder(
 
     :raises VnfError: when it cannot be started.
     """
-    sockets = (lay.vnf_ports[0].socket, lay.vnf_ports[1].socket)
+    west, east = (port.socket for port in lay.vnf_ports)
+    assert west is not None and east is not None  # forwarder ports are vhost-user ports
+    sockets = (west, east)
     if spec.kind is VnfKind.QEMU and spec.guest_image is not None:
         argv = qemu_argv(
             binary=spec.binary,

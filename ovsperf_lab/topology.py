@@ -8,6 +8,10 @@ ports with ``dpdkvhostuserclient`` ports whose sockets the traffic generator ser
 * P2P: generator port 0 ↔ OVS port 1, generator port 1 ↔ OVS port 2; rules 1→2 and 2→1.
 * PVP: two more ports 3 and 4 to the forwarder (its port 0 and 1); rules 1→3, 4→2, 2→4, 3→1,
   so frames from generator port 0 cross the forwarder once and come back on generator port 1.
+
+Two-host mode (``--dut-port``) keeps VSperf's physical ports: ports 1 and 2 are ``type=dpdk``
+ports ``dpdk0``/``dpdk1`` with ``options:dpdk-devargs`` (a PCI address or a vdev), cabled to the
+TG's NIC ports; the rules and the PVP forwarder ports stay as above.
 """
 
 from __future__ import annotations
@@ -27,14 +31,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class VhostPort:
-    """One ``dpdkvhostuserclient`` port of the bridge."""
+    """One port of the bridge: ``dpdkvhostuserclient``, or a NIC port (``type=dpdk``, two-host mode)."""
 
     name: str
     """Interface name in OVS, e.g. ``'tg0'``."""
     ofport: int
     """OpenFlow port number (``ofport_request``)."""
-    socket: Path
-    """vhost-user socket the peer serves (``options:vhost-server-path``)."""
+    socket: Path | None
+    """vhost-user socket the peer serves (``options:vhost-server-path``); ``None`` for a NIC port."""
+    devargs: str | None = None
+    """A NIC port's DPDK devargs (``options:dpdk-devargs``); ``None`` for a vhost-user port."""
 
 
 @dataclass(frozen=True)
@@ -55,26 +61,46 @@ class Layout:
         """Return all ports, generator ports first."""
         return self.generator_ports + self.vnf_ports
 
-    def attachments(self) -> tuple[GeneratorPort, GeneratorPort]:
-        """Return the generator's two ports by role: west on ``tg0``'s socket, east on ``tg1``'s.
+    @property
+    def wire(self) -> bool:
+        """Return whether the generator's ports are NIC ports (two-host mode)."""
+        return self.generator_ports[0].devargs is not None
 
-        OVS's ports are ``dpdkvhostuserclient``, so each generator port serves a vhost-user socket.
+    def attachments(self, tg_devargs: tuple[str, str] | None = None) -> tuple[GeneratorPort, GeneratorPort]:
+        """Return the generator's two ports by role: west facing OVS port 1, east facing port 2.
+
+        With ``dpdkvhostuserclient`` ports each generator port serves the vhost-user socket
+        (``tg0``'s, ``tg1``'s); with NIC ports (:attr:`wire`) it is the TG's NIC port
+        ``tg_devargs[i]``, cabled to OVS's ``dpdk<i>``.
+
+        :raises LabError: when NIC ports lack ``tg_devargs``.
         """
+        roles = (PortRole.WEST, PortRole.EAST)
+        if self.wire:
+            if tg_devargs is None:
+                raise LabError("A two-host layout needs the generator's NIC ports ('--tg-port').")
+            return (
+                GeneratorPort(roles[0], Attachment(AttachmentKind.WIRE, devargs=tg_devargs[0])),
+                GeneratorPort(roles[1], Attachment(AttachmentKind.WIRE, devargs=tg_devargs[1])),
+            )
         west, east = self.generator_ports
         return (
-            GeneratorPort(PortRole.WEST, Attachment(AttachmentKind.VHOST_USER_SERVER, west.socket)),
-            GeneratorPort(PortRole.EAST, Attachment(AttachmentKind.VHOST_USER_SERVER, east.socket)),
+            GeneratorPort(roles[0], Attachment(AttachmentKind.VHOST_USER_SERVER, west.socket)),
+            GeneratorPort(roles[1], Attachment(AttachmentKind.VHOST_USER_SERVER, east.socket)),
         )
 
 
-def layout(topology: Topology, socket_dir: Path) -> Layout:
+def layout(topology: Topology, socket_dir: Path, dut_devargs: tuple[str, str] | None = None) -> Layout:
     """Return the ports and rules of ``topology`` with sockets in ``socket_dir``.
 
+    :param dut_devargs: OVS's NIC ports 0 and 1 (two-host mode, ``--dut-port``); ``None``:
+        vhost-user ports to a generator on this machine.
     :raises LabError: for a topology the lab cannot build (PVVP).
     """
     tg = (
-        VhostPort("tg0", 1, socket_dir / "tg0.sock"),
-        VhostPort("tg1", 2, socket_dir / "tg1.sock"),
+        (VhostPort("tg0", 1, socket_dir / "tg0.sock"), VhostPort("tg1", 2, socket_dir / "tg1.sock"))
+        if dut_devargs is None
+        else (VhostPort("dpdk0", 1, None, dut_devargs[0]), VhostPort("dpdk1", 2, None, dut_devargs[1]))
     )
     if topology is Topology.P2P:
         return Layout(topology, tg, (), ((1, 2), (2, 1)))
@@ -96,10 +122,17 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int, *, match_udp: bool = False) 
 
     :raises OvsError: when OVS refuses a port or a rule.
     """
-    lay.generator_ports[0].socket.parent.mkdir(parents=True, exist_ok=True)
+    for port in lay.ports:
+        if port.socket is not None:
+            port.socket.parent.mkdir(parents=True, exist_ok=True)
     ovs.vsctl("--if-exists", "del-br", ovs.bridge)
     ovs.vsctl("add-br", ovs.bridge, "--", "set", "bridge", ovs.bridge, "datapath_type=netdev")
     for port in lay.ports:
+        kind = (
+            ("type=dpdk", f"options:dpdk-devargs={port.devargs}")
+            if port.devargs is not None
+            else ("type=dpdkvhostuserclient", f"options:vhost-server-path={port.socket}")
+        )
         ovs.vsctl(
             "add-port",
             ovs.bridge,
@@ -108,8 +141,7 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int, *, match_udp: bool = False) 
             "set",
             "Interface",
             port.name,
-            "type=dpdkvhostuserclient",
-            f"options:vhost-server-path={port.socket}",
+            *kind,
             f"options:n_rxq={n_rxq}",
             f"ofport_request={port.ofport}",
         )
@@ -136,12 +168,12 @@ def remove(ovs: OvsSandbox) -> None:
 def wait_links_up(
     ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0, ports: tuple[VhostPort, ...] | None = None
 ) -> None:
-    """Wait until OVS sees ``ports`` (default: every port of ``lay``) up (peer connected).
+    """Wait until OVS sees ``ports`` (default: every port of ``lay``) up (peer connected, or a NIC's link).
 
     :raises OvsError: naming the ports still down after ``timeout_s`` [s].
     """
     wanted = {p.name for p in (ports if ports is not None else lay.ports)}
-    deadline = Deadline.in_seconds(timeout_s, f"vhost-user ports {', '.join(sorted(wanted))} to come up")
+    deadline = Deadline.in_seconds(timeout_s, f"OVS ports {', '.join(sorted(wanted))} to come up")
 
     def all_up() -> bool | None:
         states = port_link_states(ovs, lay)

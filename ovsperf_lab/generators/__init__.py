@@ -9,6 +9,10 @@
 - :mod:`~ovsperf_lab.generators.testpmd` — ``testpmd``: DPDK's testpmd flowgen as an MRR reference,
   with :mod:`~ovsperf_lab.generators.testpmd_console` (its interactive command line) and
   :mod:`~ovsperf_lab.generators.testpmd_text` (parsers of its answers);
+- :mod:`~ovsperf_lab.generators.trex` — ``trex``: a running TRex stateless server through its own
+  client in a child process (``ovsperf_common.trexclient``), NIC ports (two-host mode), with
+  :mod:`~ovsperf_lab.generators.trex_trial` (a trial's request and TRex's counters and latency)
+  and :mod:`~ovsperf_lab.generators.trex_options` (the ``--trex-*`` options);
 - :mod:`~ovsperf_lab.generators.registry` — name → backend, one line per backend.
 
 This package module imports nothing: importing :mod:`~ovsperf_lab.generators.api` does not load

@@ -23,10 +23,14 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.model import MAX_FLOWS, TrialResult, TrialSpec
+
+if TYPE_CHECKING:  # a field type only: importing the API loads no SSH or backend code
+    from ovsperf_lab.generators.sshhost import SshTarget
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class PortInfo:
     """RX ring of queue 0 as the generator configured it [descriptors]; ``None``: not reported."""
     tx_descriptors: int | None = None
     """TX ring of queue 0 as the generator configured it [descriptors]; ``None``: not reported."""
+    name: str | None = None
+    """DPDK device name (a PCI address, a vdev's name such as ``'net_af_packet0'``); ``None``: not
+    reported."""
 
 
 class TrafficGenerator(abc.ABC):
@@ -57,6 +64,9 @@ class TrafficGenerator(abc.ABC):
     pid: int | None = None
     """PID of the generator's process on this machine, for tracking and nice; ``None`` when it has
     none of its own (a wrapper, a fake)."""
+    host: str | None = None
+    """The TG host it runs on (``[USER@]HOST[:PORT]``, two-host mode; :attr:`pid` is then its ssh
+    client's); ``None``: this machine."""
 
     def wait_link(self, timeout_s: float) -> tuple[PortInfo, ...]:
         """Wait until every port's link is up; return the ports.
@@ -108,6 +118,9 @@ class AttachmentKind(SpecEnum):
     VHOST_USER_SERVER = "vhost-user-server"
     """The generator serves a vhost-user socket (DPDK ``net_virtio_user…,server=1``); OVS connects
     to it as a ``dpdkvhostuserclient`` port."""
+    WIRE = "wire"
+    """The generator drives a NIC port (DPDK devargs: a PCI address or a vdev such as
+    ``net_af_packet0,iface=veth0``) cabled to one of the DUT's NIC ports (two-host mode)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +129,20 @@ class Attachment:
 
     kind: AttachmentKind
     """What it is."""
-    socket: Path
-    """The vhost-user socket's path (:attr:`AttachmentKind.VHOST_USER_SERVER`)."""
+    socket: Path | None = None
+    """The vhost-user socket's path (:attr:`AttachmentKind.VHOST_USER_SERVER` only)."""
+    devargs: str | None = None
+    """The generator's own port as DPDK devargs (:attr:`AttachmentKind.WIRE` only)."""
+
+    def __post_init__(self) -> None:
+        """Check that the kind has its field and only it.
+
+        :raises LabError: naming the kind and the field it needs.
+        """
+        wire = self.kind is AttachmentKind.WIRE
+        if (self.devargs is not None) != wire or (self.socket is not None) == wire:
+            need = "'devargs'" if wire else "'socket'"
+            raise LabError(f"An attachment of kind '{self.kind.value}' takes {need} and nothing else.")
 
 
 @dataclass(frozen=True)
@@ -149,6 +174,12 @@ class GeneratorRequest:
     flows: int = 1
     """Flows per direction the trials ask for [1]: a backend that fixes its flow count when it
     starts (``testpmd``'s ``--flowgen-flows``) starts with it and refuses a trial with another."""
+    ssh: SshTarget | None = None
+    """Run the generator on this TG host over SSH (two-host mode); ``None``: on this machine."""
+    binary: Path | None = None
+    """The generator binary (with :attr:`ssh`: a path on the TG); ``None``: the backend's default."""
+    lcores: str | None = None
+    """EAL core list of the generator (``--tg-cpus``), instead of :attr:`cpu`; ``None``: :attr:`cpu`."""
 
     def __post_init__(self) -> None:
         """Check the roles' order and the flow count.
@@ -163,18 +194,41 @@ class GeneratorRequest:
                 f"{[p.role.value for p in self.ports]!r}."
             )
 
+    @property
+    def wire(self) -> bool:
+        """Return whether the ports are NIC ports (:attr:`AttachmentKind.WIRE`, two-host mode)."""
+        return any(p.attachment.kind is AttachmentKind.WIRE for p in self.ports)
+
     def sockets(self) -> tuple[Path, Path]:
         """Return the two ports' vhost-user sockets, west then east.
 
         :raises LabError: when a port's attachment is not a vhost-user server.
         """
+        west, east = (p.attachment.socket for p in self._attached(AttachmentKind.VHOST_USER_SERVER))
+        assert west is not None and east is not None  # Attachment.__post_init__
+        return (west, east)
+
+    def devargs(self) -> tuple[str, str]:
+        """Return the two ports' DPDK devargs, west then east (two-host mode).
+
+        :raises LabError: when a port's attachment is not a NIC port.
+        """
+        west, east = (p.attachment.devargs for p in self._attached(AttachmentKind.WIRE))
+        assert west is not None and east is not None  # Attachment.__post_init__
+        return (west, east)
+
+    def _attached(self, kind: AttachmentKind) -> tuple[GeneratorPort, GeneratorPort]:
+        """Return the ports, checking that each is attached as ``kind``.
+
+        :raises LabError: naming the port and both kinds.
+        """
         for port in self.ports:
-            if port.attachment.kind is not AttachmentKind.VHOST_USER_SERVER:
+            if port.attachment.kind is not kind:
                 raise LabError(
                     f"Generator port '{port.role.value}' is attached as "
-                    f"'{port.attachment.kind.value}', not as a vhost-user server."
+                    f"'{port.attachment.kind.value}', not as '{kind.value}'."
                 )
-        return (self.ports[0].attachment.socket, self.ports[1].attachment.socket)
+        return self.ports
 
 
 DEFAULT_LINK_SPEED_MBPS = 10_000
@@ -262,3 +316,6 @@ class GeneratorBackend:
     """Start it for a request."""
     readiness: Callable[[], Readiness]
     """Check, without starting anything, whether it can start here."""
+    wire: bool = False
+    """Whether it drives NIC ports (:attr:`AttachmentKind.WIRE`) and runs on a TG host over SSH
+    (two-host mode, ``--dut-port``/``--tg-port``/``--tg-ssh``)."""

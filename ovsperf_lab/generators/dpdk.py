@@ -21,7 +21,8 @@ from typing import Any
 
 from ovsperf_common.deadline import Deadline
 from ovsperf_common.framemix import reduced_weights
-from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.devargs import parse_devargs
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.generators.api import (
     AttachmentKind,
     GeneratorBackend,
@@ -35,6 +36,7 @@ from ovsperf_lab.generators.api import pool_memory_mb as pool_memory_mb
 from ovsperf_lab.generators.dpdk_config import FlowField, GeneratorConfig, default_binary
 from ovsperf_lab.generators.dpdk_protocol import parse_ports, parse_trial_result, require
 from ovsperf_lab.generators.process import DpdkProcess, ProcessGenerator, ProcessKind
+from ovsperf_lab.generators.sshhost import SshTarget, stop_remote
 from ovsperf_lab.model import MAX_FLOWS_SRC_PORT, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
@@ -64,18 +66,28 @@ class DpdkTrafficGenerator(ProcessGenerator):
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._next_id = 1
         binary = config.resolved_binary()
-        if not binary.is_file():
+        if config.ssh is None and not binary.is_file():
             raise TrafficGeneratorError(
                 f"Traffic generator binary '{binary}' not found; build it with 'make -C trafficgen'."
             )
         cmd = config.command(self.file_prefix)
         self._process = DpdkProcess(cmd, PROCESS, config, program=str(binary), file_prefix=self.file_prefix)
         self.pid = self._process.pid
+        self.host = None if config.ssh is None else str(config.ssh)
+        self.remote_pid: int | None = None
+        """The generator's PID on the TG host (two-host mode), from its first output line."""
+        ssh = config.ssh
+        if ssh is not None:
+            self._process.remote_stop = lambda: self._stop_remote(ssh)
         threading.Thread(target=self._pump_stdout, daemon=True, name=f"tg-out-{self.pid}").start()
         try:
-            ready = self._read_reply(
-                Deadline.in_seconds(config.startup_timeout_s, f"traffic generator PID {self.pid} to start")
+            where = f" on TG host '{ssh}'" if ssh is not None else ""
+            started = Deadline.in_seconds(
+                config.startup_timeout_s, f"traffic generator PID {self.pid}{where} to start"
             )
+            if ssh is not None:
+                self.remote_pid = self._read_pid(started)
+            ready = self._read_reply(started)
             if ready.get("event") != "ready":
                 raise TrafficGeneratorError(f"Generator's first line is not the ready event: {ready!r}.")
             self.tsc_hz = int(require(ready, "tsc_hz", int, "the ready event"))
@@ -94,11 +106,58 @@ class DpdkTrafficGenerator(ProcessGenerator):
             self._lines.put(line)
         self._lines.put(None)
 
+    def _stop_remote(self, ssh: SshTarget) -> None:
+        """End the generator on the TG host by its PID and remove its DPDK files there."""
+        stopped = stop_remote(
+            ssh,
+            self.remote_pid,
+            self.file_prefix,
+            hugepage_dir=self.config.hugepage_dir,
+            runtime_dir=self.config.runtime_dir,
+        )
+        if stopped:
+            log.warning(
+                "Traffic generator PID %s on TG host '%s' was stopped by signal.", self.remote_pid, ssh
+            )
+
+    def _read_pid(self, deadline: Deadline) -> int:
+        """Return the remote PID, the first line the TG's shell prints (:data:`~.sshhost.START_SCRIPT`).
+
+        :raises TrafficGeneratorError: as :meth:`_read_line`, or when the line is not a PID.
+        """
+        line = self._read_line(deadline).strip()
+        if not line.isdigit() or not line.isascii():
+            self.close()
+            raise TrafficGeneratorError(
+                f"The TG host's first line is not the generator's PID: {line[:200]!r}."
+            )
+        return int(line)
+
     def _read_reply(self, deadline: Deadline) -> dict[str, Any]:
         """Return the next JSON reply line, waiting at most until ``deadline``.
 
         :raises TrafficGeneratorError: on timeout (the process is killed), exit, or a line that
             is not a JSON object.
+        """
+        line = self._read_line(deadline)
+        try:
+            reply = json.loads(line)
+        except json.JSONDecodeError as err:
+            self.close()
+            raise TrafficGeneratorError(
+                f"Generator wrote a line that is not JSON: {line.strip()!r}."
+            ) from err
+        if not isinstance(reply, dict):
+            self.close()
+            raise TrafficGeneratorError(
+                f"Generator wrote a JSON line that is not an object: {line.strip()!r}."
+            )
+        return reply
+
+    def _read_line(self, deadline: Deadline) -> str:
+        """Return the next output line, waiting at most until ``deadline``.
+
+        :raises TrafficGeneratorError: on timeout (the process is killed) or exit.
         """
         while True:
             try:
@@ -120,19 +179,7 @@ class DpdkTrafficGenerator(ProcessGenerator):
                 )
         if line is None:
             raise self._process.died(f"waiting for {deadline.what}")
-        try:
-            reply = json.loads(line)
-        except json.JSONDecodeError as err:
-            self.close()
-            raise TrafficGeneratorError(
-                f"Generator wrote a line that is not JSON: {line.strip()!r}."
-            ) from err
-        if not isinstance(reply, dict):
-            self.close()
-            raise TrafficGeneratorError(
-                f"Generator wrote a JSON line that is not an object: {line.strip()!r}."
-            )
-        return reply
+        return line
 
     def command(self, cmd: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one command object and return its successful reply.
@@ -275,14 +322,19 @@ class DpdkTrafficGenerator(ProcessGenerator):
 
 
 def start(request: GeneratorRequest) -> TrafficGenerator:
-    """Start ``ovsperf-trafficgen`` serving the request's vhost-user sockets.
+    """Start ``ovsperf-trafficgen`` serving the request's vhost-user sockets, or on its NIC ports.
 
-    Each port is a ``net_virtio_user`` vdev with ``server=1`` (OVS connects as a
-    ``dpdkvhostuserclient``); the EAL memory is raised to what the rings need (:func:`pool_memory_mb`).
+    Each vhost-user port is a ``net_virtio_user`` vdev with ``server=1`` (OVS connects as a
+    ``dpdkvhostuserclient``); NIC ports (two-host mode) are the request's devargs (PCI addresses on
+    the allow-list, vdevs with ``--vdev``), on the TG host over SSH when the request names one.
+    The EAL memory is raised to what the rings need (:func:`pool_memory_mb`).
 
-    :raises LabError: when a port's attachment is not a vhost-user server.
-    :raises TrafficGeneratorError: when the generator does not start.
+    :raises LabError: when a port's attachment is neither, or devargs are malformed.
+    :raises TrafficGeneratorError: when the generator does not start, or its DPDK ports are not
+        the request's in role order.
     """
+    if request.wire:
+        return _start_wire(request)
     ring = request.ring_size
     vdevs = tuple(
         f"net_virtio_user{i},path={sock},server=1,queues={request.queues},queue_size={ring}"
@@ -298,6 +350,38 @@ def start(request: GeneratorRequest) -> TrafficGenerator:
             ring_size=ring,
         )
     )
+
+
+def _start_wire(request: GeneratorRequest) -> TrafficGenerator:
+    """Start the generator on the request's NIC ports (two-host mode); see :func:`start`."""
+    try:
+        ports = tuple(parse_devargs(text) for text in request.devargs())
+    except ValueError as err:
+        raise LabError(f"Option '--tg-port': {err}.") from err
+    ring = request.ring_size
+    generator = DpdkTrafficGenerator(
+        GeneratorConfig(
+            vdevs=tuple(p.text for p in ports if not p.is_pci),
+            pci_allow=tuple(p.text for p in ports if p.is_pci),
+            lcores=request.lcores or str(request.cpu),
+            memory_mb=max(request.memory_mb, pool_memory_mb(len(ports), request.queues, ring)),
+            file_prefix=request.file_prefix,
+            queues=request.queues,
+            ring_size=ring,
+            binary=request.binary,
+            ssh=request.ssh,
+        )
+    )
+    names = [p.name for p in generator.ports()]
+    wanted = [p.name for p in ports]
+    if None not in names and names != wanted:
+        generator.close()
+        raise TrafficGeneratorError(
+            f"The generator's DPDK ports are {names} in that order, not the '--tg-port' order {wanted} "
+            "(west, east): DPDK numbers PCI ports by address and before virtual devices; give "
+            "'--tg-port' in that order and cable TG port 0 to DUT port 0."
+        )
+    return generator
 
 
 def readiness() -> Readiness:
@@ -319,5 +403,6 @@ BACKEND = GeneratorBackend(
     paced=True,
     start=start,
     readiness=readiness,
+    wire=True,
 )
 """The registry entry (:mod:`ovsperf_lab.generators.registry`)."""

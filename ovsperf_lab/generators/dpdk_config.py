@@ -14,6 +14,7 @@ from pathlib import Path
 from ovsperf_common.spec import SpecEnum
 from ovsperf_lab.errors import TrafficGeneratorError
 from ovsperf_lab.generators.process import check_start_fields
+from ovsperf_lab.generators.sshhost import DEFAULT_REMOTE_BINARY, SshTarget, start_words
 
 BINARY_ENV = "OVSPERF_TRAFFICGEN"
 """Environment variable that overrides the generator binary path."""
@@ -88,7 +89,10 @@ class GeneratorConfig:
     """Run the generator in this network namespace (``ip netns exec``), e.g. for
     ``net_af_packet`` on veth interfaces that live there."""
     binary: Path | None = None
-    """Generator binary; ``None`` means ``$OVSPERF_TRAFFICGEN`` or this checkout's build."""
+    """Generator binary; ``None`` means ``$OVSPERF_TRAFFICGEN`` or this checkout's build (with
+    :attr:`ssh`: :data:`~ovsperf_lab.generators.sshhost.DEFAULT_REMOTE_BINARY` on the TG)."""
+    ssh: SshTarget | None = None
+    """Run the generator on this TG host over SSH (two-host mode); ``None``: on this machine."""
     startup_timeout_s: float = 60.0
     """Time allowed for EAL init until the ``ready`` line [s] (a virtio_user port in server
     mode waits here for its peer)."""
@@ -114,17 +118,24 @@ class GeneratorConfig:
         if not self.vdevs and not self.pci_allow:
             raise TrafficGeneratorError("Give at least one 'vdevs' entry or one 'pci_allow' address.")
         check_start_fields(self)
+        if self.ssh is not None and self.netns is not None:
+            raise TrafficGeneratorError("Give 'ssh' or 'netns', not both: the TG host has its own network.")
         if not 0 <= self.tx_tolerance_ratio < 1:
             raise TrafficGeneratorError(
                 f"Field 'tx_tolerance_ratio' must lie in [0, 1), got {self.tx_tolerance_ratio!r}."
             )
 
     def resolved_binary(self) -> Path:
-        """Return the generator binary to run (see :attr:`binary`)."""
-        return self.binary if self.binary is not None else default_binary()
+        """Return the generator binary to run (see :attr:`binary`); with :attr:`ssh`, a path on the TG."""
+        if self.binary is not None:
+            return self.binary
+        return DEFAULT_REMOTE_BINARY if self.ssh is not None else default_binary()
 
     def command(self, file_prefix: str) -> list[str]:
         """Return the full command line: binary, EAL arguments, ``--``, application options.
+
+        With :attr:`ssh` the command is ``ssh … HOST -- sh -c 'echo "$$"; exec "$@"' sh BINARY …``,
+        every remote word shell-quoted: its first output line is the generator's PID on the TG.
 
         ``--in-memory --single-file-segments`` keeps hugepage files off the filesystem and lets
         virtio_user share its memory with a vhost-user peer in one region.
@@ -146,5 +157,8 @@ class GeneratorConfig:
             app += ["--rxd", str(self.ring_size), "--txd", str(self.ring_size)]
         if self.queues > 1:
             app += ["--queues", str(self.queues)]
+        argv = [str(self.resolved_binary()), *eal, "--", *app]
+        if self.ssh is not None:  # the remote shell prints its PID first (sshhost.START_SCRIPT)
+            return self.ssh.argv(start_words(argv))
         netns = ["ip", "netns", "exec", self.netns] if self.netns else []
-        return [*netns, str(self.resolved_binary()), *eal, "--", *app]
+        return [*netns, *argv]

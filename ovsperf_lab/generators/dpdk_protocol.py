@@ -185,6 +185,7 @@ def parse_port(obj: Mapping[str, Any], index: int) -> PortInfo:
         link_up=bool(require(obj, "link_up", bool, where)),
         rx_descriptors=optional_int(obj, "rx_descriptors"),
         tx_descriptors=optional_int(obj, "tx_descriptors"),
+        name=str(obj["name"]) if isinstance(obj.get("name"), str) and obj["name"] else None,
     )
 
 

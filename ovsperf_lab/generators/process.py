@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
 
-from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.generators.api import MAX_RING_SIZE, MIN_RING_SIZE, TrafficGenerator
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,11 @@ class DpdkProcess:
         self.quit_line = kind.quit_line
         self.stopped = False
         """Whether :meth:`stop` has run (the process is gone and its files removed)."""
+        self.remote_stop: Callable[[], None] | None = None
+        """For a program on a TG host (the local process is its ssh client): ends the remote
+        process by its PID and removes its DPDK files there, instead of the local removal; called
+        at most once, when the quit line is not answered or when :meth:`stop` cleans up."""
+        self._remote_stopped = False
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         log.info("Starting %s (file prefix '%s').", label, file_prefix)
         log.debug("%s command: %s", label, " ".join(cmd))
@@ -205,6 +210,11 @@ class DpdkProcess:
         try:
             proc.wait(timeout=QUIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            if self.remote_stop is not None:
+                log.warning(
+                    "%s PID %d ignored its quit command; ending it on the TG host.", self.label, self.pid
+                )
+                self._stop_remote()
             log.warning("%s PID %d ignored its quit command; sending SIGTERM.", self.label, self.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGTERM)
@@ -216,8 +226,24 @@ class DpdkProcess:
             log.warning("%s PID %d exited with code %s.", self.label, self.pid, proc.returncode)
         self.remove_leftovers()
 
+    def _stop_remote(self) -> None:
+        """Run :attr:`remote_stop` once; a TG that cannot be reached is logged, not raised (teardown)."""
+        if self.remote_stop is None or self._remote_stopped:
+            return
+        self._remote_stopped = True
+        try:
+            self.remote_stop()
+        except LabError as err:
+            log.warning("%s: %s", self.label, err)
+
     def remove_leftovers(self) -> None:
-        """Remove ``<hugepage_dir>/<file_prefix>map_*`` and ``<runtime_dir>/<file_prefix>``."""
+        """Remove ``<hugepage_dir>/<file_prefix>map_*`` and ``<runtime_dir>/<file_prefix>``.
+
+        When the program runs on a TG host, :attr:`remote_stop` removes them there instead.
+        """
+        if self.remote_stop is not None:
+            self._stop_remote()
+            return
         for path in sorted(self.hugepage_dir.glob(f"{self.file_prefix}map_*")):
             log.info("Removing leftover hugepage file '%s'.", path)
             with contextlib.suppress(FileNotFoundError):

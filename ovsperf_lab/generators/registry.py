@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ovsperf_lab.errors import LabError
-from ovsperf_lab.generators import dpdk, testpmd
+from ovsperf_lab.generators import dpdk, testpmd, trex
 from ovsperf_lab.generators.api import GeneratorBackend
 
 GENERATORS: Mapping[str, GeneratorBackend] = MappingProxyType(
-    {backend.name: backend for backend in (dpdk.BACKEND, testpmd.BACKEND)}
+    {backend.name: backend for backend in (dpdk.BACKEND, testpmd.BACKEND, trex.BACKEND)}
 )
 """Name → backend, in the order ``--help`` lists them."""
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ovsperf_common.deadline import Deadline
 from ovsperf_common.units import line_rate_pps
-from ovsperf_lab.errors import TrafficGeneratorError
+from ovsperf_lab.errors import LabError, TrafficGeneratorError
 from ovsperf_lab.generators.api import (
     DEFAULT_LINK_SPEED_MBPS,
     MAX_RING_SIZE,
@@ -362,9 +362,15 @@ def start(request: GeneratorRequest) -> TrafficGenerator:
     The EAL memory is raised to what the rings need (:func:`~ovsperf_lab.generators.api.pool_memory_mb`
     of the RX ring, which is twice the TX ring).
 
-    :raises LabError: when a port's attachment is not a vhost-user server.
+    :raises LabError: when a port's attachment is not a vhost-user server (NIC ports and a TG host
+        over SSH are refused, naming the options), or testpmd does not start.
     :raises TrafficGeneratorError: when testpmd does not start.
     """
+    if request.wire or request.ssh is not None:
+        raise LabError(
+            "Traffic generator 'testpmd' serves vhost-user sockets on this machine only: it cannot "
+            "drive NIC ports ('--tg-port') or run on a TG host ('--tg-ssh'); use '--generator trafficgen'."
+        )
     config = FlowgenConfig(
         sockets=request.sockets(),
         cpu=request.cpu,
