@@ -8,7 +8,8 @@ series carry 2 % noise, a few steps (−6 %, +4 %) and outliers.
 
 Printed, each also as a ratio to a peer measured in the same run:
 
-* import time (and per build);
+* import time (and per build), against the import one result at a time as it was before its
+  batches (``tests/resultstore/onebyone.py``, into a second store), and the stored rows compared;
 * change-point analysis of all series, cold (jumpavg's classification by ``reporting.jumpfast``,
   our rules, 2 worker processes), against Apache Otava's analysis of the same series
   (``benchmarks/otava_driver.py`` in its own venv); peak memory;
@@ -17,7 +18,8 @@ Printed, each also as a ratio to a peer measured in the same run:
 * the same with the analysis cache (nothing changed), and after one more nightly (7 builds):
   only the changed series are analysed again;
 * growth: the cold analysis at a quarter, half and all of ``--builds`` (91, 182, 365), and the
-  ratio per doubling;
+  ratio per doubling, in elapsed time and in CPU time (this process and its workers: steadier on
+  a shared machine);
 * trend pages render time; index page load in headless Chromium (navigate → load event).
 
 Target on the 2-core VM (issues 11 and 31): analysis of all series + pages ≤ 10 s; the cold
@@ -25,7 +27,7 @@ analysis ≤ 10 s, ≤ 5 × Otava's time, × ≤ 2.3 per doubling of the builds,
 jumpavg; import ≤ 20 s; index load ≤ 2 s. docs/trending.md has the figures and what they mean.
 
 Usage: ``.venv/bin/python benchmarks/bench_trend.py [--builds 365] [--no-otava] [--no-browser]
-[--no-reference]``
+[--no-reference] [--no-old-import]``
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ from bench_changepoints import otava_detect, otava_python
 from ovsperf_common.metadata import RunMetadata, write
 from reporting import jumpfast
 from reporting.metrics import THROUGHPUT_METRICS
+from resultstore import importer
 from resultstore.importer import import_dirs
 from resultstore.model import Series
 from resultstore.store import ResultStore
 from resultstore.trend import analyse_series
 from resultstore.trendpages import write_trend_pages
+from tests.resultstore.onebyone import import_one_by_one
 
 SCENARIOS = (
     "OVS_DPDK1q",
@@ -156,17 +160,36 @@ def peak_rss_mib() -> tuple[float, float]:
     )
 
 
-def cold_analysis(series: list[Series], repeats: int = 3) -> float:
-    """Return the best of ``repeats`` cold analyses of ``series`` (2 processes) [s].
+def cpu_seconds() -> float:
+    """Return the CPU time of this process and of its finished children [s]."""
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
+
+
+def cold_analysis(series: list[Series], repeats: int = 3) -> tuple[float, float]:
+    """Return the best of ``repeats`` cold analyses of ``series`` (2 processes): elapsed, CPU [s].
 
     The best, because on a shared machine a second-long run is mostly other processes' noise.
+    The CPU time counts the workers too (each analysis ends its pool, so they are reaped).
     """
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), cpu_seconds()
         analyse_series(series, {}, workers=2)
         times.append(time.perf_counter() - start)
-    return min(times)
+        cpu.append(cpu_seconds() - start_cpu)
+    return min(times), min(cpu)
+
+
+def stored_rows(store: ResultStore) -> list[tuple[object, ...]]:
+    """Return every sample of ``store`` with its result's name and build columns, sorted."""
+    return sorted(
+        (p.result_name, repr(s.key), p.values, p.built_at, p.ovs_version, p.dpdk_version, p.qemu_version)
+        for s in store.series()
+        for p in s.points
+    )
 
 
 def otava_seconds(series: list[Series], python: Path) -> float:
@@ -203,6 +226,9 @@ def main() -> int:
     parser.add_argument(
         "--no-reference", action="store_true", help="skip jumpavg.classify itself (minutes at 365 builds)"
     )
+    parser.add_argument(
+        "--no-old-import", action="store_true", help="skip the import one result at a time (a minute)"
+    )
     args = parser.parse_args()
     benchcli.stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="bench-trend-") as tmp:
@@ -217,8 +243,21 @@ def main() -> int:
             samples = store.sample_count()
             print(
                 f"import: {len(outcome.recorded)} results, {samples} samples in {import_s:.1f} s "
-                f"({1000 * import_s / deliveries:.1f} ms per build)"
+                f"({1000 * import_s / deliveries:.1f} ms per build; batches of {importer.BATCH_RESULTS} "
+                "results, read in 2 processes)"
             )
+            self_mib, _ = peak_rss_mib()
+            print(f"  peak memory after the import: this process {self_mib:.0f} MiB")
+            if not args.no_old_import:
+                with ResultStore.open(f"sqlite:///{root / 'one-by-one.sqlite'}") as old_store:
+                    start = time.perf_counter()
+                    import_one_by_one(old_store, [root / "year"], None)
+                    old_s = time.perf_counter() - start
+                    same = stored_rows(old_store) == stored_rows(store)
+                print(
+                    f"  one result at a time (4 transactions each, as before the batches): {old_s:.1f} s; "
+                    f"one by one / batched = {old_s / import_s:.1f}; stored rows identical: {same}"
+                )
             start = time.perf_counter()
             series = store.series(metrics=THROUGHPUT_METRICS)
             query_s = time.perf_counter() - start
@@ -278,23 +317,24 @@ def main() -> int:
 
             print("growth with the number of builds (all 196 series; 2 processes; cold: best of 3):")
             print(
-                f"  {'builds':>6} {'cold [s]':>9} {'× first':>8} {'× previous':>11} "
-                f"{'nightly [s]':>12} {'× first':>8}"
+                f"  {'builds':>6} {'cold [s]':>9} {'× first':>8} {'× previous':>11} {'CPU [s]':>8} "
+                f"{'× previous':>11} {'nightly [s]':>12} {'× first':>8}"
             )
             first: tuple[float, float] | None = None
-            previous: float | None = None
+            previous: tuple[float, float] | None = None
             for builds in (args.builds // 4, args.builds // 2, args.builds):
-                cold = cold_analysis(truncated(series, builds))
+                cold, cold_cpu = cold_analysis(truncated(series, builds))
                 _, before = analyse_series(truncated(series, builds - 1), {}, workers=2)
                 start = time.perf_counter()
                 analyse_series(truncated(series, builds), {}, cache=before, workers=2)
                 update = time.perf_counter() - start
                 first = first or (cold, update)
-                doubling = f"{cold / previous:>11.2f}" if previous else f"{'':>11}"
-                previous = cold
+                doubling = f"{cold / previous[0]:>11.2f}" if previous else f"{'':>11}"
+                doubling_cpu = f"{cold_cpu / previous[1]:>11.2f}" if previous else f"{'':>11}"
+                previous = (cold, cold_cpu)
                 print(
-                    f"  {builds:>6} {cold:>9.2f} {cold / first[0]:>8.2f} {doubling} "
-                    f"{update:>12.2f} {update / first[1]:>8.2f}"
+                    f"  {builds:>6} {cold:>9.2f} {cold / first[0]:>8.2f} {doubling} {cold_cpu:>8.2f} "
+                    f"{doubling_cpu} {update:>12.2f} {update / first[1]:>8.2f}"
                 )
             if not args.no_browser:
                 index_s, series_s = browser_load_seconds(pages.index_html)

@@ -31,9 +31,10 @@ The choice of ``jumpavg`` over Apache Otava (E-divisive means with t-tests) is m
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
@@ -158,12 +159,56 @@ def _stats(runs: Sequence[Sequence[float]]) -> tuple[float, float]:
     return mean, math.sqrt(var)
 
 
-def _bits(runs_per_group: Sequence[Sequence[Sequence[float]]], max_value: float, unit: float) -> float:
-    """Bits jumpavg needs to describe consecutive groups (each a list of builds' repeats)."""
-    glist = jumpavg.BitCountingGroupList(max_value=max_value, unit=unit)
-    for runs in runs_per_group:
-        glist = glist.append_group_of_runs([jumpavg.AvgStdevStats.for_runs(list(r)) for r in runs])
-    return float(glist.bits)
+_Welford = tuple[int, float, float]
+"""The state of ``jumpavg.AvgStdevStats.for_runs``'s loop: (values [1], average [unit], second moment
+[unit²]); the sum of squared deviations, not yet divided by the values."""
+
+
+def _build_stats(runs: Sequence[Sequence[float]]) -> list[jumpavg.AvgStdevStats]:
+    """Return each build's statistics as jumpavg's groups hold them: ``for_runs`` of its repeats."""
+    return [jumpavg.AvgStdevStats.for_runs(list(r)) for r in runs]
+
+
+def _welford(builds: Iterable[jumpavg.AvgStdevStats], state: _Welford = (0, 0.0, 0.0)) -> _Welford:
+    """Continue ``jumpavg.AvgStdevStats.for_runs``'s loop over ``builds`` from ``state``.
+
+    ``for_runs`` (jumpavg 0.4.2, ``avg_stdev_stats.py``) is one pass over its runs carrying
+    this state; the same operations in the same order here, so the state after runs A and then B
+    is the state ``for_runs(A + B)`` ends with, to the last bit, and a group extended by more
+    builds costs only the new builds (the merge loop of :func:`_judged` was quadratic without).
+    """
+    size, average, moment = state
+    for run in builds:
+        if run.size < 1:
+            continue
+        old_size = size
+        delta = run.avg - average
+        size += run.size
+        average += delta * run.size / size
+        moment += run.stdev * run.stdev * run.size
+        moment += delta * delta * old_size * run.size / size
+    return size, average, moment
+
+
+def _group_bits(state: _Welford, max_value: float, unit: float, prev_avg: float | None) -> float:
+    """Return a group's bits as ``jumpavg.BitCountingGroup.bits`` counts them from its state [bit]."""
+    size, average, moment = state
+    stats = jumpavg.AvgStdevStats(size=size, avg=average, stdev=math.sqrt(moment / size))
+    bits = jumpavg.BitCountingStats.for_runs_and_params(
+        runs=[stats], max_value=max_value, unit=unit, prev_avg=prev_avg
+    ).bits
+    return float(bits)
+
+
+def _saved_bits(before: _Welford, after: _Welford, joined: _Welford, max_value: float, unit: float) -> float:
+    """Return the bits one group ``joined`` needs more than the groups ``before`` and ``after`` [bit].
+
+    As ``jumpavg.BitCountingGroupList`` sums them: ``0.0 + bits(first)``, then each next group
+    counted with the previous group's average.
+    """
+    split = 0.0 + _group_bits(before, max_value, unit, None)
+    split += _group_bits(after, max_value, unit, before[1])
+    return (0.0 + _group_bits(joined, max_value, unit, None)) - split
 
 
 def _short_runs(bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -211,9 +256,11 @@ def _resplit(
         low, high = avg_n - BAND_SIGMAS * sd_n, avg_p + BAND_SIGMAS * sd_p
     # Per build: True nearer the new level, False nearer the old (half-way: old), None off the band.
     side = [abs(x - avg_n) < abs(x - avg_p) if _within(x, low, high) else None for x in levels]
-    best_k, best_wrong = 0, len(levels) + 1
-    for k in range(len(levels) + 1):
-        wrong = sum(s is True for s in side[:k]) + sum(s is False for s in side[k:])
+    # wrong(k) = new-side builds before k + old-side builds from k on, counted on as k moves (linear).
+    wrong = sum(s is False for s in side)
+    best_k, best_wrong = 0, wrong
+    for k, s in enumerate(side, start=1):
+        wrong += 1 if s is True else -1 if s is False else 0
         if wrong <= best_wrong:
             best_k, best_wrong = k, wrong
     flags = [s is None or s is not (j >= best_k) for j, s in enumerate(side)]
@@ -279,21 +326,42 @@ def _judged(
     starts[0] = 0
     segments = list(itertools.pairwise([*starts, len(runs)]))
 
-    def members(lo: int, hi: int, left_out: set[int]) -> list[tuple[float, ...]]:
-        kept = [runs[k] for k in range(lo, hi) if k not in left_out]
-        return kept or [runs[lo]]
+    def kept(lo: int, hi: int, left_out: set[int]) -> list[int]:
+        """Return builds lo..hi − 1 not left out; when none is, the first stands for the group."""
+        return [k for k in range(lo, hi) if k not in left_out] or [lo]
 
-    # Change points: keep a boundary only when the split saves at least MIN_SAVED_BITS.
+    def members(lo: int, hi: int, left_out: set[int]) -> list[tuple[float, ...]]:
+        return [runs[k] for k in kept(lo, hi, left_out)]
+
+    # Change points: keep a boundary only when the split saves at least MIN_SAVED_BITS. The
+    # merged group's statistics are carried on (_welford), so the loop is linear in the builds.
+    build_stats = _build_stats(runs)
+
+    def state(builds: Iterable[int], start: _Welford = (0, 0.0, 0.0)) -> _Welford:
+        return _welford((build_stats[k] for k in builds), start)
+
+    def all_left_out(lo: int, hi: int) -> bool:
+        return all(k in provisional for k in range(lo, hi))
+
     merged: list[tuple[int, int]] = [segments[0]]
+    merged_state = state(kept(*segments[0], provisional))
+    merged_empty = all_left_out(*segments[0])
     saved_bits: list[float] = []
     for lo, hi in segments[1:]:
-        prev_lo, prev_hi = merged[-1]
-        before, after = members(prev_lo, prev_hi, provisional), members(lo, hi, provisional)
-        saved = _bits([before + after], max_value, unit) - _bits([before, after], max_value, unit)
+        prev_lo = merged[-1][0]
+        after = state(kept(lo, hi, provisional))
+        after_empty = all_left_out(lo, hi)
+        if not (merged_empty or after_empty):  # the joined group's builds: the merged one's, then these
+            joined = state(kept(lo, hi, provisional), merged_state)
+        else:  # a part stood for itself by its first build: the joined group counted again
+            joined = state(kept(prev_lo, hi, provisional))
+        saved = _saved_bits(merged_state, after, joined, max_value, unit)
         if saved < MIN_SAVED_BITS:
             merged[-1] = (prev_lo, hi)
+            merged_state, merged_empty = joined, merged_empty and after_empty
         else:
             merged.append((lo, hi))
+            merged_state, merged_empty = after, after_empty
             saved_bits.append(saved)
 
     # Each short run's builds: at a change point, the change starts at the first build nearer the
@@ -301,17 +369,21 @@ def _judged(
     level = [math.fsum(r) / len(r) for r in runs]
     outliers: set[int] = set()
     cuts = [lo for lo, _ in merged[1:]]
+    merged_starts = [a for a, _ in merged]
+    merged_stats: dict[int, tuple[float, float]] = {}
+
+    def stats_of(g: int) -> tuple[float, float]:
+        if g not in merged_stats:
+            merged_stats[g] = _stats(members(*merged[g], provisional))
+        return merged_stats[g]
+
     for lo, hi in short:
-        g = next(i for i, (a, b) in enumerate(merged) if a <= lo < b)
+        g = bisect.bisect_right(merged_starts, lo) - 1
         if g + 1 < len(merged) and merged[g][1] == hi:
-            k, flags = _resplit(
-                level[lo:hi],
-                _stats(members(*merged[g], provisional)),
-                _stats(members(*merged[g + 1], provisional)),
-            )
+            k, flags = _resplit(level[lo:hi], stats_of(g), stats_of(g + 1))
             cuts[g] = lo + k
         else:
-            mean, stdev = _stats(members(*merged[g], provisional))
+            mean, stdev = stats_of(g)
             band = (mean - BAND_SIGMAS * stdev, mean + BAND_SIGMAS * stdev)
             flags = [not _within(x, *band) for x in level[lo:hi]]
         outliers.update(lo + j for j, off in enumerate(flags) if off)
@@ -413,7 +485,9 @@ def _joined(
     first = tail.groups[0]
     after = members(cut + first.start, cut + first.end)
     max_value, unit = _unit(before + after)
-    saved = _bits([before + after], max_value, unit) - _bits([before, after], max_value, unit)
+    before_state, after_state = _welford(_build_stats(before)), _welford(_build_stats(after))
+    joined = _welford(_build_stats(after), before_state)
+    saved = _saved_bits(before_state, after_state, joined, max_value, unit)
 
     groups = list(head)
     changes = [c for c in previous.changes if c.index < cut]

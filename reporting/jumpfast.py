@@ -20,7 +20,9 @@ the interpreter does O(n) steps and numpy O(n²) element operations of a few nan
   units in the last place, it adds the terms in another order, and it reads the statistics
   before jumpavg's re-packing (at most an ulp away). Its error is a few 2^−52 of the terms'
   magnitudes; the bound used is :data:`RELATIVE_TOLERANCE` (2^−30, about a million times more)
-  of (1 + the largest count + (log2(stdev + 1) + 1) · (values + 2)), which bounds the terms. Every
+  of (1 + the largest count + (log2(top + 2) + 1) · (values + 2)), which bounds the terms (a stdev
+  is at most top / 2 in units, so log2(stdev + 1) < log2(top + 2)); the logs of a candidate are
+  taken as log(sd + 1) and log((sd + 2) / (|avg − prev| + 1)). Every
   candidate within twice that bound of the cheapest is counted again exactly — the same ``math``
   calls on the same operands in the same order as ``BitCountingStats.__post_init__``
   (:func:`reporting.jumpcount.exact_bits`, compared with jumpavg's own in the tests) — and the
@@ -44,11 +46,14 @@ between partitions at 12 significant bits), its size, and its stdev with ``+1`` 
 (``(n − 2) · log(stdev + 1)``), which gives K of the order of 100 bits — more than the cost of
 one extra group inside a level, so inside a level nothing would ever be pruned — and no tighter
 constant could be proved. So every start stays open: O(n²) element operations in numpy
-(20,000 builds of one series: seconds), O(n) interpreter steps.
+(20,000 builds of one series: seconds), O(n) interpreter steps. (Measured on bench_trend's year:
+with a bound of 100 bits, half of the candidates would stay open; with 40, still 40 %.)
 
 **Magnitudes.** The fast path takes values in [:data:`SAFE_MIN`, :data:`SAFE_MAX`] (no square
 in the Welford updates can overflow or become subnormal there); a series outside that range is
-classified by ``jumpavg.classify`` itself (the same answer, or the same error, as before).
+classified by ``jumpavg.classify`` itself (the same answer, or the same error, as before) up to
+:data:`MAX_REFERENCE_BUILDS` builds, and refused beyond (jumpavg's time grows with the square of
+the builds: hours for 20,000).
 """
 
 from __future__ import annotations
@@ -80,6 +85,12 @@ _LN2 = math.log(2.0)
 """Natural log of 2: numpy's bit counts are nats / ln 2, as ``math.log(x, 2)`` computes them."""
 
 
+MAX_REFERENCE_BUILDS = 1000
+"""Builds of a series outside the fast path's range that ``jumpavg.classify`` still classifies [1].
+
+Its time grows with the square of the builds: 1,000 take seconds, 2,000 ten, 20,000 hours;
+longer series outside the range are refused rather than left to run that long."""
+
 MAX_BATCH_ELEMENTS = 1 << 18
 """Series × builds classified together at most (each of the ~15 arrays: 2 MiB) [1]."""
 
@@ -103,6 +114,8 @@ def classify_many(series: Sequence[Sequence[Sequence[float]]]) -> list[Classific
     series × starts), so its interpreter steps are shared: a year of 196 series costs 365 steps.
 
     :raises ZeroDivisionError: (or ValueError) as :func:`classify`.
+    :raises ValueError: for a series outside [:data:`SAFE_MIN`, :data:`SAFE_MAX`] of more than
+        :data:`MAX_REFERENCE_BUILDS` builds.
     """
     out: list[Classification | None] = [None] * len(series)
     runs_of: list[list[list[float]]] = [[list(v) for v in values] for values in series]
@@ -111,6 +124,13 @@ def classify_many(series: Sequence[Sequence[Sequence[float]]]) -> list[Classific
         if not runs:
             out[index] = Classification((), 0.0, 0.0, 0.0)
         elif not all(SAFE_MIN <= x <= SAFE_MAX for run in runs for x in run):
+            if len(runs) > MAX_REFERENCE_BUILDS:
+                raise ValueError(
+                    f"a series of {len(runs)} builds has values outside [2^-400, 2^400], which only "
+                    f"jumpavg's own classification groups exactly, in a time that grows with the "
+                    f"square of the builds: refused beyond {MAX_REFERENCE_BUILDS} builds (rescale "
+                    "the values, or analyse fewer builds)."
+                )
             out[index] = reference(runs)
         else:
             by_length.setdefault(len(runs), []).append(index)
@@ -190,11 +210,16 @@ class _Program:
         self.stdev = np.zeros((rows, n), order="F")
         self.prev = np.zeros((rows, n), order="F")
         self.prev_units = np.zeros((rows, n), order="F")
-        self.log_norm = np.zeros((rows, n), order="F")
         self.n = n
         self.inv_unit = (1.0 / self.unit)[:, None]
         self.single = bool((built_count == 1).all())
         self.descending = np.arange(n, 0, -1, dtype=np.float64)  # n, n − 1, …, 1
+        self.below = np.arange(n - 1, -1, -1, dtype=np.float64)  # n − 1, …, 0: a group's size − 1
+        # What a candidate's bits owe to its start alone (head, the average's normalisation, the
+        # stdev cutoff), set when the start opens [bit]; and scratch arrays for the steps.
+        self.base = np.zeros((rows, n), order="F")
+        self.scratch = [np.zeros((rows, n), order="F") for _ in range(3)]
+        self.sd_bound = np.log2(self.top + 2)  # ≥ log2(stdev + 1) in units: a stdev is at most top / 2
         self.per_size_descending = tables.per_size[n:0:-1]  # used when every build has one value
         self.head_bits = np.zeros((rows, n), order="F")
         self.choice = np.zeros((rows, n), dtype=np.int64, order="F")
@@ -232,6 +257,7 @@ class _Program:
             self.average[:, 0],
             self.stdev[:, 0],
         )
+        self.base[:, 0] = self.first_bits + self.cutoff_bits  # no head; the average coded uniformly
         for row in self.rows.tolist():
             stats = (int(self.count[row, 0]), float(self.average[row, 0]), float(self.stdev[row, 0]))
             self.record_bits[row] = 0.0 + self._exact(row, *stats, None)
@@ -252,15 +278,17 @@ class _Program:
             ):
                 self.record_bits[row] = 0.0 + self._exact(row, size, average, stdev, None)
         # Every open group takes build i: AvgStdevStats.for_runs([stats, run]), operation by operation.
+        w1, w2, w3 = (a[:, :i] for a in self.scratch)
         if self.single:  # one value per build: run (1, x, 0.0); ×1 and +0.0 are exact, so left out
             n_old_1d = self.descending[self.n - i :]  # i, i − 1, …, 1
             n_new = self.descending[self.n - 1 - i : self.n - 1]
-            avg = self.average[:, :i] * n_old_1d
+            avg = self.average[:, :i]  # updated in place
+            avg *= n_old_1d
             avg /= n_old_1d
-            moment = self.stdev[:, :i] * self.stdev[:, :i]
+            moment = np.multiply(self.stdev[:, :i], self.stdev[:, :i], out=w1)
             moment *= n_old_1d
-            delta = self.built_avg[:, i : i + 1] - avg
-            avg += delta / n_new
+            delta = np.subtract(self.built_avg[:, i : i + 1], avg, out=w2)
+            avg += np.divide(delta, n_new, out=w3)
             delta *= delta
             delta *= n_old_1d
             delta /= n_new
@@ -280,64 +308,63 @@ class _Program:
             moment /= n_new
             self.size[:, :i] = n_new
             self.count[:, :i] += self.built_count[:, i : i + 1]
+            self.average[:, :i] = avg
         np.sqrt(moment, out=self.stdev[:, :i])
-        self.average[:, :i] = avg
         # The new group i after the record.
         self._open(i)
         self.prev[:, i] = last_avg
         p = last_avg / self.unit
         self.prev_units[:, i] = p
-        self.log_norm[:, i] = np.log(p * p - (p - 1) * self.top + self.top * self.top / 2)
+        log_norm = np.log(p * p - (p - 1) * self.top + self.top * self.top / 2)
         self.head_bits[:, i] = self.record_bits
+        self.base[:, i] = self.head_bits[:, i] + log_norm / _LN2 + self.cutoff_bits
 
         # Every candidate's bits as BitCountingStats counts them, in numpy (approximate: the logs, and
-        # the stats not re-packed by for_runs([stats]), which moves them by an ulp at most).
+        # the stats not re-packed by for_runs([stats]), which moves them by an ulp at most), first as
+        # if every group had two values or more:
+        # base + per size + ((size − 1) log(sd + 1) + log((sd + 2) / (|avg − prev| + 1))) / ln 2,
+        # which is log((sd + 1)(sd + 2)) + (size − 2) log(sd + 1) − log((|avg − prev| + 1) / norm) in
+        # bits; a first group codes its average as log2(top + 1) (in its base: no ratio's denominator).
         m = i + 1
         inv_unit = self.inv_unit
-        sd_units = self.stdev[:, :m] * inv_unit
+        w1, w2 = (a[:, :m] for a in self.scratch[:2])
+        sd_units = np.multiply(self.stdev[:, :m], inv_unit, out=w1)
         sd_units += 1  # now sd + 1
-        log_sd = np.log(sd_units)
+        cost = np.log(sd_units)
         if self.single:
-            per_size = self.per_size_descending[self.n - 1 - i :]  # sizes i + 1, …, 1
-            spread = log_sd * (self.descending[self.n - 1 - i :] - 2)
+            cost *= self.below[self.n - 1 - i :]  # sizes − 1: i, …, 0
+            per_size: NDArray[np.float64] = self.per_size_descending[self.n - 1 - i :]  # sizes i + 1, …, 1
         else:
             sizes = self.count[:, :m]
+            cost *= self.size[:, :m] - 1
             per_size = tables.per_size[sizes]
-            spread = log_sd * (self.size[:, :m] - 2)
-        # log((sd + 1)(sd + 2)) + (size − 2) log(sd + 1) − log((|avg − prev| + 1) / norm), in nats.
-        nats = sd_units * sd_units
-        nats += sd_units
-        np.log(nats, out=nats)
-        nats += spread
-        if self.single:
-            nats[:, i] = 0.0  # a group of one value: no stdev coded
+        sd_units += 1  # now sd + 2
+        avg_units = np.multiply(self.average[:, :m], inv_unit, out=w2)
+        avg_units -= self.prev_units[:, :m]
+        np.abs(avg_units, out=avg_units)
+        avg_units += 1
+        avg_units[:, 0] = 1.0  # a first group: its average is in its base
+        sd_units /= avg_units
+        cost += np.log(sd_units, out=sd_units)
+        cost *= 1.0 / _LN2
+        cost += self.base[:, :m]
+        cost += per_size
+        # A group of one value (only the new one can be): no stdev coded, no cutoff.
+        one = self.built_count[:, i] == 1 if not self.single else None
+        new_bits = self.head_bits[:, i] + tables.size_bits[1]
+        new_bits += (log_norm - np.log(np.abs(self.average[:, i] / self.unit - p) + 1)) / _LN2
+        if one is None:
+            cost[:, i] = new_bits
         else:
-            nats = np.where(sizes >= 2, nats, 0.0)
-        avg_nats = self.average[:, :m] * inv_unit
-        avg_nats -= self.prev_units[:, :m]
-        np.abs(avg_nats, out=avg_nats)
-        avg_nats += 1
-        np.log(avg_nats, out=avg_nats)
-        avg_nats[:, 0] = self.log_norm[:, 0] - self.first_bits * _LN2  # a first group: its average uniform
-        nats -= avg_nats
-        nats += self.log_norm[:, :m]
-        nats /= _LN2
-        cost = self.head_bits[:, :m] + per_size
-        cost += nats
-        cost += self.cutoff_bits[:, None]
-        if self.single:
-            cost[:, i] -= self.cutoff_bits
-        else:
-            cost -= np.where(sizes >= 2, 0.0, self.cutoff_bits[:, None])
+            cost[:, i] = np.where(one, new_bits, cost[:, i])
         best = cost.min(axis=1)
         largest = np.maximum(cost.max(axis=1), -best)
-        bound = RELATIVE_TOLERANCE * (
-            1.0 + largest + (log_sd.max(axis=1) / _LN2 + 1.0) * (self._size_of_first(i) + 2)
-        )
+        bound = RELATIVE_TOLERANCE * (1.0 + largest + (self.sd_bound + 1.0) * (self._size_of_first(i) + 2))
         near = cost <= (best + 2 * bound)[:, None]
         winner = cost.argmin(axis=1)
+        tied: dict[int, float] = {}  # row → the record's exact bits, counted by _tie already
         for row in np.flatnonzero(near.sum(axis=1) > 1).tolist():
-            winner[row] = self._tie(row, i, np.flatnonzero(near[row]).tolist())
+            winner[row], tied[row] = self._tie(row, i, np.flatnonzero(near[row]).tolist())
         self.choice[:, i] = winner
         # The record's exact bits: head + jumpavg's count of the winning group.
         won = (
@@ -351,12 +378,18 @@ class _Program:
         for row, (j, size, average, stdev) in enumerate(
             zip(winner.tolist(), won[0].tolist(), won[1].tolist(), won[2].tolist(), strict=True)
         ):
-            self.record_bits[row] = heads[row] + self._exact(
-                row, size, average, stdev, prevs[row] if j else None
-            )
+            if row in tied:
+                self.record_bits[row] = tied[row]
+            else:
+                self.record_bits[row] = heads[row] + self._exact(
+                    row, size, average, stdev, prevs[row] if j else None
+                )
 
-    def _tie(self, row: int, i: int, near: list[int]) -> int:
-        """Return the winner among starts ``near`` by jumpavg's own counts and order (module docstring)."""
+    def _tie(self, row: int, i: int, near: list[int]) -> tuple[int, float]:
+        """Return the winner among starts ``near`` by jumpavg's own counts and order, and its count [bit].
+
+        The count is the record's: the head's exact bits plus the group's (module docstring).
+        """
         self.recounted[row] += len(near)
         # classify's order: the new group first, then the starts ascending; only strictly less wins.
         order = [i, *(j for j in near if j != i)] if i in near else near
@@ -375,7 +408,7 @@ class _Program:
         for j in order[1:]:
             if counted[j] < counted[winner]:
                 winner = j
-        return winner
+        return winner, counted[winner]
 
     def result(self, row: int) -> Classification:
         """Return series ``row``'s groups (by the choices, from the end), scale and bits."""

@@ -14,6 +14,7 @@ directory, VSperf ≥ Hunter) and pre-Fraser (``result_<test>_<deployment>.csv``
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -95,7 +96,7 @@ def load_results_dir(path: Path) -> ResultSet:
         run = load_csv(file, match, warnings)
         if run is not None:
             runs.append(run)
-    logs = _find_logs(path)
+    logs = _find_logs(path, names)
     failed = _failed_tests(path, logs, runs, warnings)
     environment = _environment(path, names, warnings)
     moongen = load_text.moongen_logs(path, warnings)
@@ -122,9 +123,13 @@ def load_results_dir(path: Path) -> ResultSet:
     )
 
 
-def _find_logs(path: Path) -> tuple[Path, ...]:
-    """Return VSperf's logs for this run: inside the directory, else pre-Hunter ones beside it."""
-    inside = sorted({f for pattern in LOG_PATTERNS for f in path.glob(pattern) if f.is_file()})
+def _find_logs(path: Path, names: list[str]) -> tuple[Path, ...]:
+    """Return VSperf's logs for this run: inside the directory, else pre-Hunter ones beside it.
+
+    :param names: the directory's entries (``path.glob`` of each pattern, without listing it again).
+    """
+    matched = {n for pattern in LOG_PATTERNS for n in fnmatch.filter(names, pattern)}
+    inside = sorted({path / n for n in matched if (path / n).is_file()})
     if inside:
         return tuple(inside)
     beside = [path.parent / n for n in LEGACY_LOG_NAMES if (path.parent / n).is_file()]

@@ -167,7 +167,7 @@ def _goal(cells: _Cells, column: str) -> float | None:
     value = cells.get(column)
     if value is None or not value.strip():
         return 0.0
-    goal = _number(replace(cells, warnings=[]), column)  # one warning below says it all
+    goal = _number(_Cells(cells.values, cells.file, cells.line, []), column)  # one warning below says it all
     if goal is None or not 0 <= goal < 100:
         cells.warn(
             f"Column '{column}' holds {value!r}, not a loss goal in [0, 100) %; row skipped.", skipped=True

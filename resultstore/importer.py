@@ -17,10 +17,12 @@ stops it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,10 +31,9 @@ from ovsperf_common.metadata import read as read_metadata
 from ovsperf_common.resultdir import fingerprint
 from reporting.errors import ReportingError
 from reporting.load import find_results_dirs, load_results_dir
-from resultstore.errors import ResultStoreError, StoreDatabaseError
-from resultstore.model import ResultStatus
+from resultstore.errors import StoreDatabaseError
 from resultstore.samples import build_info, samples_from_sets
-from resultstore.store import ResultStore
+from resultstore.store import ResultImport, ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -138,22 +139,46 @@ def _non_utf8_name(root: Path) -> str | None:
     return None
 
 
+BATCH_RESULTS = 256
+"""Results written in one transaction (:meth:`ResultStore.record_imports`) [1]."""
+PARALLEL_FROM = 32
+"""Results from which they are read in worker processes, one per CPU [1]."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What :func:`_read` made of one result: the store's item, or why there is none."""
+
+    item: ResultImport | None
+    """What the store records of it; None when it failed or was skipped."""
+    failed: str | None = None
+    """Why it could not be imported (a name that is not UTF-8, an unexpected error)."""
+    skipped: str | None = None
+    """Why it holds no result (unreadable, no valid number)."""
+
+
 def import_dirs(
     store: ResultStore,
     paths: Sequence[Path],
     *,
     scenario: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    workers: int | None = None,
 ) -> ImportOutcome:
     """Record every result found under ``paths`` with its samples.
 
-    A result that cannot be imported goes to :attr:`ImportOutcome.failed` and the import goes on.
+    The results are read (parsed, fingerprinted) in ``workers`` processes (default: one per CPU;
+    from :data:`PARALLEL_FROM` results on) and written :data:`BATCH_RESULTS` at a time, each batch
+    in one transaction of a few statements (:meth:`ResultStore.record_imports`). A result that
+    cannot be imported goes to :attr:`ImportOutcome.failed` and the import goes on.
 
     :param scenario: scenario for results whose metadata names none (bare VSperf directories).
-    :param progress: called as ``progress(done, total, name)`` after each result imported.
+    :param progress: called as ``progress(done, total, name)`` after each result imported (as its
+        batch is committed).
+    :param workers: processes reading the results (default: one per CPU; 1: read in this one).
 
     :raises ReportingError: when a given path does not exist or cannot be listed.
-    :raises StoreDatabaseError: when the database fails (what was recorded before stays).
+    :raises StoreDatabaseError: when the database fails (the batches committed before stay).
     """
     outcome = ImportOutcome()
     units: list[_Unit] = []
@@ -161,73 +186,103 @@ def import_dirs(
         found, skipped = _units(Path(path))
         units.extend(found)
         outcome.skipped.extend(skipped)
-    for done, unit in enumerate(units, start=1):
-        try:
-            name = _import_unit(store, unit, scenario, outcome)
-        except StoreDatabaseError:
-            raise  # the database itself failed: nothing more can be recorded
-        except Exception as err:  # the per-result boundary, as process-ci-results': never stop the import
-            log.debug("Importing '%s' failed.", unit.root, exc_info=True)
-            reason = f"unexpected error while importing it ({type(err).__name__}: {err})"
-            outcome.failed.append((unit.root, reason))
-            continue
-        if name is not None and progress is not None:
-            progress(done, len(units), name)
+    workers = workers or os.cpu_count() or 1
+    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 and len(units) >= PARALLEL_FROM else None
+    try:
+        read_one = functools.partial(_read, scenario=scenario)
+        reads = pool.map(read_one, units, chunksize=16) if pool else map(read_one, units)
+        batch: list[tuple[int, _Unit, ResultImport]] = []
+        for done, (unit, read) in enumerate(zip(units, reads, strict=True), start=1):
+            if read.failed is not None:
+                outcome.failed.append((unit.root, read.failed))
+            elif read.skipped is not None:
+                outcome.skipped.append((unit.root, read.skipped))
+            elif read.item is not None:
+                batch.append((done, unit, read.item))
+            if len(batch) == BATCH_RESULTS or (done == len(units) and batch):
+                _record(store, batch, len(units), outcome, progress)
+                batch = []
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return outcome
 
 
-def _import_unit(store: ResultStore, unit: _Unit, scenario: str | None, outcome: ImportOutcome) -> str | None:
-    """Record ``unit`` and its samples in ``store``, noting it in ``outcome``; return its name.
+def _read(unit: _Unit, scenario: str | None) -> _Read:
+    """Read one result for the store: its samples, build information and fingerprint.
 
-    Returns None when it was skipped (no valid number) or failed (a name that is not UTF-8).
+    :param scenario: the scenario of a result whose metadata names none.
+    """
+    try:
+        problem = _non_utf8_name(unit.root)
+        if problem is not None:
+            return _Read(None, failed=problem)
+        try:
+            sets = [load_results_dir(d) for d in unit.results_dirs]
+        except ReportingError as err:
+            return _Read(None, skipped=str(err))
+        samples = samples_from_sets(sets)
+        if not samples:
+            return _Read(None, skipped="no valid throughput, latency or loss number in it")
+        digest = fingerprint(unit.root)
+        name = _result_name(unit.root)
+        item = ResultImport(
+            name=name,
+            alternative=f"{name[:140]}-{digest[:8]}",
+            scenario=unit.scenario or scenario,
+            location=unit.root.resolve(),
+            vsperf_dirs=tuple(d.resolve() for d in unit.results_dirs),
+            metadata=unit.metadata,
+            fingerprint=digest,
+            build=build_info(sets, unit.metadata),
+            samples=tuple(samples),
+        )
+    except Exception as err:  # the per-result boundary, as process-ci-results': never stop the import
+        log.debug("Importing '%s' failed.", unit.root, exc_info=True)
+        return _Read(None, failed=f"unexpected error while importing it ({type(err).__name__}: {err})")
+    return _Read(item)
+
+
+def _record(
+    store: ResultStore,
+    batch: Sequence[tuple[int, _Unit, ResultImport]],
+    total: int,
+    outcome: ImportOutcome,
+    progress: Callable[[int, int, str], None] | None,
+) -> None:
+    """Write one batch; a result the store fails on (not the database) is failed alone, the others kept.
 
     :raises StoreDatabaseError: when the database fails.
     """
-    problem = _non_utf8_name(unit.root)
-    if problem is not None:
-        outcome.failed.append((unit.root, problem))
-        return None
     try:
-        sets = [load_results_dir(d) for d in unit.results_dirs]
-    except ReportingError as err:
-        outcome.skipped.append((unit.root, str(err)))
-        return None
-    samples = samples_from_sets(sets)
-    if not samples:
-        outcome.skipped.append((unit.root, "no valid throughput, latency or loss number in it"))
-        return None
-    digest = fingerprint(unit.root)
-    existing = store.result_by_fingerprint(digest)
-    if existing is not None:
-        name = existing.name
-        outcome.refreshed.append(name)
-    else:
-        name = _result_name(unit.root)
-        if unit.scenario is None and scenario is None:
-            log.warning(
-                "'%s' holds no %s and no --scenario was given: recorded without a scenario "
-                "('-' on the trend pages).",
-                unit.root,
-                METADATA_FILE,
-            )
-        other = store.result(name)
-        if other is not None:
-            name = f"{name[:140]}-{digest[:8]}"
-        try:
-            store.record_result(
-                name=name,
-                scenario=unit.scenario or scenario,
-                location=unit.root.resolve(),
-                vsperf_dirs=[d.resolve() for d in unit.results_dirs],
-                status=ResultStatus.PROCESSED,
-                metadata=unit.metadata,
-                fingerprint=digest,
-            )
-        except StoreDatabaseError:
-            raise
-        except ResultStoreError as err:
-            outcome.skipped.append((unit.root, str(err)))
-            return None
-        outcome.recorded.append(name)
-    outcome.samples += store.record_samples(name, build_info(sets, unit.metadata), samples)
-    return name
+        done = store.record_imports([item for _, _, item in batch])
+    except StoreDatabaseError:
+        raise  # the database itself failed: nothing more can be recorded
+    except Exception as err:  # the per-result boundary: the batch again, one result at a time
+        if len(batch) > 1:
+            for one in batch:
+                _record(store, [one], total, outcome, progress)
+            return
+        log.debug("Importing '%s' failed.", batch[0][1].root, exc_info=True)
+        outcome.failed.append(
+            (batch[0][1].root, f"unexpected error while importing it ({type(err).__name__}: {err})")
+        )
+        return
+    for (index, unit, item), result in zip(batch, done, strict=True):
+        if result.name is None:
+            outcome.skipped.append((unit.root, result.refused or ""))
+            continue
+        if result.refreshed:
+            outcome.refreshed.append(result.name)
+        else:
+            if item.scenario is None:
+                log.warning(
+                    "'%s' holds no %s and no --scenario was given: recorded without a scenario "
+                    "('-' on the trend pages).",
+                    unit.root,
+                    METADATA_FILE,
+                )
+            outcome.recorded.append(result.name)
+        outcome.samples += len(item.samples)
+        if progress is not None:
+            progress(index, total, result.name)

@@ -13,12 +13,13 @@ import contextlib
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, text
+from sqlalchemy import Connection, Engine, Table, delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -57,6 +58,8 @@ from resultstore.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 _MAX_SHORT_TEXT = 255
 _MAX_COMMENT = 10_000
@@ -100,6 +103,68 @@ def _bug_id(value: str | None) -> str | None:
 def _short(value: str | None, limit: int = _MAX_SHORT_TEXT) -> str | None:
     """Return ``value`` cut to the ``limit`` characters its column holds (versions: 255, hosts: 1024)."""
     return None if value is None else value[:limit]
+
+
+def _build_columns(build: BuildInfo) -> dict[str, Any]:
+    """Return the results columns :meth:`ResultStore.record_samples` sets from ``build``."""
+    return {
+        "started_at": build.started_at,
+        "ovs_version": _short(build.ovs_version),
+        "dpdk_version": _short(build.dpdk_version),
+        "qemu_version": _short(build.qemu_version),
+        "hosts": _short(",".join(build.hosts), _MAX_HOSTS_TEXT) if build.hosts else None,
+    }
+
+
+_SAMPLES = cast(Table, SampleRow.__table__)
+"""The samples table, for Core inserts."""
+_SAMPLE_COLUMNS = ("result_id", "test", "deployment", "frame_size", "traffic", "metric", "repeat", "value")
+"""The columns :meth:`ResultStore.record_imports` writes of a sample (the id is the database's)."""
+
+_IN_LIST = 500
+"""Values in one SQL ``IN (…)`` list (SQLite's default limit of bound parameters: 32,766)."""
+
+
+def _chunked(values: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """Yield ``values`` in slices of at most :data:`_IN_LIST`."""
+    for start in range(0, len(values), _IN_LIST):
+        yield values[start : start + _IN_LIST]
+
+
+@dataclass(frozen=True)
+class ResultImport:
+    """One result for :meth:`ResultStore.record_imports`: what ``ovsperf-results import`` read of it."""
+
+    name: str
+    """Name for a new result."""
+    alternative: str
+    """Name for a new result when ``name`` is taken."""
+    scenario: str | None
+    """Its scenario, or None."""
+    location: Path
+    """The delivery, or the bare results directory."""
+    vsperf_dirs: tuple[Path, ...]
+    """Its VSperf results directories."""
+    metadata: Mapping[str, Any]
+    """Its ``ovsperf-metadata.json`` as a JSON object (empty without one)."""
+    fingerprint: str
+    """:func:`ovsperf_common.resultdir.fingerprint` of its files."""
+    build: BuildInfo
+    """Its build information."""
+    samples: tuple[Sample, ...]
+    """Its samples."""
+
+
+@dataclass(frozen=True)
+class ImportedResult:
+    """What :meth:`ResultStore.record_imports` did with one item."""
+
+    name: str | None
+    """The stored result's name; None when it was refused (``refused`` says why)."""
+    refreshed: bool
+    """True when a result of the same fingerprint was stored already (its samples replaced)."""
+    refused: str | None
+    """Why the result was not recorded (a name or scenario that is not safe), or None."""
 
 
 def _clean_text(value: str | None, field: str, limit: int, *, single_line: bool) -> str | None:
@@ -536,11 +601,8 @@ class ResultStore:
         """
         with self._session() as session:
             result = self._result_row(session, result_name, "result_name")
-            result.started_at = build.started_at
-            result.ovs_version = _short(build.ovs_version)
-            result.dpdk_version = _short(build.dpdk_version)
-            result.qemu_version = _short(build.qemu_version)
-            result.hosts = _short(",".join(build.hosts), _MAX_HOSTS_TEXT) if build.hosts else None
+            for column, value in _build_columns(build).items():
+                setattr(result, column, value)
             session.execute(delete(SampleRow).where(SampleRow.result_id == result.id))
             if samples:  # one executemany, not an ORM object per sample (import of history: 71,540)
                 session.execute(
@@ -560,6 +622,121 @@ class ResultStore:
                     ],
                 )
             return len(samples)
+
+    def record_imports(self, items: Sequence[ResultImport]) -> list[ImportedResult]:
+        """Record results with their samples as ``ovsperf-results import`` does, all in one transaction.
+
+        Each item ends as the one-by-one path (:meth:`result_by_fingerprint`, :meth:`result`,
+        :meth:`record_result`, :meth:`record_samples`) leaves it: a result whose fingerprint is
+        stored (or an earlier item's) keeps its name and gets its samples and build information
+        replaced; a new one is stored as ``name``, or as ``alternative`` when ``name`` is taken
+        (a row of that name updated, as :meth:`record_result` updates it). The statements: one
+        SELECT of the fingerprints and one of the names, one INSERT … RETURNING of the new results,
+        one DELETE of the refreshed results' samples, one UPDATE of their build information and
+        one INSERT of every sample (executemany), so a batch costs a few round trips and one commit.
+
+        :returns: per item, in order, what became of it.
+        :raises StoreDatabaseError: when the database fails (nothing of the batch is recorded).
+        """
+        for attempt in (1, 2):
+            try:
+                with self._session() as session:
+                    return self._record_imports(session, items)
+            except StoreDatabaseError as err:  # another writer took a name first: its row is seen now
+                if attempt == 2 or not isinstance(err.__cause__, IntegrityError):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _record_imports(session: Session, items: Sequence[ResultImport]) -> list[ImportedResult]:
+        """Do :meth:`record_imports` in ``session``."""
+        by_fingerprint: dict[str, str] = {}  # fingerprint → name of its oldest result
+        for chunk in _chunked(sorted({i.fingerprint for i in items})):
+            rows = session.execute(
+                select(ResultRow.name, ResultRow.fingerprint)
+                .where(ResultRow.fingerprint.in_(chunk))
+                .order_by(ResultRow.id)
+            )
+            for stored_name, digest in rows:
+                if digest is not None:
+                    by_fingerprint.setdefault(digest, stored_name)
+        stored: dict[str, int | None] = {}  # name → id (None: inserted by this batch)
+        for names in _chunked(sorted({n for i in items for n in (i.name, i.alternative)})):
+            rows_by_name = session.execute(
+                select(ResultRow.name, ResultRow.id).where(ResultRow.name.in_(names))
+            )
+            stored.update((stored_name, row_id) for stored_name, row_id in rows_by_name)
+        outcomes: list[ImportedResult] = []
+        new_rows: dict[str, dict[str, Any]] = {}  # name → values of a result inserted by this batch
+        renamed: list[tuple[int, dict[str, Any]]] = []  # (id, values) of rows updated by name
+        latest: dict[str, ResultImport] = {}  # name → the item whose samples it keeps
+        for item in items:
+            name = by_fingerprint.get(item.fingerprint)
+            refreshed = name is not None
+            if name is None:
+                name = item.alternative if item.name in stored else item.name
+                try:
+                    check_name(name, "Result name")
+                    if item.scenario is not None:
+                        check_name(item.scenario, "Scenario")
+                except InvalidRecordError as err:
+                    outcomes.append(ImportedResult(None, False, str(err)))
+                    continue
+                values: dict[str, Any] = {
+                    "scenario": item.scenario,
+                    "location": str(item.location),
+                    "vsperf_dirs": [str(p) for p in item.vsperf_dirs],
+                    "status": ResultStatus.PROCESSED.value,
+                    "failure_reason": None,
+                    "metadata_json": dict(item.metadata),
+                    "received_at": _utcnow(),
+                    "fingerprint": item.fingerprint,
+                }
+                row_id = stored.get(name)
+                if row_id is not None:
+                    renamed.append((row_id, values))
+                else:  # new, or inserted by this batch: record_result would update that row
+                    new_rows[name] = values
+                    stored[name] = None
+                by_fingerprint[item.fingerprint] = name
+            latest[name] = item
+            outcomes.append(ImportedResult(name, refreshed, None))
+        for row_id, values in renamed:
+            session.execute(update(ResultRow).where(ResultRow.id == row_id).values(**values))
+        if new_rows:  # with the build information of the item whose samples they keep
+            inserted = session.execute(
+                insert(ResultRow).returning(ResultRow.name, ResultRow.id, sort_by_parameter_order=True),
+                [{"name": n, **v, **_build_columns(latest[n].build)} for n, v in new_rows.items()],
+            )
+            stored.update((name, row_id) for name, row_id in inserted)
+        ids = {name: stored[name] for name in latest}
+        kept = [name for name in latest if name not in new_rows]  # stored before: samples replaced
+        for result_ids in _chunked([ids[name] for name in kept]):
+            session.execute(delete(SampleRow).where(SampleRow.result_id.in_(result_ids)))
+        if kept:
+            session.execute(
+                update(ResultRow), [{"id": ids[n], **_build_columns(latest[n].build)} for n in kept]
+            )
+        # The samples: one executemany of the driver's own, the statement compiled once (SQLAlchemy's
+        # per-row parameter processing was half of the batch's time; the columns need no conversion).
+        sample_rows = [
+            (ids[name], s.test, s.deployment, s.frame_size, s.traffic, s.metric, s.repeat, s.value)
+            for name, item in latest.items()
+            for s in item.samples
+        ]
+        if sample_rows:
+            connection = session.connection()
+            compiled = insert(_SAMPLES).compile(dialect=connection.dialect, column_keys=list(_SAMPLE_COLUMNS))
+            if compiled.positional:
+                order = [_SAMPLE_COLUMNS.index(key) for key in compiled.positiontup or ()]
+                connection.exec_driver_sql(
+                    compiled.string, [tuple(row[k] for k in order) for row in sample_rows]
+                )
+            else:
+                connection.exec_driver_sql(
+                    compiled.string, [dict(zip(_SAMPLE_COLUMNS, row, strict=True)) for row in sample_rows]
+                )
+        return outcomes
 
     def scenarios(self) -> list[str]:
         """Return the scenarios of the stored results, sorted.

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import random
 
+import jumpavg
 import pytest
 
+from reporting import changepoints
 from reporting.changepoints import MIN_SAVED_BITS, ChangePointVerdict, SeriesAnalysis, analyse, extend
 
 
@@ -130,3 +132,31 @@ def test_extend_equals_a_full_analysis_and_keeps_old_boundaries() -> None:
 def test_extend_of_a_short_history_is_a_full_analysis() -> None:
     values = [[v] for v in noisy(7e6, 40, 0.01, 15)]
     assert extend(analyse(values[:30]), values) == analyse(values)
+
+
+def _glist_bits(parts: list[list[list[float]]], max_value: float, unit: float) -> float:
+    """Return jumpavg's own bit count of consecutive groups (each a list of builds' repeats)."""
+    glist = jumpavg.BitCountingGroupList(max_value=max_value, unit=unit)
+    for part in parts:
+        glist = glist.append_group_of_runs([jumpavg.AvgStdevStats.for_runs(r) for r in part])
+    return float(glist.bits)
+
+
+def test_the_carried_statistics_count_the_bits_jumpavgs_group_list_counts() -> None:
+    """The merge of weak splits carries a group's Welford state on (linear); the bits are jumpavg's."""
+    rng = random.Random(4)
+    for _ in range(300):
+        level = 10.0 ** rng.uniform(-5, 9)
+        groups = [
+            [[level * rng.choice([1.0, 1.05]) * rng.gauss(1.0, 0.02) for _ in range(rng.randint(1, 3))]
+             for _ in range(rng.randint(1, 40))]
+            for _ in range(2)
+        ]  # fmt: skip
+        max_value = max(v for g in groups for r in g for v in r)
+        unit = max_value / 8191.0
+        before, after = (changepoints._welford(changepoints._build_stats(g)) for g in groups)
+        joined = changepoints._welford(changepoints._build_stats(groups[1]), before)
+        expected = _glist_bits([groups[0] + groups[1]], max_value, unit) - _glist_bits(
+            groups, max_value, unit
+        )
+        assert changepoints._saved_bits(before, after, joined, max_value, unit) == expected

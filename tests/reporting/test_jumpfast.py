@@ -180,3 +180,72 @@ def test_the_exact_count_is_jumpavgs_bit_count_to_the_last_bit() -> None:
             prev_avg=prev,
         ).bits
         assert jumpcount.exact_bits(tables, max_value, unit, size, average, stdev, prev) == expected
+
+
+# ---- bad input (issue 31): the same answers or refusals as jumpavg's own path, never a hang ----
+
+
+def _as_before(series: list[list[float]], monkeypatch: pytest.MonkeyPatch) -> str:
+    """Return the analysis of ``series`` with jumpavg.classify itself, as the analysis ran before jumpfast."""
+    with monkeypatch.context() as patch:
+        patch.setattr(jumpfast, "classify_many", lambda many: [jumpfast.reference(s) for s in many])
+        return json.dumps(analyse(series).to_json())
+
+
+def test_one_build_is_analysed_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    for series in ([[7.0]], [[7.0, 7.5, 6.5]]):
+        result = analyse(series)
+        assert [(g.start, g.end) for g in result.groups] == [(0, 1)]
+        assert result.changes == () and result.verdicts == (ChangePointVerdict.NORMAL,)
+        assert json.dumps(result.to_json()) == _as_before(series, monkeypatch)
+
+
+def test_constant_values_are_analysed_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    for series in ([[3.0]] * 500, [[3.0, 3.0]] * 300, [[1.4e7]] * 2 + [[1.5e7]] * 2):
+        result = analyse(series)
+        assert json.dumps(result.to_json()) == _as_before(series, monkeypatch)
+    flat = analyse([[3.0]] * 500)
+    assert [(g.start, g.end, g.average, g.stdev) for g in flat.groups] == [(0, 500, 3.0, 0.0)]
+    assert set(flat.verdicts) == {ChangePointVerdict.NORMAL}
+
+
+@pytest.mark.parametrize("exponent", [-399, -200, -60, 60, 200, 399])
+def test_huge_and_tiny_magnitudes_inside_the_fast_range_are_grouped_as_jumpavg_groups_them(
+    exponent: int,
+) -> None:
+    rng = random.Random(exponent)
+    scale = 2.0**exponent
+    series = [[scale * (0.9 if b >= 40 else 1.0) * rng.gauss(1.0, 0.02)] for b in range(80)]
+    fast = _same(series)
+    assert [g.start for g in fast.groups][-1] in range(38, 43)  # the step at 40 is found at any scale
+
+
+@pytest.mark.timeout(120)
+def test_a_long_series_outside_the_fast_range_is_refused_at_once_not_left_to_run_for_hours() -> None:
+    """jumpavg.classify alone groups it, in hours for 20,000 builds: refused at once, the limit named."""
+    series = [[1e200 * (1.0 + 0.01 * (b % 3))] for b in range(20_000)]
+    message = r"a series of 20000 builds has values outside \[2\^-400, 2\^400\].*refused beyond 1000 builds"
+    with pytest.raises(ValueError, match=message):
+        analyse(series)
+    with pytest.raises(ValueError, match=message):
+        jumpfast.classify_many([[[1.0]] * 5, series])
+    assert len(jumpfast.classify([[1e200]] * 30).groups) >= 1  # a short one still gets jumpavg's answer
+
+
+@pytest.mark.timeout(300)
+def test_tens_of_thousands_of_builds_with_outliers_throughout_are_judged_without_hanging() -> None:
+    """Every tenth build an outlier: 1,200 short groups between 1,200 others, all merged back into one.
+
+    The merge of weak splits recounted the growing group at every boundary and each outlier's band
+    re-read it (quadratic: minutes); both now carry the group on (linear).
+    """
+    rng = random.Random(2)
+    n = 12_000
+    series = [[1e7 * (0.5 if b % 10 == 5 else 1.0) * rng.gauss(1.0, 0.02)] for b in range(n)]
+    assert len(jumpfast.classify(series).groups) > 2000
+    result = analyse(series)
+    assert len(result.verdicts) == n
+    assert result.changes == () and [(g.start, g.end) for g in result.groups] == [(0, n)]
+    outliers = [b for b, v in enumerate(result.verdicts) if v is ChangePointVerdict.OUTLIER]
+    assert set(range(5, n, 10)) <= set(outliers)  # every dip, and a rare noisy build besides
+    assert len(outliers) - n // 10 <= 5
