@@ -100,10 +100,20 @@ ovsperf_test_install() {
     mkdir -p "${site}" &&
         printf '%s\n' "${TASK_REPO_ROOT}" >"${site}/ovsperf-repository.pth" &&
         ln -sfn "${TASK_REPO_ROOT}/templates" "${site}/ovsperf_templates" &&
-        printf '#!/bin/sh\n# Written by the ovsperf ovsperf_test task: the lab of the fetched repository.\nexec "%s" -m ovsperf_lab.cli "$@"\n' \
+        printf '#!/bin/sh\n# Written by the ovsperf ovsperf_test task: the lab of the fetched repository.\nexec "%s" -m ovsperf_lab "$@"\n' \
             "${OVSPERF_VENV}/bin/python" >"${OVSPERF_VENV}/bin/ovsperf-lab.tmp" &&
         chmod 755 "${OVSPERF_VENV}/bin/ovsperf-lab.tmp" &&
         mv -f "${OVSPERF_VENV}/bin/ovsperf-lab.tmp" "${OVSPERF_VENV}/bin/ovsperf-lab"
+}
+
+# The lab answers --help with its usage (an exit status of 0 alone would pass a wrapper that runs nothing).
+ovsperf_test_lab_answers() {
+    local usage
+    usage="$("${OVSPERF_LAB}" --help)" || return 1
+    [[ "${usage}" == "usage: ovsperf-lab"* ]] || {
+        echo "'${OVSPERF_LAB} --help' printed no usage of ovsperf-lab."
+        return 1
+    }
 }
 
 ovsperf_test_setup() {
@@ -112,7 +122,7 @@ ovsperf_test_setup() {
     ovsperf_test_choose_python
     task_run "Install ovsperf-lab of ${TASK_REPO_ROOT} into ${OVSPERF_VENV}" ovsperf_test_install ||
         task_abort "Cannot install ovsperf-lab into '${OVSPERF_VENV}' (package index down?): $(tail -n 1 "${TASK_PHASE_LOG}")"
-    task_run "ovsperf-lab runs (${OVSPERF_LAB} --help)" "${OVSPERF_LAB}" --help ||
+    task_run "ovsperf-lab runs (${OVSPERF_LAB} --help)" ovsperf_test_lab_answers ||
         task_abort "'${OVSPERF_LAB} --help' fails: the lab is not installed."
     task_run "Create the SSH key pair for the traffic generator host" task_ssh_key "ovsperf-lab@${DUT_HOSTNAME}" ||
         task_abort "Cannot create an SSH key pair."
@@ -176,7 +186,7 @@ ovsperf_test_preflight() {
     local hugepages
     hugepages="$(task_hugepages_total)"
     ((hugepages > 0)) || task_abort "No hugepages are reserved on ${DUT_HOSTNAME}."
-    task_run "ovsperf-lab runs (${OVSPERF_LAB} --help)" "${OVSPERF_LAB}" --help ||
+    task_run "ovsperf-lab runs (${OVSPERF_LAB} --help)" ovsperf_test_lab_answers ||
         task_abort "'${OVSPERF_LAB}' does not run (run OVSPERF_ACTION=setup first)."
     task_run "Traffic generator ${OVSPERF_TEST_TG} reachable over SSH with ${TRAFFICGEN_BINARY}" ovsperf_test_tg_ready ||
         task_abort "Cannot reach ${OVSPERF_TEST_TG} over SSH with an executable '${TRAFFICGEN_BINARY}' (build_trafficgen ran there?)."

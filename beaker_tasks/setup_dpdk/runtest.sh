@@ -154,6 +154,11 @@ setup_dpdk_persistent() {
     task_run "Load ${SETUP_DPDK_DRIVER} at boot" setup_dpdk_load_at_boot
     if [[ -n "${KERNEL_ARGS}" ]]; then
         setup_dpdk_kernel_args
+    elif [[ "${SETUP_DPDK_FAMILY}" == "debian" ]]; then
+        # tuned writes its CPU isolation arguments for /etc/grub.d/00_tuned; on Red Hat it regenerates
+        # the GRUB configuration itself, on Debian update-grub must run for the next boot to have them.
+        task_run "Regenerate the GRUB configuration (tuned's kernel arguments)" update-grub ||
+            task_abort "update-grub cannot write the GRUB configuration with tuned's kernel arguments."
     fi
     task_mark persistent
     task_phase_end

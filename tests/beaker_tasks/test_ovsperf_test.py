@@ -27,7 +27,10 @@ EXPECTED_LAB_OPTIONS = [
 STAND_IN = """#!/bin/bash
 # Stand-in ovsperf-lab: record argv (one JSON list per line), write a results directory for 'run'.
 python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >>"${FAKE_LAB_ARGV:?}"
-[[ "$1" == --help ]] && exit 0
+if [[ "$1" == --help ]]; then
+    [[ -z "${FAKE_LAB_SILENT:-}" ]] && echo "usage: ovsperf-lab [-h] {run,compare,bisect,doctor,list,cleanup} ..."
+    exit 0
+fi
 out=""
 while (($#)); do
     [[ "$1" == --output ]] && out="$2"
@@ -222,7 +225,7 @@ def test_setup_installs_the_lab_into_a_venv_and_makes_the_key(dut: Lab) -> None:
     site = venv / "lib" / "python3.11" / "site-packages"
     assert (site / "ovsperf-repository.pth").read_text() == f"{REPO}\n"
     assert os.readlink(site / "ovsperf_templates") == str(REPO / "templates")
-    assert f'exec "{venv}/bin/python" -m ovsperf_lab.cli "$@"' in (venv / "bin" / "ovsperf-lab").read_text()
+    assert f'exec "{venv}/bin/python" -m ovsperf_lab "$@"' in (venv / "bin" / "ovsperf-lab").read_text()
     assert (dut.home / ".ssh" / "id_ed25519.pub").exists()
     assert [
         "-q",
@@ -249,3 +252,14 @@ def test_setup_without_a_python_3_11_warns_and_aborts(dut: Lab) -> None:
         "OVSPERF_LAB_PYTHON 'vsperf-base-python' is Python 3.9; ovsperf-lab needs 3.11 or later" in run.stderr
     )
     assert not (dut.root / "venv").exists()
+
+
+def test_a_lab_that_exits_0_but_prints_no_usage_is_not_installed(dut: Lab) -> None:
+    """A wrapper that runs nothing (``python -m`` of a module without a main) exits 0 on --help."""
+    run = dut.run(
+        "ovsperf_test",
+        OVSPERF_ACTION="setup",
+        **_params(dut, OVSPERF_LAB_PYTHON="vsperf-base-python", SHIM_PYTHON_VERSION="3.11", FAKE_LAB_SILENT="1"),
+    )
+    assert run.returncode == 2
+    assert "--help' fails: the lab is not installed" in run.stderr

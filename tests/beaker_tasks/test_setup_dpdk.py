@@ -218,6 +218,17 @@ def test_an_ubuntu_host_is_debian_family_by_id_like(lab: Lab) -> None:
     assert run.called("update-grub") == [[]] and not run.called("grubby")
 
 
+def test_a_debian_host_without_kernel_args_still_regenerates_grub_for_tuned(lab: Lab) -> None:
+    """tuned's CPU isolation reaches the next boot through /etc/grub.d/00_tuned only after update-grub."""
+    _debian(lab)
+    before = (lab.etc / "default" / "grub").read_text()
+    run = lab.run("setup_dpdk", reboot=0, **PARAMS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.called("update-grub") == [[]] and not run.called("grubby")
+    assert run.index("tuned-adm") < run.index("update-grub") < run.index("rstrnt-reboot")
+    assert (lab.etc / "default" / "grub").read_text() == before  # no argument of ours was added
+
+
 def test_a_debian_host_without_etc_default_grub_is_warn_and_abort(lab: Lab) -> None:
     _debian(lab)
     (lab.etc / "default" / "grub").unlink()
