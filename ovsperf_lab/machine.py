@@ -59,6 +59,10 @@ class MachineFacts:
     """``ovs-vswitchd-dpdk --version`` first line's version, e.g. ``'3.1.0'``."""
     dpdk_version: str | None
     """DPDK version the OVS build reports, e.g. ``'22.11.11'``."""
+    pinnable_cpus: tuple[int, ...] = ()
+    """CPUs a thread of this process may be pinned to: the cgroup cpuset's effective CPUs, which
+    include CPUs isolated from the scheduler (tuned cpu-partitioning leaves this process on the
+    housekeeping CPUs, yet OVS pins its PMD threads to isolated ones); empty: same as :attr:`cpus`."""
 
 
 def _meminfo() -> dict[str, int]:
@@ -128,6 +132,42 @@ def find_dpdk_vswitchd() -> Path | None:
     return None
 
 
+def parse_cpulist(text: str) -> tuple[int, ...]:
+    """Parse a Linux CPU list (``0-3,8``, as in sysfs and ``--pmd-cpus``) into CPUs, ascending.
+
+    :raises ValueError: for anything else (a reversed range, a non-number, a part over 11 characters).
+    """
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        low, dash, high = part.strip().partition("-")
+        end = high if dash else low
+        if len(part) > 11 or not low.isdigit() or not end.isdigit() or int(end) < int(low):
+            raise ValueError(f"{text[:60]!r} is not a CPU list such as '1' or '1,3-4'.")
+        cpus.update(range(int(low), int(end) + 1))
+    return tuple(sorted(cpus))
+
+
+def _pinnable_cpus() -> tuple[int, ...]:
+    """Return the effective CPUs of this process's cpuset (cgroup v2, else v1), else the online CPUs."""
+    candidates = []
+    for line in _read("/proc/self/cgroup").splitlines():
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and not controllers:
+            candidates.append(Path("/sys/fs/cgroup") / path.lstrip("/") / "cpuset.cpus.effective")
+        elif "cpuset" in controllers.split(","):
+            candidates.append(Path("/sys/fs/cgroup/cpuset") / path.lstrip("/") / "cpuset.effective_cpus")
+    candidates.append(Path("/sys/devices/system/cpu/online"))
+    for candidate in candidates:
+        text = _read(str(candidate)).strip()
+        if text:
+            try:
+                return parse_cpulist(text)
+            except ValueError:
+                continue
+    return ()
+
+
 def probe_machine() -> MachineFacts:
     """Return the facts of this machine (reads /proc, /sys, PATH; starts only ``--version``)."""
     mem = _meminfo()
@@ -142,6 +182,7 @@ def probe_machine() -> MachineFacts:
     )
     return MachineFacts(
         cpus=tuple(sorted(os.sched_getaffinity(0))),
+        pinnable_cpus=_pinnable_cpus(),
         hugepages_2m_total=mem.get("HugePages_Total", 0) if mem.get("Hugepagesize") == 2048 else 0,
         hugepages_2m_free=mem.get("HugePages_Free", 0) if mem.get("Hugepagesize") == 2048 else 0,
         hugetlbfs_mounted=any(

@@ -489,17 +489,22 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
     )
     if options.pmd_cpus is not None:
         pmds = len(options.pmd_cpus)
-    named = [c for c in (*(options.pmd_cpus or ()), options.lcore_cpu) if c is not None and c not in cpus]
+    # Named CPUs may lie outside this process's affinity (tuned cpu-partitioning keeps it on the
+    # housekeeping CPUs while OVS pins PMD threads to isolated ones), not outside its cpuset.
+    pinnable = facts.pinnable_cpus or cpus
+    named = [c for c in (*(options.pmd_cpus or ()), options.lcore_cpu) if c is not None and c not in pinnable]
     if named:
         reasons.append(
-            f"'--pmd-cpus'/'--lcore-cpu' name CPUs {', '.join(map(str, named))} this process may not use "
-            f"(it may use {','.join(map(str, cpus))}); name others or widen the cpuset."
+            f"'--pmd-cpus'/'--lcore-cpu' name CPUs {', '.join(map(str, named))} this process may not pin "
+            f"threads to (its cpuset has {','.join(map(str, pinnable))}); name others or widen the cpuset."
         )
     demand = Demand(
         pmd_cores=pmds,
         memory_mb=options.hugepage_memory_mb(vnf=needs_vnf),
         needs=frozenset(needs),
         guest_image=options.guest_image,
+        pmd_cpus_named=options.pmd_cpus is not None,
+        local_generator=options.tg_ssh is None and options.generator != "trex",
     )
     reasons = unmet(facts, demand) + reasons
     if reasons:

@@ -46,6 +46,11 @@ class Demand:
     """Which requirement groups apply."""
     guest_image: Path | None = None
     """The guest image for :attr:`Need.PVP_GUEST`."""
+    pmd_cpus_named: bool = False
+    """Whether the PMD CPUs are named (``--pmd-cpus``): checked against the cpuset, not counted
+    among the CPUs this process runs on."""
+    local_generator: bool = True
+    """Whether the generator runs here and needs a CPU of its own (not on a TG host or a TRex server)."""
 
     @property
     def hugepages_2m(self) -> int:
@@ -78,7 +83,8 @@ class Check:
 
 def check_machine(facts: MachineFacts, demand: Demand) -> list[Check]:
     """Return every requirement checked against ``facts`` for ``demand``, ALWAYS ones first."""
-    cpus_needed = demand.pmd_cores + 1
+    cpus_needed = (0 if demand.pmd_cpus_named else demand.pmd_cores) + (1 if demand.local_generator else 0)
+    cpus_minimum = max(cpus_needed, 2 if demand.local_generator and not demand.pmd_cpus_named else 1)
     pages = demand.hugepages_2m
     free_mb = facts.hugepages_2m_free * HUGEPAGE_MB
     ovs = facts.ovs_vswitchd_dpdk
@@ -95,7 +101,7 @@ def check_machine(facts: MachineFacts, demand: Demand) -> list[Check]:
         ),
         Check(
             "CPUs",
-            len(facts.cpus) >= max(2, cpus_needed),
+            len(facts.cpus) >= cpus_minimum,
             f"{len(facts.cpus)} usable ({','.join(map(str, facts.cpus))}); 1 for the generator, "
             f"{max(len(facts.cpus) - 1, 0)} for OVS PMD threads",
             f"The lab needs at least 2 CPUs (generator and OVS PMD); {demand.pmd_cores} OVS PMD threads "

@@ -170,3 +170,39 @@ def test_mlr_is_the_default_with_csits_parameters() -> None:
     assert LabOptions(goals_percent=(0.5, 0.0)).mlr_config(64, 1e6).loss_ratio_goals == (0.0, 0.005)
     short = LabOptions(final_trial_s=0.5, duration_sum_s=2.0).mlr_config(64, 1e6)
     assert (short.initial_trial_s, short.final_trial_s) == (0.5, 0.5)
+
+
+def test_a_dut_with_isolated_cpus_runs_pmds_outside_this_process_s_affinity(here: MachineFacts) -> None:
+    """tuned cpu-partitioning keeps the lab on CPU 0; the inventory's PMD CPU 1 is isolated but pinnable."""
+    from ovsperf_lab.generators.sshhost import SshTarget
+
+    isolated = facts(here, cpus=(0,), pinnable_cpus=(0, 1))
+    wire = {"dut_ports": ("0000:03:00.0", "0000:03:00.1"), "tg_ports": ("0000:04:00.0", "0000:04:00.1")}
+    options = LabOptions(pmd_cpus=(1,), lcore_cpu=0, tg_ssh=SshTarget("tg"), **wire)  # type: ignore[arg-type]
+    plan = plan_run(CATALOG.get("OVS_DPDK1q"), isolated, options)
+    assert (plan.cpus.pmd_cpus, plan.cpus.ovs_lcore_cpu) == ((1,), 0)
+    # A CPU outside the cpuset is refused, naming it and what the cpuset has.
+    with pytest.raises(
+        RefusedScenarioError, match=r"name CPUs 2 this process may not pin threads to \(its cpuset has 0,1\)"
+    ):
+        plan_run(CATALOG.get("OVS_DPDK1q"), isolated, dataclasses.replace(options, pmd_cpus=(2,)))
+    # A generator that runs here still needs a CPU beside the PMD's count.
+    with pytest.raises(RefusedScenarioError, match="The lab needs at least 2 CPUs"):
+        plan_run(CATALOG.get("OVS_DPDK1q"), isolated, LabOptions(pmd_cores=1))
+
+
+@pytest.mark.parametrize(
+    ("text", "cpus"), [("0", (0,)), ("0-3,8", (0, 1, 2, 3, 8)), (" 1,3-4\n", (1, 3, 4)), ("2,2", (2,))]
+)
+def test_cpu_lists_parse_as_linux_writes_them(text: str, cpus: tuple[int, ...]) -> None:
+    from ovsperf_lab.machine import parse_cpulist
+
+    assert parse_cpulist(text) == cpus
+
+
+@pytest.mark.parametrize("text", ["", "a", "3-1", "1;2", "-1", "1-", "123456789012"])
+def test_a_cpu_list_that_is_not_one_is_refused(text: str) -> None:
+    from ovsperf_lab.machine import parse_cpulist
+
+    with pytest.raises(ValueError, match="is not a CPU list"):
+        parse_cpulist(text)
