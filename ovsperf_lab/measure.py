@@ -196,6 +196,7 @@ def measure_mlr(
             drain_s=config.drain_s,
             log=logging.getLogger("ovsperf_lab.search.latency"),
             on_start=observer.latency_started,
+            min_load_pps=options.min_load_pps,
         )
         on_trials([*records, *(latency_trial_to_json(level, frame_size, config.flows) for level in levels)])
     elif options.latency_levels_percent:

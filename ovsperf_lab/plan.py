@@ -148,6 +148,9 @@ class LabOptions:
     """MLRsearch duration sum per goal [s] (``--duration-sum``)."""
     search_duration_max_s: float = mlrconfig.CSIT_SEARCH_DURATION_MAX_S
     """MLRsearch limit per frame size [s] (``--search-duration-max``)."""
+    min_load_pps: float = mlrconfig.CSIT_MIN_LOAD_PPS
+    """Lowest load MLRsearch tries and latency trials run at, per direction [pps] (``--min-load``;
+    CSIT's 9001 unless a slow link, e.g. a virtual lab's, loses frames there)."""
     latency_levels_percent: tuple[float, ...] = LATENCY_LEVELS_PERCENT
     """Latency trial loads as shares of the PDR load [%] (``--latency-loads``); empty: none."""
     latency_trial_s: float = 10.0
@@ -220,6 +223,7 @@ class LabOptions:
             duration_sum_s=self.duration_sum_s,
             search_duration_max_s=self.search_duration_max_s,
             flows=self.flows if flows is None else flows,
+            min_rate_pps=self.min_load_pps,
         )
 
     def hugepage_memory_mb(self, *, vnf: bool) -> int:
@@ -352,6 +356,8 @@ class LabOptions:
                         f"Option '{option}' applies to '--search binary'; MLRsearch takes '--goal' "
                         "and '--final-trial-duration'."
                     )
+        if not 1.0 <= self.min_load_pps <= 1e9:
+            raise LabError(f"Option '--min-load' must be within 1 and 1e9 pps, got {self.min_load_pps:g}.")
         goals = self.goals_percent
         if not 1 <= len(goals) <= MAX_GOALS or len(set(goals)) != len(goals):
             raise LabError(

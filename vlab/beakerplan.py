@@ -97,6 +97,15 @@ class PlanReport:
     """VM → the highest RSS of its QEMU seen while the plan ran [B]."""
     results: list[str] = field(default_factory=list)
     """``process-ci-results``' stdout lines (``processed <name> <verdict> <report>``)."""
+    remote_status: int = 0
+    """``ovsperf-remote run``'s exit status: 0, or 1 when a step reported FAIL but results came."""
+    report_status: int = 0
+    """``process-ci-results``' exit status: 0 no regression, 1 a regression, 2 an error or INVALID."""
+
+    @property
+    def passed(self) -> bool:
+        """Return whether every step passed and the report found nothing wrong."""
+        return self.remote_status == 0 and self.report_status == 0
 
 
 def vm_inventory() -> dict[str, object]:
@@ -242,9 +251,11 @@ class _RssSampler:
 def run_plan(config: LabConfig, options: PlanOptions) -> PlanReport:
     """Run the plan (module docstring) and return what it measured.
 
+    :returns: what it measured; :attr:`PlanReport.passed` says whether every step passed and the
+        report found nothing wrong (a FAIL step that still delivered results is reported).
     :raises VlabError: when the lab cannot be brought up, the inventory cannot be copied,
-        ``ovsperf-remote run`` fails or outlives its deadline, no result arrives in the collector,
-        or ``process-ci-results`` fails (each message names the step and the log to read).
+        ``ovsperf-remote run`` fails without results or outlives its deadline, or
+        ``process-ci-results`` handles no result (each message names the step and the log to read).
     """
     paths = LabPaths(config.state_dir)
     run_id = time.strftime("%Y%m%d-%H%M%S")
@@ -273,10 +284,14 @@ def run_plan(config: LabConfig, options: PlanOptions) -> PlanReport:
     with _RssSampler(paths, report.peak_rss_bytes):
         status = _run_live(argv, timeout_s=options.timeout_s + 600.0, what="ovsperf-remote run")
     report.timings.append(Timing("ovsperf-remote run", time.monotonic() - start))
-    if status != 0:
+    report.remote_status = status
+    if status not in (0, 1):
         raise VlabError(
             f"ovsperf-remote run exited with status {status}; its logs are in '{run_dir / 'remote'}'."
         )
+    if status == 1:
+        log.warning("A step of the plan reported FAIL (its logs are in '%s'); its results are reported.",
+                    run_dir / "remote")  # fmt: skip
     delivered = sorted(p for p in collector.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not delivered:
         raise VlabError(f"ovsperf-remote run delivered no result into '{collector}'.")
@@ -293,7 +308,8 @@ def run_plan(config: LabConfig, options: PlanOptions) -> PlanReport:
     processed = run_command(ci, timeout_s=REPORT_TIMEOUT_S, what="process-ci-results")
     report.timings.append(Timing("process-ci-results", time.monotonic() - start))
     report.results = [line for line in processed.stdout.splitlines() if line.strip()]
-    if processed.returncode not in (0, 1) or not any(line.startswith("processed") for line in report.results):
+    report.report_status = processed.returncode
+    if not any(line.startswith(("processed", "failed")) for line in report.results):
         raise VlabError(
             f"process-ci-results exited with status {processed.returncode}: "
             f"{(processed.stderr or processed.stdout).strip()[-2000:]}"

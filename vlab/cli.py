@@ -209,6 +209,13 @@ def _plan(args: argparse.Namespace) -> int:
     for line in report.results:
         print(_tsv("result", line))
     print(_tsv("run", report.run_dir))
+    if not report.passed:
+        print(
+            f"ovsperf-vlab: the plan ran, but ovsperf-remote run exited {report.remote_status} and "
+            f"process-ci-results {report.report_status}; see {report.run_dir}.",
+            file=sys.stderr,
+        )
+        return ExitCode.REGRESSION
     return ExitCode.OK
 
 

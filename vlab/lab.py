@@ -287,6 +287,8 @@ def _bring_up(
     timeout_s = RESUME_TIMEOUT_S if resumable else (options.boot_timeout_s or BOOT_TIMEOUT_S[accel])
     wait_for_ssh(paths, vm, config.ssh_port_of(vm), timeout_s=timeout_s, alive=record.running,
                  serial_log=files.serial_log)  # fmt: skip
+    if resumable:
+        set_clock(paths, vm, config.ssh_port_of(vm))
     step = "resume" if resumable else "boot"
     timings.append(Timing(f"{step} {vm}", time.monotonic() - start))
     log.info("VM '%s' answers SSH after %.1f s (%s).", vm, timings[-1].seconds, step)
@@ -331,6 +333,18 @@ def prepare_vm(paths: LabPaths, vm: str, port: int, ca_bundle: bytes) -> None:
             raise VlabError(f"Copying the host's CA bundle to VM '{vm}' failed: {done.stderr.strip()}")
 
 
+def set_clock(paths: LabPaths, vm: str, port: int) -> None:
+    """Set ``vm``'s clock to this host's.
+
+    A VM resumed from its saved state wakes at the time it was saved (the image runs no NTP
+    client), and its logs and result timestamps would lie.
+
+    :raises VlabError: when ``date`` fails on the VM.
+    """
+    run_ssh(paths, port, f"date -u -s @{time.time():.3f} >/dev/null", timeout_s=NAME_TIMEOUT_S,
+            what=f"setting the clock of VM '{vm}'")  # fmt: skip
+
+
 def down(config: LabConfig) -> list[state.VmProcess]:
     """Stop the QEMU processes the state file names; return those that were running.
 
@@ -373,6 +387,7 @@ def reset(config: LabConfig, *, timeout_s: float = RESUME_TIMEOUT_S) -> list[Tim
             files = vm_files(paths, vm.vm, image)
             wait_for_ssh(paths, vm.vm, vm.ssh_port, timeout_s=timeout_s, alive=vm.running,
                          serial_log=files.serial_log)  # fmt: skip
+            set_clock(paths, vm.vm, vm.ssh_port)
         timings.append(Timing("reset", time.monotonic() - start))
         log.info("Both VMs are back at their saved state after %.1f s.", timings[-1].seconds)
     return timings

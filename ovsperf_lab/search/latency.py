@@ -184,12 +184,14 @@ def measure_levels(
     log: logging.Logger,
     bidirectional: bool = True,
     on_start: Callable[[float, float, float], None] | None = None,
+    min_load_pps: float = CSIT_MIN_LOAD_PPS,
 ) -> tuple[LatencyLevel, ...]:
     """Run one latency trial per level of ``levels_percent`` (ascending) at shares of ``pdr_pps``.
 
     :param pdr_pps: the PDR load per direction [pps] (MLRsearch's relevant lower bound).
     :param on_start: called with (percent of PDR, load per direction [pps], duration [s]) before
         each trial (progress).
+    :param min_load_pps: the lowest load of a level (the search's minimum load) [pps].
     :returns: one :class:`LatencyLevel` per level, ascending.
     :raises LabError: when ``pdr_pps`` is not positive.
     :raises TrafficGeneratorError: from the generator.
@@ -198,7 +200,7 @@ def measure_levels(
         raise LabError(f"Latency trials need a positive PDR load, got {pdr_pps!r} pps.")
     levels: list[LatencyLevel] = []
     for percent in sorted(levels_percent):
-        load = level_load_pps(percent, pdr_pps)
+        load = level_load_pps(percent, pdr_pps, min_load_pps)
         if on_start is not None:
             on_start(percent, load, duration_s)
         spec = TrialSpec(

@@ -206,3 +206,14 @@ def test_a_cpu_list_that_is_not_one_is_refused(text: str) -> None:
 
     with pytest.raises(ValueError, match="is not a CPU list"):
         parse_cpulist(text)
+
+
+def test_the_minimum_load_reaches_mlrsearch_and_the_latency_levels() -> None:
+    from ovsperf_lab.search.latency import level_load_pps
+
+    options = LabOptions(min_load_pps=1000.0)
+    assert options.mlr_config(64, 1e6).min_rate_pps == 1000.0
+    assert LabOptions().mlr_config(64, 1e6).min_rate_pps == 9001.0  # CSIT's
+    assert level_load_pps(0.0, 1500.0, options.min_load_pps) == 1000.0  # not 9001, above the PDR
+    with pytest.raises(LabError, match=r"Option '--min-load' must be within 1 and 1e9 pps, got 0\."):
+        LabOptions(min_load_pps=0.0)
