@@ -48,7 +48,7 @@ vlab: setup
 	$(SUDO) $(VENV)/bin/ovsperf-vlab up $(VLAB_ARGS)
 
 # The Beaker plan of OVS_DPDK1q on the two VMs with the ovsperf engine, a short MLRsearch (TCG is slow).
-VLAB_LAB_ARGS ?= --frame-sizes 64,1518 --final-trial-duration 1 --duration-sum 3 --search-duration-max 900 --latency-loads 0,50,90 --latency-time 1
+VLAB_LAB_ARGS ?= --frame-sizes 64,1518 --min-load 500 --final-trial-duration 1 --duration-sum 3 --search-duration-max 900 --latency-loads 0,50,90 --latency-time 1
 vlab-test: setup
 	$(SUDO) $(ROOT)/scripts/install-debian-packages.sh $(ROOT)/packaging/vlab-packages.txt
 	$(SUDO) $(VENV)/bin/ovsperf-vlab selftest $(VLAB_ARGS)

@@ -2,7 +2,8 @@
 
 Hub calls used (koji 1.36, ``kojihub/kojihub.py``): ``getBuild``, ``listBuilds(taskID=)``,
 ``listTagged``, ``listTags(build=)``, ``listRPMs(buildID=, arches=)``, ``getTaskInfo``,
-``getTaskChildren``, ``listTaskOutput``. File URLs come from ``koji.PathInfo(topdir=topurl)``:
+``getTaskChildren``, ``listTaskOutput``, ``queryHistory`` (a tag's history). File URLs come from
+``koji.PathInfo(topdir=topurl)``:
 ``<topurl>/packages/<n>/<v>/<r>/<arch>/<nvra>.rpm`` for builds and
 ``<topurl>/work/tasks/<id % 10000>/<id>/<file>`` for (scratch) task output, the same paths
 ``koji download-build`` and ``koji download-task`` use.
@@ -201,6 +202,23 @@ class KojiClient:
                 f"Koji tag '{tag}' has no build of package '{package}'; is the package name right?"
             )
         return builds[0]
+
+    def tag_history(self, tag: str, package: str) -> list[str]:
+        """Return the NVRs of ``package``'s builds ever tagged into ``tag``, in the order first tagged.
+
+        Hub ``queryHistory(tables=['tag_listing'])``, as ``koji list-history --tag --package``;
+        a build untagged since is still listed (it was in the tag when it was built upon).
+
+        :raises KojiHubError: when the hub cannot be reached or refuses (no such tag or package).
+        """
+        entries = self._call("queryHistory", tables=["tag_listing"], tag=tag, package=package)
+        first: dict[int, tuple[int, str]] = {}
+        for entry in entries.get("tag_listing", []):
+            build_id, event = int(entry["build_id"]), int(entry["create_event"])
+            nvr = f"{entry['name']}-{entry['version']}-{entry['release']}"
+            if build_id not in first or event < first[build_id][0]:
+                first[build_id] = (event, nvr)
+        return [nvr for _, nvr in sorted(first.values())]
 
     def build_tags(self, build: KojiBuild) -> list[str]:
         """Return the names of the tags ``build`` is in.

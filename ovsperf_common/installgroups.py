@@ -31,27 +31,27 @@ GROUP_OF_COMMAND: Mapping[str, str] = {
 
 GROUPS_OF_MODULE: Mapping[str, tuple[str, ...]] = {
     "yaml": (BASE,),
-    "MLRsearch": ("lab",),
+    "MLRsearch": ("lab", "labhost"),
     "alembic": ("report",),
     "bkr": ("beaker", "koji"),
     "gssapi": ("beaker", "koji"),
-    "hdrh": ("lab", "report"),
-    "jinja2": ("beaker", "koji", "lab", "remote", "report"),
+    "hdrh": ("lab", "labhost", "report"),
+    "jinja2": ("beaker", "koji", "lab", "labhost", "remote", "report"),
     "jumpavg": ("report",),
-    "koji": ("koji",),
+    "koji": ("koji", "lab"),
     "lxml": ("beaker", "koji"),
-    "matplotlib": ("lab", "report"),
+    "matplotlib": ("lab", "labhost", "report"),
     "numpy": ("report",),
     "paramiko": ("remote",),
     "plotly": ("report",),
     "psutil": ("vlab",),
     # Loaded by SQLAlchemy for a postgresql:// store URL, never imported by name.
     "psycopg": ("postgresql",),
-    "requests": ("koji",),
-    "rich": ("lab",),
-    "scipy": ("lab", "report"),
+    "requests": ("koji", "lab"),
+    "rich": ("lab", "labhost"),
+    "scipy": ("lab", "labhost", "report"),
     "sqlalchemy": ("report",),
-    "tenacity": ("beaker", "koji"),
+    "tenacity": ("beaker", "koji", "lab"),
 }
 """Top-level import name → the install groups that install it (directly or through an included group)."""
 

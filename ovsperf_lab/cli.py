@@ -14,14 +14,20 @@ from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command, sigterm_interrupts
+from ovsperf_lab.bisect import options as bisect_options
 from ovsperf_lab.cleanup import cleanup
 from ovsperf_lab.compare.config import CompareConfig
 from ovsperf_lab.compare.cpusteal import CpuSteal
 from ovsperf_lab.compare.sides import SideSpec, parse_other_config
+from ovsperf_lab.devargs import parse_devargs, pci_port_problem
 from ovsperf_lab.doctor import diagnose, scenario_readiness
 from ovsperf_lab.errors import LabError
 from ovsperf_lab.generators.registry import DEFAULT_GENERATOR, GENERATORS, generator_backend
-from ovsperf_lab.machine import probe_machine
+from ovsperf_lab.generators.sshhost import DEFAULT_REMOTE_BINARY, SshTarget, probe
+from ovsperf_lab.generators.trex import factory as trex_factory
+from ovsperf_lab.generators.trex import server_line as trex_server_line
+from ovsperf_lab.generators.trex_options import add_trex_options, refuse_in_compare, trex_options, trex_server
+from ovsperf_lab.machine import parse_cpulist, probe_machine
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
@@ -162,6 +168,98 @@ def _compare_parser(sub: Any) -> None:
     ab.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
 
 
+def _two_host_options(run: Any) -> None:
+    """Add the two-host (NIC ports) options and the DUT's CPU and memory options to ``run``."""
+    wire = run.add_argument_group(
+        "two hosts (NIC ports; docs/lab.md 'Two hosts (NIC ports)')",
+        "OVS on this DUT's NIC ports, the generator on a TG host's NIC ports over SSH",
+    )
+    wire.add_argument(
+        "--dut-port", action="append", metavar="DEVARGS",
+        help="OVS's NIC port as DPDK devargs, twice (port 0, then 1): a PCI address (0000:03:00.0, "
+        "allow-listed) or a vdev (net_af_packet0,iface=veth0)",
+    )  # fmt: skip
+    wire.add_argument(
+        "--tg-port", action="append", metavar="DEVARGS",
+        help="the generator's NIC port as DPDK devargs, twice, cabled TG port 0 to DUT port 0, 1 to 1",
+    )  # fmt: skip
+    wire.add_argument(
+        "--tg-ssh", metavar="[USER@]HOST[:PORT]",
+        help="run the generator on this TG host over SSH (BatchMode, StrictHostKeyChecking=yes); "
+        "default: on this machine",
+    )  # fmt: skip
+    wire.add_argument("--tg-ssh-key", type=Path, metavar="PATH", help="private key for --tg-ssh")
+    wire.add_argument("--tg-known-hosts", type=Path, metavar="PATH", help="known_hosts file for --tg-ssh")
+    wire.add_argument(
+        "--tg-binary", type=Path, metavar="PATH",
+        help=f"the generator on the TG (with --tg-ssh: {DEFAULT_REMOTE_BINARY}, what "
+        "'make -C trafficgen install' installs)",
+    )  # fmt: skip
+    wire.add_argument("--tg-cpus", metavar="CPULIST", help="the generator's EAL cores on the TG (e.g. 2,3)")
+    wire.add_argument(
+        "--tg-memory-mb", type=int, default=DEFAULTS.generator_memory_mb, metavar="N",
+        help="generator hugepage memory at least [MiB] (%(default)s; raised to what its rings need)",
+    )  # fmt: skip
+    wire.add_argument("--pmd-cpus", metavar="CPULIST", help="OVS PMD CPUs (default: the lab picks them)")
+    wire.add_argument("--lcore-cpu", type=int, metavar="N", help="OVS's DPDK main lcore CPU")
+    wire.add_argument(
+        "--socket-mem-mb", type=int, default=DEFAULTS.ovs_socket_mem_mb, metavar="N",
+        help="OVS dpdk-socket-mem [MiB] (%(default)s)",
+    )  # fmt: skip
+
+
+def _cpu_list(text: str | None, option: str) -> tuple[int, ...] | None:
+    """Parse a CPU list ``1,3-4`` (``--pmd-cpus``) into CPUs, ascending; ``None`` stays ``None``.
+
+    :raises LabError: naming the option, for anything else.
+    """
+    if text is None:
+        return None
+    try:
+        return parse_cpulist(text)
+    except ValueError as err:
+        raise LabError(f"Option '{option}': {err}") from err
+
+
+def _tg_ssh(args: argparse.Namespace) -> SshTarget | None:
+    """Return the TG host of ``--tg-ssh`` (with its key and known_hosts), ``None`` without it.
+
+    :raises LabError: naming the option, for a malformed target or a key option without it.
+    """
+    if args.tg_ssh is None:
+        for option, value in (("--tg-ssh-key", args.tg_ssh_key), ("--tg-known-hosts", args.tg_known_hosts)):
+            if value is not None:
+                raise LabError(f"Option '{option}' applies to '--tg-ssh'.")
+        return None
+    return SshTarget.parse(args.tg_ssh, identity=args.tg_ssh_key, known_hosts=args.tg_known_hosts)
+
+
+def _check_before_start(options: LabOptions) -> None:
+    """Check, before anything starts, what the run's generator and NIC ports need.
+
+    The generator: on a TG host (``--tg-ssh``), that it answers and has the binary; here, the
+    backend's readiness. PCI ports on this machine (``--dut-port``, and ``--tg-port`` without
+    ``--tg-ssh``): that they exist and are no kernel interface in use (:func:`pci_port_problem`).
+
+    :raises LabError: naming the option and the address, or the TG host and the path.
+    """
+    local = [("--dut-port", text) for text in options.dut_ports]
+    if options.tg_ssh is None and options.generator != "trex":  # TRex's ports are on its server
+        local += [("--tg-port", text) for text in options.tg_ports]
+    for option, text in local:
+        address = parse_devargs(text).pci_address
+        problem = pci_port_problem(address) if address is not None else None
+        if problem is not None:
+            raise LabError(f"Option '{option}': {problem}; nothing was changed on this host.")
+    if options.tg_ssh is not None:
+        probe(options.tg_ssh, options.tg_binary or DEFAULT_REMOTE_BINARY)
+    elif options.tg_binary is not None:
+        if not options.tg_binary.is_file():
+            raise LabError(f"Option '--tg-binary': '{options.tg_binary}' is not a file on this machine.")
+    else:
+        generator_backend(options.generator).readiness().require(options.generator)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ovsperf-lab",
@@ -238,6 +336,13 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULTS.duration_sum_s,
         metavar="S",
         help="trial time that classifies a load [s] (%(default)s)",
+    )
+    mlr.add_argument(
+        "--min-load",
+        type=float,
+        default=DEFAULTS.min_load_pps,
+        metavar="PPS",
+        help="lowest load tried and of latency trials, per direction [pps] (%(default)g, CSIT's)",
     )
     mlr.add_argument(
         "--search-duration-max",
@@ -332,9 +437,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run only this test (repeatable)",
     )
     run.add_argument("--no-progress", action="store_true", help="no live progress line on stderr")
+    _two_host_options(run)
+    add_trex_options(run)
 
     _compare_parser(sub)
-    sub.add_parser("doctor", help="check what this machine lacks for the lab", epilog=EPILOG)
+    bisect_options.add_parser(sub, _generator_option)
+    doctor = sub.add_parser("doctor", help="check what this machine lacks for the lab", epilog=EPILOG)
+    add_trex_options(doctor, doctor=True)
     sub.add_parser("list", help="list the catalog's scenarios and whether they can run here", epilog=EPILOG)
     clean = sub.add_parser(
         "cleanup", help="remove what crashed runs left (only the lab's own)", epilog=EPILOG
@@ -372,24 +481,50 @@ def _run_scenario(args: argparse.Namespace) -> int:
         exceed_ratio=args.exceed_ratio,
         final_trial_s=args.final_trial_duration,
         duration_sum_s=args.duration_sum,
+        min_load_pps=args.min_load,
         search_duration_max_s=args.search_duration_max,
         latency_levels_percent=args.latency_loads,
         latency_trial_s=args.latency_time,
         telemetry=args.telemetry,
         generator=args.generator,
         tests=tuple(VsperfTest.from_spec(t, field="--test") for t in args.test) if args.test else None,
+        dut_ports=tuple(args.dut_port or ()),
+        tg_ports=tuple(args.tg_port or ()),
+        tg_ssh=_tg_ssh(args),
+        tg_binary=args.tg_binary,
+        tg_cpus=args.tg_cpus,
+        generator_memory_mb=args.tg_memory_mb,
+        pmd_cpus=_cpu_list(args.pmd_cpus, "--pmd-cpus"),
+        lcore_cpu=args.lcore_cpu,
+        ovs_socket_mem_mb=args.socket_mem_mb,
     )
+    trex = trex_options(args)
+    factory = None if trex is None else trex_factory(trex)
+    generator_host = None if trex is None else trex.server.address
+    _check_before_start(options)
     facts = probe_machine()
     plan = plan_run(scenario, facts, options)
-    generator_backend(options.generator).readiness().require(options.generator)
     try:
         with sigterm_interrupts():
             if args.no_progress or not sys.stderr.isatty():
-                outcome = run_lab(plan, facts, output_root=args.output, state_root=args.state_dir)
+                outcome = run_lab(
+                    plan,
+                    facts,
+                    output_root=args.output,
+                    state_root=args.state_dir,
+                    generator_factory=factory,
+                    generator_host=generator_host,
+                )
             else:
                 with RichProgress() as progress:
                     outcome = run_lab(
-                        plan, facts, output_root=args.output, state_root=args.state_dir, observer=progress
+                        plan,
+                        facts,
+                        output_root=args.output,
+                        state_root=args.state_dir,
+                        observer=progress,
+                        generator_factory=factory,
+                        generator_host=generator_host,
                     )
     except KeyboardInterrupt:
         print(
@@ -407,6 +542,7 @@ def _compare(args: argparse.Namespace) -> int:
     """Measure two sides in interleaved rounds; print the page's path; exit by the verdict."""
     from ovsperf_lab.compare.session import CompareRequest, run_comparison
 
+    refuse_in_compare(args)
     sizes = _frame_sizes(args.frame_sizes) or ()
     if len(sizes) != 1 or not isinstance(sizes[0], int):
         raise LabError("Option '--frame-sizes' takes one frame size (not a mix) per comparison.")
@@ -445,6 +581,17 @@ def _compare(args: argparse.Namespace) -> int:
     return run_comparison(request)
 
 
+def _bisect(args: argparse.Namespace) -> int:
+    """Find the first slower build with one comparison per step; print the page's path; exit by the answer."""
+    from ovsperf_lab.bisect.session import bisect_from_args
+
+    refuse_in_compare(args)
+    sizes = _frame_sizes(args.frame_sizes) or ()
+    if len(sizes) != 1 or not isinstance(sizes[0], int):
+        raise LabError("Option '--frame-sizes' takes one frame size (not a mix) per bisection.")
+    return bisect_from_args(args, sizes[0])
+
+
 def _doctor(args: argparse.Namespace) -> int:
     facts = probe_machine()
     failed_required = False
@@ -454,6 +601,11 @@ def _doctor(args: argparse.Namespace) -> int:
         if not check.ok:
             print(f"       fix: {check.fix}")
             failed_required |= check.required
+    server = trex_server(args)
+    if server is not None:  # asked for: reaching it is then required
+        reachable, detail = trex_server_line(server)
+        print(f"[{'ok  ' if reachable else 'FAIL'}] TRex server '{server.address}': {detail}")
+        failed_required |= not reachable
     print("scenarios:")
     for name, refusal in scenario_readiness(load_catalog(args.catalog), facts):
         print(f"  {name}: {'runs here' if refusal is None else 'refused: ' + refusal}")
@@ -488,6 +640,7 @@ def _run(args: argparse.Namespace) -> int:
     commands = {
         "run": _run_scenario,
         "compare": _compare,
+        "bisect": _bisect,
         "doctor": _doctor,
         "list": _list,
         "cleanup": _cleanup,

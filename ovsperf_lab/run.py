@@ -158,12 +158,15 @@ def run_lab(
     output_root: Path,
     state_root: Path = DEFAULT_STATE_ROOT,
     generator_factory: GeneratorFactory | None = None,
+    generator_host: str | None = None,
     observer: RunObserver | None = None,
 ) -> LabRunOutcome:
     """Run every test and frame size of ``plan`` and write the results directory.
 
     :param generator_factory: starts the generator; ``None``: the backend ``plan.options.generator``
         names (:mod:`ovsperf_lab.generators.registry`).
+    :param generator_host: where that generator runs when not here nor on ``--tg-ssh`` (a TRex
+        server's ``HOST:PORT``), for the metadata's ``hosts.trafficgen``.
     :returns: the outcome; ``complete`` is false when some frame size's search failed (the
         others are still reported).
     :raises LabError: (OvsError, TrafficGeneratorError, VnfError, LabError) when the run
@@ -173,6 +176,7 @@ def run_lab(
     """
     obs = observer or RunObserver()
     backend = generator_backend(plan.options.generator)
+    where = generator_host if generator_host is not None else plan.options.tg_ssh
     factory = generator_factory or backend.start
     for warning in plan.warnings:
         log.warning("%s", warning)
@@ -231,7 +235,7 @@ def run_lab(
             hosts={
                 "dut": socket.gethostname(),
                 "trafficgen": f"{backend.label} "
-                + (f"on {plan.options.tg_ssh}" if plan.options.tg_ssh is not None else "(same machine)"),
+                + (f"on {where}" if where is not None else "(same machine)"),
             },
             extra={
                 **_two_host_metadata(plan),

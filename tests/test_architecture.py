@@ -18,7 +18,7 @@ ALLOWED: dict[str, set[str]] = {
     "jobcreator": {"ovsperf_common", "ovsperf_catalog", "templates"},
     "vsperf_configs": {"ovsperf_common", "ovsperf_catalog"},
     "kojiwatch": {"ovsperf_common", "ovsperf_catalog", "jobcreator"},
-    "ovsperf_lab": {"ovsperf_common", "ovsperf_catalog", "templates"},
+    "ovsperf_lab": {"ovsperf_common", "ovsperf_catalog", "templates", "kojiwatch"},
     "reporting": {"ovsperf_common", "templates"},
     "resultstore": {"ovsperf_common", "templates", "reporting"},
     "ciflow": {"ovsperf_common", "ovsperf_catalog", "reporting", "resultstore"},

@@ -3,7 +3,7 @@
 # test NICs and ovsperf-trafficgen on the TG, started over SSH; VSperf-format results to the collector.
 #
 # OVSPERF_ACTION=setup: ovsperf-lab in a venv (OVSPERF_VENV) of a Python >= 3.11, its requirements (the
-#   base and 'lab' groups of pyproject.toml, pinned by packaging/constraints.txt) from the package index,
+#   base and 'labhost' groups of pyproject.toml, pinned by packaging/constraints.txt) from the package index,
 #   the fetched repository on the venv's path; an SSH key pair for reaching the TG. No reboot (setup_dpdk,
 #   which runs next on the DUT, reboots it and binds the test NICs).
 # OVSPERF_ACTION=run: the DUT's lab options from the inventory (python3 -m vsperf_configs.labargs), the TG
@@ -63,7 +63,8 @@ ovsperf_test_choose_python() {
     task_log "  ovsperf-lab's Python: ${OVSPERF_TEST_PYTHON} ($(task_python_version "${OVSPERF_TEST_PYTHON}"))"
 }
 
-# Write the lab's requirements (pyproject.toml: the base dependencies and the 'lab' group) to FILE.
+# Write the lab's requirements (pyproject.toml: the base dependencies and the 'labhost' group: the
+# measurement, without bisect's Koji client) to FILE.
 ovsperf_test_requirements() {
     "${OVSPERF_VENV}/bin/python" - "${TASK_REPO_ROOT}/pyproject.toml" "$1" <<'PY'
 import sys
@@ -71,7 +72,7 @@ import tomllib
 
 with open(sys.argv[1], "rb") as handle:
     project = tomllib.load(handle)["project"]
-wanted = list(project["dependencies"]) + list(project["optional-dependencies"]["lab"])
+wanted = list(project["dependencies"]) + list(project["optional-dependencies"]["labhost"])
 with open(sys.argv[2], "w", encoding="utf-8") as handle:
     handle.write("".join(line + "\n" for line in wanted))
 PY

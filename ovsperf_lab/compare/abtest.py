@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import random
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from ovsperf_lab.compare.abstats import PairedEstimate, estimate
 from ovsperf_lab.compare.config import CompareConfig
 from ovsperf_lab.compare.cpusteal import CpuSteal
 from ovsperf_lab.compare.sides import Side
-from ovsperf_lab.errors import SearchError
+from ovsperf_lab.errors import OvsError, SearchError
 from ovsperf_lab.generators.api import GeneratorFactory, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.plan import CpuPlan
@@ -56,6 +57,18 @@ class RoundValue:
     """Offered (achieved) rate, both directions [pps]."""
     started_at: str
     """ISO time the measurement started."""
+
+
+class SideCrashedError(OvsError):
+    """A side's OVS would not start or died: the message names the side and the log kept."""
+
+    def __init__(self, message: str, *, side: str, log_path: Path | None) -> None:
+        super().__init__(message)
+        self.side = side
+        """``A`` or ``B``."""
+        self.log_path = log_path
+        """Its ``ovs-vswitchd`` log (or, without one, its stdout and stderr), copied out of the run
+        directory before teardown; ``None`` when no crash-log directory was given or neither exists."""
 
 
 class CompareObserver:
@@ -104,9 +117,11 @@ class _SideRun:
         state_root: Path,
         run_id: str,
         generator_factory: GeneratorFactory,
+        crash_log_dir: Path | None = None,
     ) -> None:
         self.side, self.cpus, self.config = side, cpus, config
         self.state_root, self.run_id, self.generator_factory = state_root, run_id, generator_factory
+        self.crash_log_dir = crash_log_dir
 
     def testbed(self) -> TestbedConfig:
         """Return the testbed of a comparison: P2P, the configuration's queues, rings, nice and memory."""
@@ -125,35 +140,60 @@ class _SideRun:
     def measure(self) -> tuple[float, float, tuple[str, str]]:
         """Return (MRR [pps], offered [pps], (OVS, DPDK) versions).
 
-        :raises OvsError: naming the side and its log when its OVS fails to start; naming the dead
-            daemon when OVS dies.
+        :raises SideCrashedError: naming the side and its log when its OVS fails to start or dies
+            (the log copied into ``crash_log_dir`` first, as the run directory goes at teardown).
         :raises LabError: (TrafficGeneratorError, …) from the generator or the test aid.
         """
         side = self.side
         state = LabRunState.create(self.state_root, self.run_id)
         try:
+            switch = Switch(
+                state,
+                self.testbed(),
+                SwitchBuild(
+                    vswitchd=side.vswitchd,
+                    other_config=side.other_config,
+                    library_dir=side.library_dir,
+                    name=f"Side {side.label} ({side.vswitchd})",
+                ),
+            )
             with contextlib.ExitStack() as stack:
-                switch = stack.enter_context(
-                    Switch(
-                        state,
-                        self.testbed(),
-                        SwitchBuild(
-                            vswitchd=side.vswitchd,
-                            other_config=side.other_config,
-                            library_dir=side.library_dir,
-                            name=f"Side {side.label} ({side.vswitchd})",
-                        ),
-                    )
-                )
-                bed = stack.enter_context(open_testbed(switch, Topology.P2P, self.generator_factory))
-                if side.label == "B" and self.config.b_cpu_steal_percent:
-                    steal = CpuSteal(self.config.b_cpu_steal_percent, f"{self.run_id}-steal")
-                    stack.callback(steal.release)
-                    steal.apply(bed.ovs.pids["ovs-vswitchd"])
-                return self._measure(bed.generator, bed.link_speed_mbps, switch)
+                try:
+                    stack.enter_context(switch)
+                    bed = stack.enter_context(open_testbed(switch, Topology.P2P, self.generator_factory))
+                    if side.label == "B" and self.config.b_cpu_steal_percent:
+                        steal = CpuSteal(self.config.b_cpu_steal_percent, f"{self.run_id}-steal")
+                        stack.callback(steal.release)
+                        steal.apply(bed.ovs.pids["ovs-vswitchd"])
+                    return self._measure(bed.generator, bed.link_speed_mbps, switch)
+                except OvsError as err:
+                    raise self._crashed(err, switch.ovs.vswitchd_log) from err
         finally:
             for line in release(state):
                 log.debug("Teardown: %s.", line)
+
+    def _crashed(self, err: OvsError, vswitchd_log: Path) -> SideCrashedError:
+        """Return the error naming the side, its log and stderr copied into ``crash_log_dir``.
+
+        What is copied: ``ovs-vswitchd.log`` and ``ovs-vswitchd.out`` (its stdout and stderr: a
+        crash's last words), those that exist; the error's ``log_path`` is the log, else the output.
+        """
+        kept: list[Path] = []
+        for source in (vswitchd_log, vswitchd_log.with_suffix(".out")):
+            if self.crash_log_dir is None or not source.is_file():
+                continue
+            target = self.crash_log_dir / f"side-{self.side.label}-{self.run_id}-{source.name}"
+            try:
+                shutil.copyfile(source, target)
+                kept.append(target)
+            except OSError as copy_err:
+                log.warning("Could not keep '%s': %s.", source, copy_err.strerror)
+        message = str(err)
+        if not message.startswith(f"Side {self.side.label} "):
+            message = f"Side {self.side.label} ({self.side.vswitchd}): {message}"
+        if kept:
+            message += " Kept: " + ", ".join(f"'{path}'" for path in kept) + "."
+        return SideCrashedError(message, side=self.side.label, log_path=kept[0] if kept else None)
 
     def _measure(
         self, generator: TrafficGenerator, speed_mbps: int, switch: Switch
@@ -215,11 +255,14 @@ def run_compare(
     generator_factory: GeneratorFactory,
     observer: CompareObserver | None = None,
     on_round: Callable[[CompareOutcome], None] | None = None,
+    crash_log_dir: Path | None = None,
 ) -> CompareOutcome:
     """Measure ``sides`` in interleaved rounds until the MDC target or ``max_rounds``.
 
     :param on_round: called after every complete round with the outcome so far (the CLI writes
         the results then, so an interrupted run keeps them).
+    :param crash_log_dir: where a side whose OVS fails keeps its ``ovs-vswitchd`` log
+        (:class:`SideCrashedError`); ``None``: the log goes with the run directory.
     :returns: the outcome; ``complete`` is true when the run ended by its own rule.
     :raises LabError: when a side cannot be measured (the message names it); ``on_round`` has
         seen every complete round before.
@@ -237,7 +280,13 @@ def run_compare(
             started = datetime.now().astimezone().isoformat(timespec="seconds")
             t0 = time.monotonic()
             run = _SideRun(
-                by_label[label], cpus, config, state_root, f"{compare_id}-r{number}{label}", generator_factory
+                by_label[label],
+                cpus,
+                config,
+                state_root,
+                f"{compare_id}-r{number}{label}",
+                generator_factory,
+                crash_log_dir,
             )
             mrr, tx, versions = run.measure()
             outcome.versions.setdefault(label, versions)

@@ -67,6 +67,39 @@ def run_comparison(request: CompareRequest, *, generator_factory: GeneratorFacto
         nothing is written), or when a side fails mid-run (the rounds so far are written, marked
         incomplete with the reason, and the page's path printed first).
     """
+    out = request.output_root / f"compare_{datetime.now():%Y-%m-%d_%H-%M-%S}"
+    try:
+        outcome = compare_into(request, out, generator_factory=generator_factory)
+    except KeyboardInterrupt:
+        if not (out / "index.html").is_file():  # before anything started
+            raise
+        print(one_line(out / "index.html"))
+        print(
+            "ovsperf-lab: interrupted; everything started was stopped, rounds so far kept.", file=sys.stderr
+        )
+        return ExitCode.ERROR
+    except LabError:
+        if (out / "index.html").is_file():  # failed mid-run: the rounds so far are written
+            print(one_line(out / "index.html"))
+        raise
+    print(one_line(out / "index.html"))
+    verdict = outcome.estimate.verdict if outcome.estimate else None
+    return Overall.REGRESSION.exit_code if verdict is AbVerdict.REGRESSION else ExitCode.OK
+
+
+def compare_into(
+    request: CompareRequest, out: Path, *, generator_factory: GeneratorFactory | None = None
+) -> CompareOutcome:
+    """Measure the two sides in interleaved rounds into the new directory ``out``; print nothing.
+
+    What :func:`run_comparison` and ``ovsperf-lab bisect`` (one comparison per step) run.
+
+    :returns: the complete outcome; ``out/index.html`` is its page.
+    :raises LabError: as :func:`run_comparison`; when a side fails mid-run, ``out/index.html`` holds
+        the rounds so far (:class:`~ovsperf_lab.compare.abtest.SideCrashedError` when it was that
+        side's OVS, its log kept in ``out``).
+    :raises KeyboardInterrupt: on Ctrl-C or SIGTERM, after the rounds so far are written to ``out``.
+    """
     config = request.config
     sides = (resolve(request.sides[0]), resolve(request.sides[1]))
     if sides[0].same_as(sides[1]) and not config.b_cpu_steal_percent:
@@ -83,7 +116,6 @@ def run_comparison(request: CompareRequest, *, generator_factory: GeneratorFacto
     backend = generator_backend(config.generator)
     if generator_factory is None:
         backend.readiness().require(backend.name)
-    out = request.output_root / f"compare_{datetime.now():%Y-%m-%d_%H-%M-%S}"
     try:
         out.mkdir(parents=True)
     except OSError as err:
@@ -100,6 +132,7 @@ def run_comparison(request: CompareRequest, *, generator_factory: GeneratorFacto
             outcome = run_compare(
                 sides, plan.cpus, config, state_root=request.state_root,
                 generator_factory=generator_factory or backend.start, observer=observer, on_round=keep,
+                crash_log_dir=out,
             )  # fmt: skip
             write_outcome(outcome, out)
         except (KeyboardInterrupt, LabError) as err:
@@ -109,14 +142,5 @@ def run_comparison(request: CompareRequest, *, generator_factory: GeneratorFacto
                 "interrupted (Ctrl-C or SIGTERM)" if isinstance(err, KeyboardInterrupt) else str(err)
             )
             write_outcome(partial, out)
-            print(one_line(out / "index.html"))
-            if isinstance(err, KeyboardInterrupt):
-                print(
-                    "ovsperf-lab: interrupted; everything started was stopped, rounds so far kept.",
-                    file=sys.stderr,
-                )
-                return ExitCode.ERROR
             raise
-    print(one_line(out / "index.html"))
-    verdict = outcome.estimate.verdict if outcome.estimate else None
-    return Overall.REGRESSION.exit_code if verdict is AbVerdict.REGRESSION else ExitCode.OK
+    return outcome

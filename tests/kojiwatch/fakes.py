@@ -303,6 +303,31 @@ class FakeKojiHub(_Background):
             builds = [b for b in builds if not (b["name"] in seen or seen.add(b["name"]))]
         return builds
 
+    def hub_queryHistory(
+        self, tables: Any = None, tag: str | None = None, package: str | None = None, **_: Any
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Tag history: one ``tag_listing`` entry per tagging, its event the tagging's position."""
+        with self.lock:
+            if tag is not None and tag not in self.tags:
+                raise koji.GenericError(f"No such tagInfo: '{tag}'")
+            entries = [
+                {
+                    "build_id": build_id,
+                    "tag.name": name,
+                    "name": self.builds[build_id]["name"],
+                    "version": self.builds[build_id]["version"],
+                    "release": self.builds[build_id]["release"],
+                    "create_event": 100 + event,
+                    "revoke_event": None,
+                    "active": True,
+                }
+                for name, ids in self.tags.items()
+                if tag in (None, name)
+                for event, build_id in enumerate(ids)
+                if package in (None, self.builds[build_id]["name"])
+            ]
+        return {"tag_listing": entries}
+
     def hub_listTags(self, build: int | None = None, **_: Any) -> list[dict[str, Any]]:
         with self.lock:
             return [{"name": t, "id": n} for n, (t, ids) in enumerate(self.tags.items()) if build in ids]

@@ -17,7 +17,7 @@ from ovsperf_catalog.model import VsperfTest
 from ovsperf_lab.cli import main
 from ovsperf_lab.compare.abreport import write_outcome
 from ovsperf_lab.compare.abstats import AbVerdict, estimate
-from ovsperf_lab.compare.abtest import CompareConfig, run_compare
+from ovsperf_lab.compare.abtest import CompareConfig, SideCrashedError, run_compare
 from ovsperf_lab.compare.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
 from ovsperf_lab.compare.session import CompareRequest, run_comparison
 from ovsperf_lab.compare.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
@@ -272,14 +272,20 @@ def test_a_side_whose_ovs_fails_to_start_is_named(tmp_path: Path, state_root: Pa
     )
     fake.chmod(0o755)
     b = resolve(SideSpec("B", str(fake)))
-    with pytest.raises(LabError, match=rf"Side B \({fake}\): ovs-vswitchd \(PID \d+\) died with status 1"):
+    with pytest.raises(
+        SideCrashedError, match=rf"Side B \({fake}\): ovs-vswitchd \(PID \d+\) died with status 1"
+    ) as crashed:
         run_compare(
             (resolve(SideSpec("A", "system")), b),
             _cpus(),
             CompareConfig(trial_s=1.0, min_rounds=2, max_rounds=2, seed=2),  # seed 2: B first
             state_root=state_root,
             generator_factory=_dpdk_generator,
+            crash_log_dir=tmp_path,  # its stderr is kept there (the run directory goes at teardown)
         )
+    assert crashed.value.side == "B" and crashed.value.log_path is not None
+    assert "simulated start-up failure" in crashed.value.log_path.read_text()
+    assert f"Kept: '{crashed.value.log_path}'" in str(crashed.value)
     assert list(state_root.iterdir()) == []
 
 
