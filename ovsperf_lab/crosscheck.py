@@ -200,9 +200,10 @@ def check_cabling(
 
     :param ofports: OVS port numbers of DUT port 0 and 1; ``names`` their interface names.
     :returns: the probe's cross-check.
-    :raises CablingError: when the frames arrived on DUT port 1 (the links are crossed: TG port
-        0 is cabled to DUT port 1, TG port 1 to DUT port 0) or on neither port; the message
-        names the ports and the counts.
+    :raises CablingError: when most of the frames arrived on DUT port 1 (the links are crossed:
+        TG port 0 is cabled to DUT port 1, TG port 1 to DUT port 0) or fewer than half on DUT port
+        0 (not cabled, or the link is down); the message names the ports and the counts. A link
+        that loses some of them (fewer than half) is logged as a WARNING.
     """
     before = ovs.port_counters(bridge)
     result = generator.run_trial(CABLING_PROBE)
@@ -213,13 +214,14 @@ def check_cabling(
         for p in ofports
     ]
     check = compare(before, after, result, ofports, wire=True)
-    if sent and _close(rx[1], sent) and not _close(rx[0], sent):
+    # Which port got the frames decides; a lossy link (a virtual lab's) delivers most, not all.
+    if sent and rx[1] > rx[0] and 2 * rx[1] >= sent:
         raise CablingError(
             f"TG port 0 is cabled to DUT port 1 ('{names[1]}') and TG port 1 to DUT port 0 ('{names[0]}'): "
             f"the {sent} frames TG port 0 sent arrived on OVS port '{names[1]}' ({rx[1]}), not on "
             f"'{names[0]}' ({rx[0]}). Swap the cables, or the order of '--tg-port' (or of '--dut-port')."
         )
-    if sent and not _close(rx[0], sent):
+    if sent and 2 * rx[0] < sent:
         raise CablingError(
             f"TG port 0 sent {sent} frames, and OVS received {rx[0]} of them on DUT port 0 ('{names[0]}') "
             f"and {rx[1]} on DUT port 1 ('{names[1]}'): TG port 0 is not cabled to DUT port 0 (or the "
@@ -227,10 +229,20 @@ def check_cabling(
         )
     log.info(
         "Cabling checked: %d frames from TG port 0 arrived on DUT port 0 ('%s'), %d on port 1.",
-        sent,
+        rx[0],
         names[0],
         rx[1],
     )
+    if sent and not _close(rx[0], sent):
+        log.warning(
+            "Cabling probe: the link from TG port 0 to DUT port 0 ('%s') lost %d of %d frames (%.1f %%) at "
+            "%.0f pps; its losses will count against the DUT.",
+            names[0],
+            sent - rx[0],
+            sent,
+            100.0 * (sent - rx[0]) / sent,
+            CABLING_PROBE.rate_pps,
+        )
     return check
 
 

@@ -7,6 +7,7 @@ themselves are in ``test_twohost.py``.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import subprocess
 import sys
@@ -260,7 +261,9 @@ ZERO = {1: PortCounters(0, 0, 0, 0), 2: PortCounters(0, 0, 0, 0)}
 NAMES = ("dpdk0", "dpdk1")
 
 
-def test_the_cabling_probe_passes_straight_links_and_names_crossed_or_missing_ones() -> None:
+def test_the_cabling_probe_passes_straight_links_and_names_crossed_or_missing_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     straight = CountingOvs({1: PortCounters(1000, 0, 0, 0), 2: PortCounters(0, 0, 1000, 0)})
     check = check_cabling(FakeTrafficGenerator(), cast(OvsSandbox, straight), "br", (1, 2), NAMES)
     assert check.ovs_rx_packets == {0: 1000, 1: 0}
@@ -269,6 +272,12 @@ def test_the_cabling_probe_passes_straight_links_and_names_crossed_or_missing_on
         CablingError, match=r"TG port 0 is cabled to DUT port 1 \('dpdk1'\) and TG port 1 to DUT"
     ):
         check_cabling(FakeTrafficGenerator(), cast(OvsSandbox, crossed), "br", (1, 2), NAMES)
+    lossy = CountingOvs(
+        {1: PortCounters(828, 0, 0, 0), 2: PortCounters(0, 0, 828, 0)}
+    )  # a virtual lab's link
+    with caplog.at_level(logging.WARNING, logger="ovsperf_lab.crosscheck"):
+        check_cabling(FakeTrafficGenerator(), cast(OvsSandbox, lossy), "br", (1, 2), NAMES)
+    assert "lost 172 of 1000 frames (17.2 %) at 10000 pps" in caplog.text
     nowhere = CountingOvs({1: PortCounters(3, 0, 0, 0), 2: PortCounters(0, 0, 0, 0)})
     with pytest.raises(
         CablingError, match=r"OVS received 3 of them on DUT port 0 .* not cabled to DUT port 0"
