@@ -16,7 +16,7 @@ from ovsperf_common.framemix import FrameSizeItem, parse_frame_sizes
 from ovsperf_common.runner import add_verbosity_options, one_line, run_command, sigterm_interrupts
 from ovsperf_lab.bisect import options as bisect_options
 from ovsperf_lab.cleanup import cleanup
-from ovsperf_lab.compare.config import CompareConfig
+from ovsperf_lab.compare.config import CompareConfig, add_round_options
 from ovsperf_lab.compare.cpusteal import CpuSteal
 from ovsperf_lab.compare.sides import SideSpec, parse_other_config
 from ovsperf_lab.devargs import parse_devargs, pci_port_problem
@@ -107,7 +107,6 @@ def _compare_parser(sub: Any) -> None:
     )
     ab.add_argument("--config", required=True, help="catalog scenario with phy2phy_tput (e.g. OVS_DPDK1q)")
     ab.add_argument("--frame-sizes", default="64", help="one frame size incl. FCS [B] (64)")
-    defaults = CompareConfig()
     for label in ("a", "b"):
         ab.add_argument(
             f"--{label}",
@@ -135,28 +134,7 @@ def _compare_parser(sub: Any) -> None:
         "MLRsearch for the 0.5 %% PDR per side and round (slower) (mrr)",
     )
     _generator_option(ab)
-    ab.add_argument("--rounds", type=int, default=defaults.max_rounds, help="most rounds (%(default)s)")
-    ab.add_argument(
-        "--min-rounds",
-        type=int,
-        default=defaults.min_rounds,
-        help="rounds before stopping early (%(default)s)",
-    )
-    ab.add_argument(
-        "--target-mdc", type=float, default=defaults.target_mdc_percent, metavar="PCT",
-        help="stop once the minimum detectable change is at most this [%%] (%(default)s)",
-    )  # fmt: skip
-    ab.add_argument(
-        "--threshold", type=float, default=defaults.threshold_percent, metavar="PCT",
-        help="smallest change called a regression or improvement [%%] (%(default)s)",
-    )  # fmt: skip
-    ab.add_argument(
-        "--trial-duration",
-        type=float,
-        default=defaults.trial_s,
-        metavar="S",
-        help="MRR trial [s] (%(default)s)",
-    )
+    add_round_options(ab, per="comparison")
     ab.add_argument(
         "--b-cpu-steal", type=float, metavar="PCT",
         help="TEST AID: take this share of side B's PMD CPU (cgroup CPU bandwidth) [%%]",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ovsperf_lab.bisect.model import Build, BuildKind
-from ovsperf_lab.compare.config import CompareConfig
+from ovsperf_lab.compare.config import CompareConfig, add_round_options
 from ovsperf_lab.errors import LabError
 
 LIB_PREFIX = "lib:"
@@ -172,33 +172,9 @@ def add_parser(sub: Any, generator_option: Callable[[Any], None]) -> None:
     koji.add_argument(
         "--arch", action="append", help="RPM architecture to unpack (repeatable; x86_64 and noarch)"
     )
-    defaults = CompareConfig()
     bi.add_argument("--metric", choices=["mrr", "pdr"], default="mrr", help="as compare's (mrr)")
     generator_option(bi)
-    bi.add_argument(
-        "--rounds", type=int, default=defaults.max_rounds, help="most rounds per step (%(default)s)"
-    )
-    bi.add_argument(
-        "--min-rounds",
-        type=int,
-        default=defaults.min_rounds,
-        help="rounds before a step may stop (%(default)s)",
-    )
-    bi.add_argument(
-        "--target-mdc", type=float, default=defaults.target_mdc_percent, metavar="PCT",
-        help="a step stops once its minimum detectable change is at most this [%%] (%(default)s)",
-    )  # fmt: skip
-    bi.add_argument(
-        "--threshold", type=float, default=defaults.threshold_percent, metavar="PCT",
-        help="smallest change called a regression [%%] (%(default)s)",
-    )  # fmt: skip
-    bi.add_argument(
-        "--trial-duration",
-        type=float,
-        default=defaults.trial_s,
-        metavar="S",
-        help="MRR trial [s] (%(default)s)",
-    )
+    add_round_options(bi, per="step")
     bi.add_argument("--seed", type=int, help="seed of the random A/B order of every step")
     bi.add_argument(
         "--cpu-steal", type=float, metavar="PCT",

@@ -6,6 +6,7 @@ Its own module, importable without scipy or MLRsearch: the parser shows the defa
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from ovsperf_lab.errors import LabError
@@ -111,3 +112,33 @@ class CompareConfig:
             value = getattr(self, name)
             if not 0 <= value <= 30:
                 raise LabError(f"Field '{name}' must be in [0, 30] s, got {value!r}.")
+
+
+def add_round_options(parser: argparse.ArgumentParser, *, per: str) -> None:
+    """Add the options of an interleaved A/B comparison's rounds to ``parser`` (``compare``, ``bisect``).
+
+    ``--rounds``, ``--min-rounds``, ``--target-mdc``, ``--threshold`` and ``--trial-duration``, with
+    :class:`CompareConfig`'s defaults.
+
+    :param per: what one comparison is, for the help (``'comparison'``, ``'step'``).
+    """
+    defaults = CompareConfig()
+    parser.add_argument(
+        "--rounds", type=int, default=defaults.max_rounds, help=f"most rounds per {per} (%(default)s)"
+    )
+    parser.add_argument(
+        "--min-rounds", type=int, default=defaults.min_rounds,
+        help=f"rounds before a {per} may stop early (%(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--target-mdc", type=float, default=defaults.target_mdc_percent, metavar="PCT",
+        help=f"a {per} stops once its minimum detectable change is at most this [%%] (%(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--threshold", type=float, default=defaults.threshold_percent, metavar="PCT",
+        help="smallest change called a regression or improvement [%%] (%(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--trial-duration", type=float, default=defaults.trial_s, metavar="S",
+        help="MRR trial [s] (%(default)s)",
+    )  # fmt: skip
