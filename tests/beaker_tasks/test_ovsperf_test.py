@@ -28,7 +28,7 @@ STAND_IN = """#!/bin/bash
 # Stand-in ovsperf-lab: record argv (one JSON list per line), write a results directory for 'run'.
 python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >>"${FAKE_LAB_ARGV:?}"
 if [[ "$1" == --help ]]; then
-    [[ -z "${FAKE_LAB_SILENT:-}" ]] && echo "usage: ovsperf-lab [-h] {run,compare,bisect,doctor,list,cleanup} ..."
+    [[ -z "${FAKE_LAB_SILENT:-}" ]] && echo "usage: ovsperf-lab [-h] {run,compare,bisect,doctor} ..."
     exit 0
 fi
 out=""
@@ -259,7 +259,9 @@ def test_a_lab_that_exits_0_but_prints_no_usage_is_not_installed(dut: Lab) -> No
     run = dut.run(
         "ovsperf_test",
         OVSPERF_ACTION="setup",
-        **_params(dut, OVSPERF_LAB_PYTHON="vsperf-base-python", SHIM_PYTHON_VERSION="3.11", FAKE_LAB_SILENT="1"),
+        **_params(
+            dut, OVSPERF_LAB_PYTHON="vsperf-base-python", SHIM_PYTHON_VERSION="3.11", FAKE_LAB_SILENT="1"
+        ),
     )
     assert run.returncode == 2
     assert "--help' fails: the lab is not installed" in run.stderr
