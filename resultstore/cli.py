@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ovsperf_common.errorfmt import located
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.framemix import TrafficKey, read_packet_size
 from ovsperf_common.runner import one_line, run_command
@@ -36,7 +37,27 @@ exit codes: 0 OK; 2 error (unknown comparison, scenario or metric, invalid bug i
 import: every layout generate-report reads; a result already recorded (same files) is not
   recorded twice, its samples are refreshed.
 trend: one page per (scenario, test, frame size) and an index, openable offline (docs/trending.md).
+culprit: the bisection's bisect.json is checked before anything is written: one that did not FIND
+  one first bad build, or measured another frame size or flow count, is refused naming the file
+  and field (exit 2). The series' trend page then marks the result with the culprit build.
 """
+
+
+def _series_options(parser: argparse.ArgumentParser, result_help: str) -> None:
+    """Add the options naming one series at one result (``expect``, ``culprit``)."""
+    parser.add_argument("result", help=result_help)
+    parser.add_argument("--test", required=True, help="VSperf test, e.g. phy2phy_tput")
+    parser.add_argument("--deployment", help="VSperf deployment (default: the test's only one)")
+    parser.add_argument(
+        "--frame-size", required=True, metavar="B", help="frame size incl. FCS [B], or a mix's name (imix)"
+    )
+    parser.add_argument(
+        "--flows",
+        type=int,
+        metavar="N",
+        help="flows per direction of the series, when not one (a flow sweep)",
+    )
+    parser.add_argument("--metric", choices=sorted(OPTIONS), default="ndr", help="metric (default ndr)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,22 +131,26 @@ def _parser() -> argparse.ArgumentParser:
     expect = sub.add_parser(
         "expect", help="mark the trend change of one series at one result as expected (no more alarms)"
     )
-    expect.add_argument("result", help="result name (where the change starts: 'since' on the pages)")
-    expect.add_argument("--test", required=True, help="VSperf test, e.g. phy2phy_tput")
-    expect.add_argument("--deployment", help="VSperf deployment (default: the test's only one)")
-    expect.add_argument(
-        "--frame-size", required=True, metavar="B", help="frame size incl. FCS [B], or a mix's name (imix)"
-    )
-    expect.add_argument(
-        "--flows",
-        type=int,
-        metavar="N",
-        help="flows per direction of the series, when not one (a flow sweep)",
-    )
-    expect.add_argument("--metric", choices=sorted(OPTIONS), default="ndr", help="metric (default ndr)")
+    _series_options(expect, "result name (where the change starts: 'since' on the pages)")
     expect.add_argument("--bug", metavar="ID", help="bug tracker id, e.g. RHBZ#2001234")
     expect.add_argument("--comment", metavar="TEXT", help="why it is expected")
     expect.add_argument("--tester", metavar="NAME", help="who decides")
+
+    culprit = sub.add_parser(
+        "culprit",
+        help="link the trend regression of one series at one result to the bisection that found its "
+        "first bad build (shown on the trend page and by 'show')",
+    )
+    _series_options(culprit, "result where the regression shows ('since' on the pages)")
+    culprit.add_argument(
+        "--bisect",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="an 'ovsperf-lab bisect' directory (bisect_<timestamp>/) or its bisect.json; it must "
+        "have FOUND the first bad build",
+    )
+    culprit.add_argument("--tester", metavar="NAME", help="who links it")
 
     render = sub.add_parser(
         "render", help="re-render a comparison's report page and the overview (e.g. after a failure)"
@@ -210,6 +235,8 @@ def _print_show(store: ResultStore, record: ComparisonRecord) -> None:
         ):
             if key in result.metadata:
                 print(f"{key + ':':<12} {json.dumps(mask_tree(result.metadata[key]), sort_keys=True)}")
+    for line in _culprit_lines(store, record.result_name):
+        print(one_line(line))
     history = store.verdict_history(record.id)
     if not history:
         print("verdict:     none yet")
@@ -320,9 +347,13 @@ def _traffic(frame_size: str, flows: int | None) -> TrafficKey:
     return TrafficKey(size, mix, flows)
 
 
-def _expect(store: ResultStore, args: argparse.Namespace) -> int:
+def _series_key(store: ResultStore, args: argparse.Namespace, traffic: TrafficKey) -> SeriesKey:
+    """Return the series the options name, of which ``args.result`` has a sample.
+
+    :raises ResultStoreError: when there is no such result, it has no sample of that series, or
+        the deployment is ambiguous.
+    """
     metric = OPTIONS[args.metric]
-    traffic = _traffic(args.frame_size, args.flows)
     result = store.result(args.result)
     if result is None:
         raise ResultStoreError(f"No result '{args.result}' in the results store.")
@@ -343,7 +374,7 @@ def _expect(store: ResultStore, args: argparse.Namespace) -> int:
             + ("" if not deployments else f"; give --deployment, one of {', '.join(sorted(deployments))}")
             + "."
         )
-    key = SeriesKey(
+    return SeriesKey(
         result.scenario or "-",
         args.test,
         deployments.pop(),
@@ -351,9 +382,65 @@ def _expect(store: ResultStore, args: argparse.Namespace) -> int:
         metric,
         traffic.store_label,
     )
+
+
+def _expect(store: ResultStore, args: argparse.Namespace) -> int:
+    key = _series_key(store, args, _traffic(args.frame_size, args.flows))
     mark = store.add_trend_mark(args.result, key, bug_id=args.bug, comment=args.comment, tester=args.tester)
     print(one_line(f"marked expected: {mark.key.label} at {mark.result_name}"))
     return int(ExitCode.OK)
+
+
+def _culprit(store: ResultStore, args: argparse.Namespace) -> int:
+    """Link a series' regression at a result to the bisection in ``--bisect`` (checked before writing)."""
+    from resultstore.bisectlink import read_bisect
+
+    traffic = _traffic(args.frame_size, args.flows)
+    bisection = read_bisect(args.bisect)
+    measured = TrafficKey(bisection.frame_size_bytes, "", bisection.flows)
+    if (measured.frame_size_bytes, measured.store_label) != (traffic.frame_size_bytes, traffic.store_label):
+        differs = (
+            "config.flows"
+            if measured.frame_size_bytes == traffic.frame_size_bytes
+            else "config.frame_size_bytes"
+        )
+        raise ResultStoreError(
+            located(
+                f"the bisection measured {measured.text()}, the series is at {traffic.text()}; "
+                "link a bisection of the series' own traffic.",
+                bisection.report,
+                ("field", differs),
+            )
+        )
+    key = _series_key(store, args, traffic)
+    link = store.add_culprit(args.result, key, bisection, tester=args.tester)
+    print(one_line(f"culprit {bisection.culprit}: {key.label} at {link.result_name}"))
+    print(one_line(bisection.page))
+    return int(ExitCode.OK)
+
+
+def _culprit_lines(store: ResultStore, result_name: str) -> list[str]:
+    """Return ``show``'s lines for the culprits linked to a result's regressions."""
+    return [
+        f"culprit:     {c.bisection.summary()} for {c.key.label}; bisection {c.bisection.page}"
+        for c in store.culprits(result_name).values()
+    ]
+
+
+def _culprits_json(store: ResultStore, result_name: str) -> list[dict[str, Any]]:
+    """Return ``show --json``'s ``culprits``: each link with its bisection's evidence."""
+    return [
+        {
+            "series": c.key.label,
+            "culprit": c.bisection.culprit,
+            "page": str(c.bisection.page),
+            "bisect_json": str(c.bisection.report),
+            **c.bisection.evidence(),
+            "tester": c.tester,
+            "recorded_at": c.recorded_at.isoformat(),
+        }
+        for c in store.culprits(result_name).values()
+    ]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -367,6 +454,8 @@ def _run(args: argparse.Namespace) -> int:
             return _trend(store, args)
         if args.command == "expect":
             return _expect(store, args)
+        if args.command == "culprit":
+            return _culprit(store, args)
         if args.command == "list":
             records = store.comparisons(
                 scenario=args.scenario, undecided_only=args.undecided, limit=args.limit or None
@@ -393,6 +482,7 @@ def _run(args: argparse.Namespace) -> int:
                     }
                     for v in store.verdict_history(record.id)
                 ]
+                data["culprits"] = _culprits_json(store, record.result_name)
                 print(json.dumps(data, indent=2))
             else:
                 _print_show(store, record)

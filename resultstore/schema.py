@@ -28,11 +28,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the table layout below; stored in ``ovsperf_schema`` so that an ovsperf older than
 the store refuses it (the Alembic revision says the same to this one). 1: results, comparisons,
 verdicts; 2: build versions on results, per-cell samples, tester marks on trend changes; 3: the
-traffic (mix, flows) of a series cell beside its frame size."""
+traffic (mix, flows) of a series cell beside its frame size; 4: culprit builds (bisections)
+linked to a series' regression."""
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -183,6 +184,29 @@ class TrendMarkRow(CellColumns, Base):
     result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
     bug_id: Mapped[str | None] = mapped_column(String(255))
     comment: Mapped[str | None] = mapped_column(Text)
+    tester: Mapped[str | None] = mapped_column(String(255))
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class CulpritRow(CellColumns, Base):
+    """A series' regression at one result linked to the bisection that found its first bad build (schema 4).
+
+    See :class:`resultstore.bisectlink.CulpritRecord`; the newest row per result and cell counts.
+    """
+
+    __tablename__ = "culprits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
+    culprit_build: Mapped[str] = mapped_column(String(255))
+    """The first bad build's label (a Koji NVR, or the source as the bisection was given it)."""
+    bisect_page: Mapped[str] = mapped_column(Text)
+    """The bisection's ``index.html`` (absolute path)."""
+    bisect_json: Mapped[str] = mapped_column(Text)
+    """Its ``bisect.json`` (absolute path)."""
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """Last good build, message, metric, frame size, flows, regression sought and every step
+    (:meth:`resultstore.bisectlink.BisectCulprit.evidence`)."""
     tester: Mapped[str | None] = mapped_column(String(255))
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ovsperf_common.metadata import BUILD_KEY, MetadataError, build_record
+from resultstore.bisectlink import BisectCulprit, CulpritRecord
 from resultstore.connect import masked_url, open_engine
 from resultstore.errors import (
     InvalidRecordError,
@@ -49,6 +50,7 @@ from resultstore.samples import BuildInfo, Sample
 from resultstore.schema import (
     SCHEMA_VERSION,
     ComparisonRow,
+    CulpritRow,
     ResultRow,
     SampleRow,
     SchemaInfoRow,
@@ -992,6 +994,65 @@ class ResultStore:
             )
             out[(name, mark.test, mark.deployment, mark.frame_size, mark.traffic, mark.metric)] = TrendMark(
                 mark.id, name, key, mark.bug_id, mark.comment, mark.tester, mark.recorded_at
+            )
+        return out
+
+    def add_culprit(
+        self, result_name: str, key: SeriesKey, bisection: BisectCulprit, *, tester: str | None = None
+    ) -> CulpritRecord:
+        """Link the regression of series ``key`` at result ``result_name`` to its culprit build.
+
+        :param bisection: what the bisection found (:func:`resultstore.bisectlink.read_bisect`).
+        :raises InvalidRecordError: when there is no such result or the tester is malformed.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        with self._session() as session:
+            result = self._result_row(session, result_name, "result_name")
+            row = CulpritRow(
+                result_id=result.id,
+                test=key.test,
+                deployment=key.deployment,
+                frame_size=key.frame_size,
+                traffic=key.traffic,
+                metric=key.metric,
+                culprit_build=bisection.culprit,
+                bisect_page=str(bisection.page),
+                bisect_json=str(bisection.report),
+                evidence=bisection.evidence(),
+                tester=_clean_text(tester, "Tester", _MAX_SHORT_TEXT, single_line=True),
+                recorded_at=_utcnow(),
+            )
+            session.add(row)
+            session.flush()
+            return CulpritRecord(row.id, result.name, key, bisection, row.tester, row.recorded_at)
+
+    def culprits(
+        self, result_name: str | None = None
+    ) -> dict[tuple[str, str, str, int, str, str], CulpritRecord]:
+        """Return the newest culprit link per (result name, test, deployment, frame size, traffic, metric).
+
+        :param result_name: only this result's links.
+        :raises StoreDatabaseError: when the database fails.
+        """
+        query = (
+            select(CulpritRow, ResultRow.name, ResultRow.scenario)
+            .join(ResultRow, CulpritRow.result_id == ResultRow.id)
+            .order_by(CulpritRow.id)
+        )
+        if result_name is not None:
+            query = query.where(ResultRow.name == result_name)
+        with self._session() as session:
+            rows = session.execute(query).all()
+        out = {}
+        for row, name, scenario in rows:
+            key = SeriesKey(
+                scenario or "-", row.test, row.deployment, row.frame_size, row.metric, row.traffic
+            )
+            bisection = BisectCulprit.from_stored(
+                row.culprit_build, row.bisect_json, row.bisect_page, row.evidence
+            )
+            out[(name, row.test, row.deployment, row.frame_size, row.traffic, row.metric)] = CulpritRecord(
+                row.id, name, key, bisection, row.tester, row.recorded_at
             )
         return out
 

@@ -6,7 +6,10 @@ without internet access. Each graph shows the metrics asked for (throughput unle
 the unit and axis its :mod:`reporting.metrics` entry gives) of one cell over builds: a marker
 per build (mean of its repeats), the groups' averages between change points as steps,
 regressions / progressions / outliers marked; hovering shows the build, its date, OVS / DPDK /
-QEMU versions, the value and verdicts; a click opens that build's report (relative link).
+QEMU versions, the value and verdicts; a click opens that build's report (relative link). A
+regression linked to its culprit build (``ovsperf-results culprit``) gets a ★ at its result,
+whose hover names the culprit and the bisection's steps and whose click opens the bisection's page;
+the page lists the links beneath the graph.
 
 The output directory is replaced as a whole (:func:`ovsperf_common.atomicio.atomic_directory`):
 a failed render leaves the previous pages.
@@ -18,7 +21,7 @@ import html
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +36,7 @@ from ovsperf_common.framemix import TrafficKey
 from reporting.changepoints import ChangePointVerdict
 from reporting.metrics import THROUGHPUT_METRICS, Metric, metric
 from reporting.model import TrendVerdict
+from resultstore.bisectlink import CulpritRecord
 from resultstore.store import ResultStore
 from resultstore.trend import SeriesTrend, analyse_store_series
 from resultstore.trendlinks import INDEX_NAME, SERIES_DIR, relative_href, series_page_name
@@ -60,6 +64,34 @@ _MARKERS = {
     ChangePointVerdict.PROGRESSION: ("triangle-up", "#008a00", "progression"),
     ChangePointVerdict.OUTLIER: ("x", "#e08a00", "outlier"),
 }
+
+
+CULPRIT_MARKER = ("star", "#f2c200", "culprit build (bisection)")
+"""Symbol, colour and legend name of a regression linked to its culprit build."""
+
+CulpritIndex = Mapping[tuple[str, str, str, int, str, str], CulpritRecord]
+"""(result name, test, deployment, frame size, traffic, metric) → its culprit link (ResultStore.culprits)."""
+
+
+def _culprit_of(culprits: CulpritIndex, result_name: str, trend: SeriesTrend) -> CulpritRecord | None:
+    key = trend.series.key
+    return culprits.get((result_name, key.test, key.deployment, key.frame_size, key.traffic, key.metric))
+
+
+def _culprit_hover(link: CulpritRecord) -> str:
+    """Return the ★'s hover text: the culprit, the bisection's conclusion and each step (HTML-escaped)."""
+    found = link.bisection
+    lines = [
+        f"culprit build: {found.culprit}",
+        f"result {link.result_name}; last good build: {found.last_good or 'n/a'}",
+        f"ovsperf-lab bisect: {found.measured_steps} comparisons, {found.metric.upper()} at "
+        f"{found.frame_size_bytes} B"
+        + (f", regression sought {found.sought_percent:.2f} %" if found.sought_percent is not None else ""),
+        *(s.text() for s in found.steps),
+        f"click: the bisection's page {found.page}",
+    ]
+    escaped = [html.escape(line, quote=False) for line in lines]
+    return "<br>".join([f"<b>{escaped[0]}</b>", *escaped[1:]])
 
 
 @dataclass(frozen=True)
@@ -109,8 +141,11 @@ def _drawn(metrics: Sequence[Metric]) -> str:
     return f"{listed[:1].upper()}{listed[1:]} over builds (frame size incl. FCS)"
 
 
-def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
-    """Return the Plotly figure (as a JSON-ready dict) of one cell's series, each in its shown unit."""
+def _figure(trends: Sequence[SeriesTrend], page_dir: Path, culprits: CulpritIndex) -> dict[str, Any]:
+    """Return the Plotly figure (as a JSON-ready dict) of one cell's series, each in its shown unit.
+
+    :param culprits: the culprit links of the store; a linked result of a series gets a ★.
+    """
     fig = go.Figure()
     for trend in trends:
         key = trend.series.key
@@ -135,6 +170,9 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
                 f"trend: {verdict}" + (" (marked expected)" if mark else ""),
                 f"tester: {p.tester_decision or '-'}" + (f" {p.tester_bug}" if p.tester_bug else ""),
             ]
+            link = _culprit_of(culprits, p.result_name, trend)
+            if link is not None:
+                lines.append(f"culprit build: {link.bisection.culprit} (bisection)")
             escaped = [html.escape(line, quote=False) for line in lines]  # Plotly labels are HTML-like
             hover.append("<br>".join([f"<b>{escaped[0]}</b>", *escaped[1:]]))
             links.append(_href(p.report, page_dir) or "")
@@ -186,6 +224,26 @@ def _figure(trends: Sequence[SeriesTrend], page_dir: Path) -> dict[str, Any]:
                     customdata=[links[i] for i in idx],
                 )
             )
+        linked = [(i, c) for i, p in enumerate(points) if (c := _culprit_of(culprits, p.result_name, trend))]
+        if linked:
+            symbol, mcolour, text = CULPRIT_MARKER
+            fig.add_trace(
+                go.Scatter(
+                    x=[x[i] for i, _ in linked],
+                    y=[y[i] for i, _ in linked],
+                    mode="markers",
+                    name=f"{label} {text}",
+                    marker={
+                        "symbol": symbol,
+                        "size": 19,
+                        "color": mcolour,
+                        "line": {"width": 1, "color": "#000"},
+                    },
+                    hovertext=[_culprit_hover(c) for _, c in linked],
+                    hoverinfo="text",
+                    customdata=[_href(c.bisection.page, page_dir) for _, c in linked],
+                )
+            )
     fig.update_layout(
         xaxis_title="build (measurement start, UTC)",
         yaxis_title="; ".join(dict.fromkeys(m.axis_title for m in _metrics(trends))),
@@ -207,6 +265,31 @@ def _script_json(data: Any) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
+
+
+def _culprit_rows(
+    trends: Sequence[SeriesTrend], page_dir: Path, culprits: CulpritIndex
+) -> list[dict[str, Any]]:
+    """Return the series page's list of culprit links: metric, result, build, culprit, page link, evidence."""
+    rows = []
+    for trend in trends:
+        for p in trend.series.points:
+            link = _culprit_of(culprits, p.result_name, trend)
+            if link is None:
+                continue
+            rows.append(
+                {
+                    "metric": metric(trend.series.key.metric).label,
+                    "result": p.result_name,
+                    "build": p.build,
+                    "culprit": link.bisection.culprit,
+                    "last_good": link.bisection.last_good,
+                    "message": link.bisection.message,
+                    "steps": [s.text() for s in link.bisection.steps],
+                    "href": _href(link.bisection.page, page_dir),
+                }
+            )
+    return rows
 
 
 def _row(trend: SeriesTrend, page: str) -> dict[str, Any]:
@@ -244,10 +327,12 @@ def write_trend_pages(
     title: str = "OVS/DPDK performance trends",
     generated: datetime,
     filters: str = "",
+    culprits: CulpritIndex | None = None,
 ) -> PagesOutcome:
     """Write the index and one graph page per (scenario, test, deployment, frame size, traffic).
 
     :param trends: analysed series (:func:`resultstore.trend.analyse_series`) of known metrics.
+    :param culprits: regressions linked to their culprit builds (:meth:`ResultStore.culprits`), marked ★.
     :param generated: when the pages are made (shown).
     :param filters: the filters used, shown under the title.
     :raises OSError: when the directory cannot be written (the previous pages stay).
@@ -276,7 +361,7 @@ def write_trend_pages(
         for cell, cell_trends in sorted(cells.items()):
             cell_trends.sort(key=lambda t: t.series.key.metric)
             page = series_page_name(*cell)
-            figure = _figure(cell_trends, page_dir)
+            figure = _figure(cell_trends, page_dir, culprits or {})
             html = env.get_template("series.html.j2").render(
                 title=title,
                 cell={
@@ -286,6 +371,7 @@ def write_trend_pages(
                     "frame": TrafficKey.from_store(cell[3], cell[4]).text(),
                 },
                 rows=[_row(t, page) for t in cell_trends],
+                culprits=_culprit_rows(cell_trends, page_dir, culprits or {}),
                 drawn=_drawn(_metrics(cell_trends)),
                 figure_json=_script_json(figure),
                 plotly_js=f"../{PLOTLY_JS}",
@@ -347,5 +433,12 @@ def write_store_pages(
     if max(len(s.points) for s in series) < 2:
         log.warning("Every series has one build only: no trend possible yet (pages show the values).")
     trends = analyse_store_series(store, series, progress=progress)
-    outcome = write_trend_pages(trends, output_dir, title=title, generated=datetime.now(UTC), filters=filters)
+    outcome = write_trend_pages(
+        trends,
+        output_dir,
+        title=title,
+        generated=datetime.now(UTC),
+        filters=filters,
+        culprits=store.culprits(),
+    )
     return outcome, trends

@@ -12,6 +12,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, inspect, text
 
+from resultstore.bisectlink import BisectCulprit, BisectStep
 from resultstore.errors import SchemaVersionError
 from resultstore.migrate import MIGRATIONS_DIR, PRE_MIGRATION_REVISION, head_revision
 from resultstore.model import ResultStatus, ReviewDecision, SeriesKey
@@ -94,10 +95,18 @@ def test_schema_1_store_is_upgraded_in_place_keeping_every_row(store_url: str) -
     engine = create_engine(store_url)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
-        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 3
+        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 4
         tables = set(inspect(conn).get_table_names())
     engine.dispose()
-    assert {"samples", "trend_marks", "trend_cache", "results", "comparisons", "verdicts"} <= tables
+    assert {
+        "samples",
+        "trend_marks",
+        "trend_cache",
+        "culprits",
+        "results",
+        "comparisons",
+        "verdicts",
+    } <= tables
     # Opening again changes nothing and loses nothing.
     with ResultStore.open(store_url) as store:
         assert store.sample_count() == 1
@@ -112,7 +121,7 @@ def test_new_store_gets_every_migration(store_url: str) -> None:
     engine = create_engine(store_url)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
-        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 3
+        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == SCHEMA_VERSION == 4
     engine.dispose()
 
 
@@ -182,3 +191,50 @@ def test_schema_2_samples_keep_their_series_and_mixes_and_flows_get_their_own(st
         assert [p.values for p in series["64 B"].points] == [(7e6,), (6e6,)]
         assert [p.values for p in series["imix, 1000 flows"].points] == [(2e6,)]
         assert series["imix"].key.label == "OVS_DPDK1q / phy2phy_tput / imix / ndr_fps"
+
+
+def test_schema_3_store_gets_the_culprits_table_keeping_its_rows(store_url: str, tmp_path: Path) -> None:
+    """A store of revision 0003 with a sample and a trend mark upgrades to 0004: both kept, and a
+    regression can then be linked to its culprit build."""
+    _create_v1(store_url)
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config.attributes["connection"] = conn
+        command.stamp(config, PRE_MIGRATION_REVISION)
+        command.upgrade(config, "0003")
+        assert "culprits" not in inspect(conn).get_table_names()
+        conn.execute(
+            text(
+                "INSERT INTO samples (result_id, test, deployment, frame_size, traffic, metric, repeat,"
+                " value) VALUES (2, 'phy2phy_tput', 'p2p', 64, '', 'ndr_fps', 0, 6300000.0)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO trend_marks (result_id, test, deployment, frame_size, traffic, metric, bug_id,"
+                " recorded_at) VALUES (2, 'phy2phy_tput', 'p2p', 64, '', 'ndr_fps', 'FDP-1', :at)"
+            ),
+            {"at": T0},
+        )
+    engine.dispose()
+    page = tmp_path / "bisect" / "index.html"
+    bisection = BisectCulprit(
+        "openvswitch3.3-3.3.0-62.el9fdp", "openvswitch3.3-3.3.0-61.el9fdp", "found", "mrr", 64, 1, 9.5,
+        page.with_name("bisect.json"), page,
+        (BisectStep(1, "openvswitch3.3-3.3.0-62.el9fdp", "bad", "REGRESSION", -9.5, -10.1, -8.9, 1.2, 5),),
+    )  # fmt: skip
+    with ResultStore.open(store_url) as store:
+        [series] = store.series()
+        assert series.points[0].values == (6.3e6,) and [k[0] for k in store.trend_marks()] == ["night-2"]
+        assert store.culprits() == {}
+        link = store.add_culprit("night-2", series.key, bisection, tester="qe")
+        [(ident, stored)] = store.culprits().items()
+        assert ident == ("night-2", "phy2phy_tput", "p2p", 64, "", "ndr_fps")
+        assert stored == link and stored.bisection == bisection and stored.key == series.key
+    engine = create_engine(store_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+        assert conn.execute(text("SELECT version FROM ovsperf_schema")).scalar() == 4
+    engine.dispose()
