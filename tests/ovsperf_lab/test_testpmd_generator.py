@@ -96,7 +96,7 @@ def test_command_line_is_no_pci_flowgen_with_a_double_rx_ring(tmp_path: Path) ->
 
 
 def test_the_registry_has_both_backends_and_testpmd_cannot_pace() -> None:
-    assert list(GENERATORS) == ["trafficgen", "testpmd"]
+    assert list(GENERATORS) == ["trafficgen", "testpmd", "trex"]
     backend = GENERATORS["testpmd"]
     assert backend is testpmd_generator.BACKEND and backend.paced is False
     found = backend.readiness()
