@@ -104,8 +104,12 @@ class PlanReport:
 
     @property
     def passed(self) -> bool:
-        """Return whether every step passed and the report found nothing wrong."""
-        return self.remote_status == 0 and self.report_status == 0
+        """Return whether every step passed and the report was written without an error.
+
+        A REGRESSION verdict (``process-ci-results`` exit 1) is the report's finding, not a failure
+        of the plan: the VMs' numbers are noise (docs/vlab.md, "Limits").
+        """
+        return self.remote_status == 0 and self.report_status in (0, 1)
 
 
 def vm_inventory() -> dict[str, object]:

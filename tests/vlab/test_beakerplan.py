@@ -114,3 +114,14 @@ def test_bad_plan_options_exit_2_before_anything_starts(
     assert vlab_main(["plan", "--state-dir", str(tmp_path), *args]) == 2
     assert capsys.readouterr().err.strip() == f"ovsperf-vlab: error: {message}"
     assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+@pytest.mark.parametrize(
+    ("remote", "report", "passed"), [(0, 0, True), (0, 1, True), (0, 2, False), (1, 0, False), (1, 1, False)]
+)
+def test_a_regression_verdict_on_the_vms_is_a_finding_not_a_failed_plan(
+    tmp_path: Path, remote: int, report: int, passed: bool
+) -> None:
+    from vlab.beakerplan import PlanReport
+
+    assert PlanReport(tmp_path, remote_status=remote, report_status=report).passed is passed
