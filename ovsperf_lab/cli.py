@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -484,26 +485,17 @@ def _run_scenario(args: argparse.Namespace) -> int:
     plan = plan_run(scenario, facts, options)
     try:
         with sigterm_interrupts():
-            if args.no_progress or not sys.stderr.isatty():
+            quiet = args.no_progress or not sys.stderr.isatty()
+            with contextlib.nullcontext(None) if quiet else RichProgress() as progress:
                 outcome = run_lab(
                     plan,
                     facts,
                     output_root=args.output,
                     state_root=args.state_dir,
+                    observer=progress,
                     generator_factory=factory,
                     generator_host=generator_host,
                 )
-            else:
-                with RichProgress() as progress:
-                    outcome = run_lab(
-                        plan,
-                        facts,
-                        output_root=args.output,
-                        state_root=args.state_dir,
-                        observer=progress,
-                        generator_factory=factory,
-                        generator_host=generator_host,
-                    )
     except KeyboardInterrupt:
         print(
             "ovsperf-lab: interrupted; everything started was stopped, partial results kept.", file=sys.stderr

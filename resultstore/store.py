@@ -88,6 +88,17 @@ BUG_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,31}[#-][0-9]{1,12}$")
 ``FDP-123``, ``OVS-42``)."""
 
 
+def _series_columns(key: SeriesKey) -> dict[str, Any]:
+    """Return the columns that name series ``key`` in a per-series row (trend marks, culprits)."""
+    return {
+        "test": key.test,
+        "deployment": key.deployment,
+        "frame_size": key.frame_size,
+        "traffic": key.traffic,
+        "metric": key.metric,
+    }
+
+
 def _bug_id(value: str | None) -> str | None:
     """Return the stripped bug id, None when empty.
 
@@ -915,11 +926,7 @@ class ResultStore:
             result = self._result_row(session, result_name, "result_name")
             row = TrendMarkRow(
                 result_id=result.id,
-                test=key.test,
-                deployment=key.deployment,
-                frame_size=key.frame_size,
-                traffic=key.traffic,
-                metric=key.metric,
+                **_series_columns(key),
                 bug_id=bug,
                 comment=text,
                 tester=_clean_text(tester, "Tester", _MAX_SHORT_TEXT, single_line=True),
@@ -1010,11 +1017,7 @@ class ResultStore:
             result = self._result_row(session, result_name, "result_name")
             row = CulpritRow(
                 result_id=result.id,
-                test=key.test,
-                deployment=key.deployment,
-                frame_size=key.frame_size,
-                traffic=key.traffic,
-                metric=key.metric,
+                **_series_columns(key),
                 culprit_build=bisection.culprit,
                 bisect_page=str(bisection.page),
                 bisect_json=str(bisection.report),

@@ -162,7 +162,8 @@ def host_ca_bundle() -> bytes:
         raise VlabError(
             f"The host's CA bundle '{path}' is not a regular file of at most {MAX_CA_BUNDLE_BYTES} B."
         )
-    data = path.read_bytes()[:MAX_CA_BUNDLE_BYTES]
+    with open(path, "rb") as bundle:  # bounded: the file may have grown since stat
+        data = bundle.read(MAX_CA_BUNDLE_BYTES)
     if (data and b"-----BEGIN CERTIFICATE-----" not in data) or b"PRIVATE KEY" in data:
         raise VlabError(f"The host's CA bundle '{path}' holds no certificate, or a private key: not copied.")
     return data
