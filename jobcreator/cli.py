@@ -17,7 +17,7 @@ from jobcreator.jobmodel import (
     ReserveMode,
 )
 from ovsperf_catalog.catalog import load_catalog
-from ovsperf_catalog.model import Engine
+from ovsperf_catalog.model import Engine, VsperfTrafficgen
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
@@ -120,6 +120,15 @@ def _build_parser() -> _Parser:
         + " or ".join(f"'{e.value}'" for e in Engine)
         + " (default: the scenario's 'engine', else 'vsperf'; docs/engines.md)",
     )
+    job.add_argument(
+        "--generator",
+        metavar="GENERATOR",
+        help="engine 'vsperf': what VSperf drives on the traffic generator, "
+        + " or ".join(f"'{g.value}'" for g in VsperfTrafficgen)
+        + "; 'trex' needs --inventory. Default: the 'generator' of the DUT's peer when --inventory is "
+        "a local file, else 'moongen'; a local inventory that says otherwise is refused "
+        "(docs/beaker_tasks.md, 'TRex')",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument(
@@ -169,6 +178,7 @@ def _request(args: argparse.Namespace) -> JobRequest:
         engine = Engine.from_spec(args.engine, field="--engine") if args.engine is not None else None
     except FieldError as err:
         raise option_error("--engine", err.reason) from err
+    generator = _generator(args, engine)
     options = JobOptions(
         trafficgen_host=args.host[0],
         dut_host=args.host[1],
@@ -185,6 +195,7 @@ def _request(args: argparse.Namespace) -> JobRequest:
         task_repo=args.task_repo,
         inventory=args.inventory,
         engine=engine,
+        generator=generator,
     )
     return JobRequest(
         scenario_name=args.config,
@@ -195,6 +206,39 @@ def _request(args: argparse.Namespace) -> JobRequest:
         dry_run=args.dry_run,
         hub=HubSettings(timeout_s=args.hub_timeout, retries=args.hub_retries),
     )
+
+
+def _generator(args: argparse.Namespace, engine: Engine | None) -> VsperfTrafficgen:
+    """Return what VSperf drives on the TG: ``--generator`` checked against a local ``--inventory``.
+
+    :raises JobCreatorError: naming ``--generator`` when it is unknown, ``trex`` without
+        ``--inventory`` (setup_trex reads the TG's ``trex:`` record there), or when the local
+        inventory's ``trafficgen.generator`` of the DUT says otherwise.
+    :raises InventoryError: when ``--inventory`` names a local file that is not a valid inventory.
+    """
+    try:
+        option = VsperfTrafficgen.from_spec(args.generator, field="--generator") if args.generator else None
+    except FieldError as err:
+        raise option_error("--generator", err.reason) from err
+    if option is VsperfTrafficgen.TREX and args.inventory is None:
+        raise option_error(
+            "--generator",
+            "'trex' needs --inventory: setup_trex installs TRex from the traffic generator's 'trex:' "
+            "record there (url, sha256, install_dir, ports).",
+        )
+    local = Path(args.inventory).expanduser() if args.inventory else None
+    if local is None or not local.is_file():
+        return option or VsperfTrafficgen.MOONGEN  # a path on the hosts: nothing to read here
+    from vsperf_configs.generatorchoice import choose_generator  # PyYAML only
+    from vsperf_configs.inventory import load_inventory
+
+    inventory = load_inventory(local)
+    if engine is None and option is None:
+        engine = load_catalog(args.catalog).get(args.config).engine
+    try:
+        return choose_generator(option, inventory, args.host[1], engine or Engine.VSPERF)
+    except FieldError as err:
+        raise option_error("--generator", err.reason) from err
 
 
 def _run(args: argparse.Namespace) -> int:

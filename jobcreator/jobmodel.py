@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from jobcreator.errors import option_error
-from ovsperf_catalog.model import Engine
+from ovsperf_catalog.model import Engine, VsperfTrafficgen
 from ovsperf_common.errors import FieldError
 from ovsperf_common.fields import rsync_destination
 from ovsperf_common.secrets import url_credentials
@@ -148,6 +148,9 @@ class JobOptions:
     repository, or absolute, e.g. ``vsperf_configs/inventory.yaml``."""
     engine: Engine | None = None
     """``--engine``: what measures the scenario; ``None``: the scenario's own (the catalog's ``engine``)."""
+    generator: VsperfTrafficgen = VsperfTrafficgen.MOONGEN
+    """``--generator``: what VSperf drives on the TG (engine ``vsperf``): MoonGen (``build_moongen``)
+    or TRex (``setup_trex``); it must agree with the inventory's ``generator`` of the DUT's peer."""
 
     def __post_init__(self) -> None:
         _check_hostname(self.trafficgen_host, "--host")
@@ -216,6 +219,10 @@ class JobOptions:
                 Engine.from_spec(self.engine, field="--engine")
             except FieldError as err:
                 raise option_error("--engine", err.reason) from err
+        try:
+            VsperfTrafficgen.from_spec(self.generator, field="--generator")
+        except FieldError as err:
+            raise option_error("--generator", err.reason) from err
 
     @property
     def distro_match(self) -> DistroMatch:

@@ -16,6 +16,13 @@ Task sequence (one recipe set, all tasks ``role="STANDALONE"``; see docs/jobcrea
   (installs the TG's host keys) → vsperf_test run → sync set VSPERF_END
 * guest (PVP scenarios): check-install → vsperf_test setup with ``GUEST=1``
 
+With ``--generator trex`` (engine ``vsperf``; VSperf drives TRex, docs/beaker_tasks.md "TRex"):
+
+* TRAFFICGEN: check-install → setup_trex (download, SHA-256, unpack, /etc/trex_cfg.yaml, the
+  unit) → setup_dpdk → setup_trex start (trex.service, waits for its port) → sync wait
+  DUT_SSH_KEY → sync set MOONGEN_READY → sync wait VSPERF_END → setup_trex stop
+* DUT: as above, with setup_trex (TRex's client library for VSperf) after vsperf_test setup
+
 With the engine ``ovsperf`` (the scenario's ``engine`` or ``--engine``; docs/engines.md):
 
 * TRAFFICGEN: check-install → build_trafficgen → setup_dpdk → sync wait DUT_SSH_KEY → sync set
@@ -40,9 +47,9 @@ from typing import Final
 import jinja2
 from ovsperf_templates import environment  # type: ignore[import-not-found, unused-ignore]
 
-from jobcreator.errors import JobCreatorError
+from jobcreator.errors import JobCreatorError, option_error
 from jobcreator.jobmodel import GuestPlan, JobOptions, JobPlan, RecipePlan, ReserveMode, TaskStep
-from ovsperf_catalog.model import Engine, Scenario
+from ovsperf_catalog.model import Engine, Scenario, VsperfTrafficgen
 
 TASK_NAMESPACE: Final = "/ovsperf"
 """Beaker task-library namespace of our tasks (``beaker_tasks/<name>`` → ``/ovsperf/<name>``)."""
@@ -97,20 +104,29 @@ def vsperf_run_budget_s(scenario: Scenario) -> int:
     return math.ceil(trials_s * RUN_MARGIN) + len(scenario.tests) * VSPERF_SETUP_PER_TEST_S
 
 
+def ovsperf_run_budget_s(scenario: Scenario) -> int:
+    """Return an upper bound of the ``ovsperf-lab run`` of ``scenario`` on the DUT [s].
+
+    :func:`vsperf_run_budget_s` once per flow count of the scenario's ``flows``: the lab sweeps
+    them all (VSperf measures the first only), each a search of every test and frame size.
+    """
+    return vsperf_run_budget_s(scenario) * len(scenario.flows)
+
+
 def sync_timeouts_s(scenario: Scenario) -> dict[str, int]:
     """Return the wait timeout of each sync state [s].
 
     ``DUT_SSH_KEY``, ``MOONGEN_READY`` and ``TRAFFICGEN_READY``: :data:`HOST_SETUP_BUDGET_S` (both
     hosts start together; each waits for the other's setup). ``VSPERF_END`` and ``OVSPERF_END``:
-    the DUT's setup budget plus :func:`vsperf_run_budget_s` (the bound of either engine's run: the
-    ovsperf engine's trials are no longer than the binary search's).
+    the DUT's setup budget plus :func:`vsperf_run_budget_s`, :func:`ovsperf_run_budget_s` (the
+    ovsperf engine's trials are no longer than the binary search's, but it sweeps every flow count).
     """
     return {
         DUT_SSH_KEY: HOST_SETUP_BUDGET_S,
         MOONGEN_READY: HOST_SETUP_BUDGET_S,
         VSPERF_END: HOST_SETUP_BUDGET_S + vsperf_run_budget_s(scenario),
         TRAFFICGEN_READY: HOST_SETUP_BUDGET_S,
-        OVSPERF_END: HOST_SETUP_BUDGET_S + vsperf_run_budget_s(scenario),
+        OVSPERF_END: HOST_SETUP_BUDGET_S + ovsperf_run_budget_s(scenario),
     }
 
 
@@ -123,8 +139,17 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
 
     :returns: the plan: two host recipes (TG first), the DUT carrying the guest recipe when
         the scenario has a guest (engine ``vsperf`` only).
+    :raises JobCreatorError: naming ``--generator`` when it is ``trex`` with the engine ``ovsperf``
+        (VSperf's generator; ``ovsperf-lab`` has its own TRex backend).
     """
     engine = options.engine if options.engine is not None else scenario.engine
+    trex = options.generator is VsperfTrafficgen.TREX
+    if trex and engine is not Engine.VSPERF:
+        raise option_error(
+            "--generator",
+            f"'trex' is what VSperf drives (engine 'vsperf'); scenario '{scenario.name}' runs on the "
+            f"engine '{engine.value}', whose generator is ovsperf-trafficgen.",
+        )
 
     def ours(task: str, *params: tuple[str, str]) -> TaskStep:
         fetch = f"{options.task_repo}#beaker_tasks/{task}" if options.task_repo else None
@@ -178,6 +203,21 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
         ),
         reserve_s=reserve_s,
     )
+    if trex:
+        trafficgen = replace(
+            trafficgen,
+            tasks=(
+                check_install,
+                ours("setup_trex", *inventory),
+                ours("setup_dpdk", *inventory),
+                ours("setup_trex", ("SETUP_TREX_ACTION", "start"), *inventory),
+                sync_wait(DUT_SSH_KEY, options.dut_host, pubkey),
+                sync_set(MOONGEN_READY, hostkey),
+                sync_wait(VSPERF_END, options.dut_host),
+                ours("setup_trex", ("SETUP_TREX_ACTION", "stop"), *inventory),
+                *sleeper,
+            ),
+        )
     if engine is Engine.OVSPERF:
         trafficgen = replace(
             trafficgen,
@@ -217,6 +257,7 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
         tasks=(
             check_install,
             ours("vsperf_test", ("VSPERF_ACTION", "setup"), ("SCENARIO", scenario.name), *inventory),
+            *((ours("setup_trex", *inventory),) if trex else ()),
             sync_set(DUT_SSH_KEY, pubkey),
             *virt,
             sync_wait(MOONGEN_READY, options.trafficgen_host, hostkey),
@@ -249,7 +290,7 @@ def plan_job(scenario: Scenario, options: JobOptions) -> JobPlan:
                     ("SCENARIO", scenario.name),
                     *inventory,
                     *collector,
-                    ("OVSPERF_TIMEOUT_S", str(vsperf_run_budget_s(scenario))),
+                    ("OVSPERF_TIMEOUT_S", str(ovsperf_run_budget_s(scenario))),
                 ),
                 sync_set(OVSPERF_END),
                 *sleeper,

@@ -55,6 +55,7 @@ OVSPERF_TASKS: Final = frozenset(
         "sleeper",
         "build_trafficgen",
         "ovsperf_test",
+        "setup_trex",
     )
 )
 """Our tasks (``beaker_tasks/<name>``), uploaded to the task library or fetched."""

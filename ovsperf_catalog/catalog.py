@@ -18,12 +18,28 @@ from typing import Any
 import yaml
 
 from ovsperf_catalog.errors import CatalogError
-from ovsperf_catalog.model import Engine, Guest, GuestLoopback, Hugepages, Scenario, VsperfTest, Vswitch
+from ovsperf_catalog.model import (
+    MAX_FLOWS,
+    Engine,
+    Guest,
+    GuestLoopback,
+    Hugepages,
+    Scenario,
+    Topology,
+    TunnelType,
+    VsperfTest,
+    Vswitch,
+)
 from ovsperf_common import fields
 from ovsperf_common.errorfmt import located
 from ovsperf_common.errors import FieldError
 from ovsperf_common.regularfile import read_regular_text
-from ovsperf_common.units import RFC2544_FRAME_SIZES_BYTES, check_frame_size
+from ovsperf_common.units import (
+    MAX_FRAME_SIZE_BYTES,
+    MIN_FRAME_SIZE_BYTES,
+    RFC2544_FRAME_SIZES_BYTES,
+    check_frame_size,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +57,8 @@ _SCENARIO_KEYS = frozenset(
         "hugepages",
         "kernel_options",
         "engine",
+        "tunnel_type",
+        "flows",
     }
 )
 _DEFAULT_KEYS = frozenset(
@@ -169,15 +187,22 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
     engine = Engine.from_spec(merged.get("engine", Engine.VSPERF.value), field="engine")
 
     guest = _parse_guest(entry.get("guest"), defaults.get("guest") or {}, queues)
-    needs_guest = any(t is not VsperfTest.PHY2PHY_TPUT for t in tests)
+    needs_guest = any(t.topology in (Topology.PVP, Topology.PVVP) for t in tests)
     if needs_guest and guest is None:
         raise FieldError("a PVP/PVVP test needs a 'guest' entry.", field="guest")
     if guest is not None and not needs_guest:
-        raise FieldError("a guest is given but no test uses it (add 'pvp_tput').", field="guest")
+        raise FieldError(
+            "a guest is given but no test uses it (add 'pvp_tput' or 'pvvp_tput').", field="guest"
+        )
     if vswitch is Vswitch.OVS_VANILLA and guest is not None and guest.loopback.uses_dpdk:
         raise FieldError("testpmd in the guest needs vhost-user, i.e. vswitch 'OvsDpdkVhost'.", field="guest")
+    tunnel_type = _tunnel_type(merged.get("tunnel_type"), tests)
+    if tunnel_type is not None:
+        _check_overlay_frame_sizes(tunnel_type, tests, frame_sizes)
+    _check_datapath(vswitch, tests)
+    flows = _flows(merged.get("flows", [1]))
 
-    return Scenario(
+    scenario = Scenario(
         name=name,
         description=description,
         vswitch=vswitch,
@@ -192,7 +217,131 @@ def _parse_scenario(name: str, entry: Any, defaults: dict[str, Any]) -> Scenario
         hugepages=hugepages,
         kernel_options=kernel_options,
         engine=engine,
+        tunnel_type=tunnel_type,
+        flows=flows,
     )
+    if guest is not None:
+        _check_guest_memory(scenario, guest)
+    return scenario
+
+
+def _check_guest_memory(scenario: Scenario, guest: Guest) -> None:
+    """Refuse hugepages that cannot back every guest a test boots at once (PVVP: two).
+
+    :raises FieldError: naming ``hugepages.count`` with the memory needed and reserved [MiB].
+    """
+    page_mb = {"2M": 2, "1G": 1024}[scenario.hugepages.size]
+    reserved_mb = scenario.hugepages.count * page_mb
+    needed_mb = scenario.guest_count * guest.memory_mb
+    if needed_mb >= reserved_mb:
+        raise FieldError(
+            f"{scenario.hugepages.count} x {scenario.hugepages.size} hugepages ({reserved_mb} MiB) "
+            f"cannot back {scenario.guest_count} guest(s) x {guest.memory_mb} MiB and leave OVS its DPDK "
+            "memory; reserve more pages or give the guest less memory.",
+            field="hugepages.count",
+        )
+
+
+def _tunnel_type(raw: Any, tests: tuple[VsperfTest, ...]) -> TunnelType | None:
+    """Return the ``tunnel_type`` of a scenario: required with an overlay test, refused without.
+
+    :raises FieldError: naming ``tunnel_type`` when it is missing, invalid or given without an
+        overlay test; naming ``tests`` when overlay tests share the scenario with others (VSperf
+        runs a scenario's tests in one invocation, and ``--integration`` knows only its
+        integration tests).
+    """
+    overlay = [t.value for t in tests if t.tunnel_operation is not None]
+    if raw is None:
+        if overlay:
+            raise FieldError(
+                f"the overlay test(s) {', '.join(overlay)} need a tunnel type; "
+                f"expected one of {[t.value for t in TunnelType]}.",
+                field="tunnel_type",
+            )
+        return None
+    if not overlay:
+        raise FieldError(
+            "a tunnel type is given but no test uses it "
+            "(add 'overlay_p2p_decap_tput' or 'overlay_p2p_tput').",
+            field="tunnel_type",
+        )
+    others = [t.value for t in tests if t.tunnel_operation is None]
+    if others:
+        raise FieldError(
+            f"the overlay tests run under 'vsperf --integration', which knows none of {', '.join(others)}; "
+            "give the overlay tests a scenario of their own.",
+            field="tests",
+        )
+    return TunnelType.from_spec(raw, field="tunnel_type")
+
+
+def _check_overlay_frame_sizes(
+    tunnel_type: TunnelType, tests: tuple[VsperfTest, ...], frame_sizes: tuple[int, ...]
+) -> None:
+    """Refuse frame sizes an overlay test cannot send.
+
+    A decapsulation test's frame is the tunnel frame: at least the encapsulation plus a 64 B inner
+    frame. An encapsulation test's frame is the inner one: its tunnel frame must stay within
+    1518 B (a 1500 B MTU on the generator's receiving port).
+
+    :raises FieldError: naming ``frame_sizes_bytes`` with the first size out of range.
+    """
+    overhead = tunnel_type.overhead_bytes
+    smallest, largest = MIN_FRAME_SIZE_BYTES + overhead, MAX_FRAME_SIZE_BYTES - overhead
+    operations = {t.tunnel_operation for t in tests}
+    if "decapsulation" in operations and frame_sizes[0] < smallest:
+        raise FieldError(
+            f"{frame_sizes[0]} B is too small for '{VsperfTest.OVERLAY_P2P_DECAP_TPUT}': its frames are "
+            f"{tunnel_type} tunnel frames, {overhead} B of headers around a frame of at least "
+            f"{MIN_FRAME_SIZE_BYTES} B, so at least {smallest} B.",
+            field="frame_sizes_bytes",
+        )
+    if "encapsulation" in operations and frame_sizes[-1] > largest:
+        raise FieldError(
+            f"{frame_sizes[-1]} B is too large for '{VsperfTest.OVERLAY_P2P_TPUT}': {tunnel_type} adds "
+            f"{overhead} B, so frames above {largest} B leave as tunnel frames "
+            f"above {MAX_FRAME_SIZE_BYTES} B.",
+            field="frame_sizes_bytes",
+        )
+
+
+def _check_datapath(vswitch: Vswitch, tests: tuple[VsperfTest, ...]) -> None:
+    """Refuse userspace conntrack and overlay tests on the kernel datapath.
+
+    The conntrack tests measure OVS's userspace conntrack, and the overlay tests' VSperf settings
+    (docs/beaker_tasks.md) describe OVS-DPDK's tunnel ports; neither is the kernel datapath.
+
+    :raises FieldError: naming ``tests`` when the vswitch is ``OvsVanilla`` and a test needs OVS-DPDK.
+    """
+    if vswitch is not Vswitch.OVS_VANILLA:
+        return
+    userspace = [t.value for t in tests if t.conntrack is not None or t.tunnel_operation is not None]
+    if userspace:
+        raise FieldError(
+            f"the test(s) {', '.join(userspace)} measure OVS-DPDK's userspace datapath "
+            "(conntrack, tunnel ports); use vswitch 'OvsDpdkVhost'.",
+            field="tests",
+        )
+
+
+def _flows(raw: Any) -> tuple[int, ...]:
+    """Return the ``flows`` of a scenario: distinct flow counts per direction, in the given order [1].
+
+    :raises FieldError: naming ``flows`` when it is not a non-empty list of distinct integers in
+        [1, :data:`~ovsperf_catalog.model.MAX_FLOWS`].
+    """
+    if not isinstance(raw, list) or not raw:
+        raise FieldError("expected a non-empty list of flow counts per direction.", field="flows")
+    flows = tuple(fields.positive_int(f, "flows") for f in raw)
+    above = [f for f in flows if f > MAX_FLOWS]
+    if above:
+        raise FieldError(
+            f"{above[0]} flows per direction are more than the traffic generator tells apart ({MAX_FLOWS}).",
+            field="flows",
+        )
+    if len(set(flows)) != len(flows):
+        raise FieldError("a flow count is listed twice.", field="flows")
+    return flows
 
 
 def _parse_guest(raw: Any, defaults: dict[str, Any], queues: int) -> Guest | None:

@@ -145,3 +145,7 @@ GOAL_COLUMNS = (
 
 GUEST_COLUMN = "guest_loopback_app"
 """Appended last for deployments with a VNF (VSperf ``TestCase._append_results``)."""
+
+TUNNEL_COLUMN = "tunnel_type"
+"""Appended last for the overlay tests: ``vxlan`` or ``geneve`` (VSperf
+``ResultsConstants.TUNNEL_TYPE``, written by its overlay test cases)."""

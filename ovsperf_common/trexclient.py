@@ -74,6 +74,9 @@ class TrexServer:
     """Take the ports over even when another user holds them (stops their traffic)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Time one RPC may take [s]."""
+    majors: tuple[int, ...] = (3,)
+    """Server major versions accepted (the lab's backend: v3.x only; ``ovsperf-remote check`` of a
+    VSperf TG also v2.x, VSperf's own pin)."""
 
     def __post_init__(self) -> None:
         if not self.host or any(c.isspace() for c in self.host) or self.host.startswith("-"):
@@ -84,6 +87,8 @@ class TrexServer:
                 raise TrexError("request", f"Field {name!r} must be a TCP port in [1, 65535], got {value!r}.")
         if not self.timeout_s > 0:
             raise TrexError("request", f"Field 'timeout_s' must be positive, got {self.timeout_s!r}.")
+        if not self.majors or any(type(m) is not int or m < 1 for m in self.majors):
+            raise TrexError("request", f"Field 'majors' must name major versions >= 1, got {self.majors!r}.")
 
     @classmethod
     def parse(cls, text: str, **fields: Any) -> TrexServer:
@@ -116,6 +121,7 @@ class TrexServer:
             "timeout_s": self.timeout_s,
             "client_dir": str(self.client_dir) if self.client_dir else None,
             "force_acquire": self.force_acquire,
+            "majors": list(self.majors),
         }
 
 

@@ -9,7 +9,8 @@ module as a child and speaks one JSON object per line with it over stdin/stdout.
 Requests (``{"cmd": ...}``) and replies (``{"ok": true, ...}`` or ``{"ok": false, "error": KIND,
 "message": TEXT}``, ``KIND`` one of :data:`ERROR_KINDS`):
 
-- ``probe`` (server, sync_port, async_port, timeout_s, client_dir): the server's version
+- ``probe`` (server, sync_port, async_port, timeout_s, client_dir, majors: the server major
+  versions accepted, default [:data:`SUPPORTED_MAJOR`]): the server's version
   (``get_version``) and ports (``get_system_info``, ``get_port_status``), nothing acquired;
 - ``connect`` (the same, plus ports, force_acquire): connect, check the version, acquire the two
   ports (refused when another user holds one, unless ``force_acquire``); replies the probe's data;
@@ -138,11 +139,13 @@ class Session:
             )
         version = str(probe.data().get("version", "unknown"))
         match = re.match(r"v?(\d+)\.", version)
-        if match is None or int(match.group(1)) != SUPPORTED_MAJOR:
+        majors = [int(m) for m in req.get("majors") or [SUPPORTED_MAJOR]]
+        if match is None or int(match.group(1)) not in majors:
+            accepted = " or ".join(f"v{m}.x" for m in majors)
             raise DriverError(
                 "version",
                 f"TRex server at {self.server} runs version '{version}'; this client ({ours}) speaks "
-                f"TRex v{SUPPORTED_MAJOR}.x only.",
+                f"TRex {accepted} only.",
             )
         try:
             client.connect()

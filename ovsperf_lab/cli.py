@@ -370,9 +370,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--flows",
-        default=str(DEFAULTS.flows),
+        default=None,
         help=f"UDP flows per direction, up to {MAX_FLOWS}; a list (1,1000,1000000) sweeps: every frame "
-        "size is searched at each count (%(default)s)",
+        "size is searched at each count (default: the scenario's 'flows', 1 unless it says otherwise)",
     )
     run.add_argument(
         "--flow-rules",
@@ -410,6 +410,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
     run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
     run.add_argument(
+        "--ct-zone",
+        type=int,
+        default=DEFAULTS.ct_zone,
+        metavar="N",
+        help="conntrack zone of the conntrack tests' ct() actions (%(default)s)",
+    )
+    run.add_argument(
+        "--tunnel-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="one more option of the overlay tests' tunnel port (options:KEY=VALUE, e.g. csum=true)",
+    )
+    run.add_argument(
         "--test",
         action="append",
         choices=[t.value for t in VsperfTest],
@@ -438,7 +451,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args.catalog)
     scenario = catalog.get(args.config)
-    flows = _flow_counts(args.flows)
+    flows = _flow_counts(args.flows) if args.flows is not None else scenario.flows
     options = LabOptions(
         frame_sizes_bytes=_frame_sizes(args.frame_sizes),
         search_trial_s=args.search_time,
@@ -475,6 +488,10 @@ def _run_scenario(args: argparse.Namespace) -> int:
         generator_memory_mb=args.tg_memory_mb,
         pmd_cpus=_cpu_list(args.pmd_cpus, "--pmd-cpus"),
         lcore_cpu=args.lcore_cpu,
+        ct_zone=args.ct_zone,
+        tunnel_options=tuple(
+            (key, value) for key, _, value in (text.partition("=") for text in args.tunnel_option or ())
+        ),
         ovs_socket_mem_mb=args.socket_mem_mb,
     )
     trex = trex_options(args)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,11 @@ class CrossCheck:
     """Generator port → frames OVS could not deliver to it [1]."""
     ovs_ports: dict[int, dict[str, int | None]]
     """OVS port number → counter deltas of every bridge port (PVP: where frames were lost) [1]."""
+    connections: int | None = None
+    """Connections OVS's conntrack held after the trial (conntrack tests, :mod:`ovsperf_lab.conntrack`);
+    ``None``: not a conntrack test [1]."""
+    expected_connections: int | None = None
+    """Connections the trial should have left: flows per direction × directions; ``None`` likewise [1]."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -73,6 +79,11 @@ class CrossCheck:
             "ovs_tx_packets": {str(k): v for k, v in self.ovs_tx_packets.items()},
             "ovs_tx_dropped": {str(k): v for k, v in self.ovs_tx_dropped.items()},
             "ovs_ports": {str(k): v for k, v in self.ovs_ports.items()},
+            **(
+                {"connections": self.connections, "expected_connections": self.expected_connections}
+                if self.expected_connections is not None
+                else {}
+            ),
         }
 
 
@@ -91,6 +102,7 @@ def compare(
     ofports: tuple[int, ...],
     *,
     wire: bool = False,
+    delivered_delta_bytes: int | None = None,
 ) -> CrossCheck:
     """Compare the OVS counter deltas of a trial with the generator's counts.
 
@@ -99,6 +111,10 @@ def compare(
 
     :param ofports: OVS port number facing generator port 0, 1, … (index = generator port).
     :param wire: whether OVS's ports are NIC ports cabled to the generator's (two-host mode).
+    :param delivered_delta_bytes: overlay tests: how much longer each frame leaves OVS toward the
+        generator than the generator sent it [B] (+50 encapsulated, -50 decapsulated); then OVS's
+        byte counters are checked too (one frame size, not a mix): every frame received is the
+        size sent, every frame delivered that size plus the delta (:func:`_check_bytes`).
     """
     mismatches: list[str] = []
     ovs_rx: dict[int, int | None] = {}
@@ -149,6 +165,10 @@ def compare(
                 f"OVS delivered {delivered} frames to generator port {gport}, the generator counted "
                 f"{counted}: {delivered - counted} frames were lost {where} the DUT."
             )
+    if delivered_delta_bytes is not None and isinstance(result.spec.frame_size_bytes, int):
+        mismatches += _check_bytes(
+            before, after, ofports, result.spec.frame_size_bytes, delivered_delta_bytes
+        )
     ports = {
         ofport: {
             "rx_packets": _delta(after[ofport].rx_packets, before[ofport].rx_packets),
@@ -159,6 +179,39 @@ def compare(
         for ofport in sorted(set(before) & set(after))
     }
     return CrossCheck(not mismatches, tuple(mismatches), ovs_rx, ovs_tx, ovs_drop, ports)
+
+
+def _check_bytes(
+    before: dict[int, PortCounters],
+    after: dict[int, PortCounters],
+    ofports: tuple[int, ...],
+    frame_size_bytes: int,
+    delivered_delta_bytes: int,
+) -> list[str]:
+    """Return the byte-count mismatches of an overlay trial, one sentence each.
+
+    OVS counts frames without FCS: each frame it received from a generator port is
+    ``frame_size_bytes - 4`` long, each it delivered to one ``frame_size_bytes - 4 +
+    delivered_delta_bytes`` [B] (the tunnel's outer headers added or removed).
+    """
+    sent_len = frame_size_bytes - 4
+    out: list[str] = []
+    for ofport in ofports:
+        if ofport not in before or ofport not in after:
+            continue
+        new, old = after[ofport], before[ofport]
+        for kind, frame_len, packets, octets in (
+            ("received", sent_len, (new.rx_packets, old.rx_packets), (new.rx_bytes, old.rx_bytes)),
+            ("delivered", sent_len + delivered_delta_bytes, (new.tx_packets, old.tx_packets),
+             (new.tx_bytes, old.tx_bytes)),
+        ):  # fmt: skip
+            frames, size = _delta(*packets), _delta(*octets)
+            if frames and size is not None and size != frames * frame_len:
+                out.append(
+                    f"OVS port {ofport} {kind} {frames} frames of {size} B, not {frames} × {frame_len} B "
+                    f"= {frames * frame_len} B: the frames are not the size the tunnel makes them."
+                )
+    return out
 
 
 def generator_caused_failure(result: TrialResult, check: CrossCheck, loss_ratio_limit: float) -> int:
@@ -195,19 +248,23 @@ def check_cabling(
     bridge: str,
     ofports: tuple[int, int],
     names: tuple[str, str],
+    counters: Callable[[], dict[int, PortCounters]] | None = None,
 ) -> CrossCheck:
     """Send :data:`CABLING_PROBE` from TG port 0 and check that OVS received it on DUT port 0.
 
     :param ofports: OVS port numbers of DUT port 0 and 1; ``names`` their interface names.
+    :param counters: reads OVS's port counters (default: ``bridge``'s; the overlay tests' DUT ports
+        are on two bridges).
     :returns: the probe's cross-check.
     :raises CablingError: when most of the frames arrived on DUT port 1 (the links are crossed:
         TG port 0 is cabled to DUT port 1, TG port 1 to DUT port 0) or fewer than half on DUT port
         0 (not cabled, or the link is down); the message names the ports and the counts. A link
         that loses some of them (fewer than half) is logged as a WARNING.
     """
-    before = ovs.port_counters(bridge)
+    read = counters if counters is not None else (lambda: ovs.port_counters(bridge))
+    before = read()
     result = generator.run_trial(CABLING_PROBE)
-    after = ovs.port_counters(bridge)
+    after = read()
     sent = sum(d.tx_packets for d in result.directions if d.tx_port == 0)
     rx = [
         _delta(after[p].rx_packets, before[p].rx_packets) or 0 if p in after and p in before else 0
@@ -265,7 +322,22 @@ class CrossCheckedGenerator(TrafficGenerator):
         loss_ratio_limit: float = 0.0,
         *,
         wire_names: tuple[str, str] | None = None,
+        counters: Callable[[], dict[int, PortCounters]] | None = None,
+        delivered_delta_bytes: int | None = None,
+        cabling_generator: TrafficGenerator | None = None,
     ) -> None:
+        """Wrap ``inner``; check its trials against ``bridge``'s port counters.
+
+        :param counters: reads OVS's port counters (default: ``bridge``'s); the overlay tests'
+            ports are on two bridges.
+        :param delivered_delta_bytes: the overlay tests' frame length change toward the generator
+            [B] (:func:`compare`); ``None``: bytes are not checked.
+        :param cabling_generator: sends the cabling probe (plain frames; default ``inner``: the
+            overlay tests' ``inner`` would make them tunnel frames).
+        """
+        self.cabling_generator = cabling_generator if cabling_generator is not None else inner
+        self.counters = counters if counters is not None else (lambda: ovs.port_counters(bridge))
+        self.delivered_delta_bytes = delivered_delta_bytes
         self.inner = inner
         self.ovs = ovs
         self.bridge = bridge
@@ -289,13 +361,20 @@ class CrossCheckedGenerator(TrafficGenerator):
         wire = self.wire_names is not None
         if self.wire_names is not None and self.cabling is None:
             self.cabling = check_cabling(
-                self.inner, self.ovs, self.bridge, (self.ofports[0], self.ofports[1]), self.wire_names
+                self.cabling_generator,
+                self.ovs,
+                self.bridge,
+                (self.ofports[0], self.ofports[1]),
+                self.wire_names,
+                self.counters,
             )
-        before = self.ovs.port_counters(self.bridge)
+        before = self.counters()
         result = self.inner.run_trial(spec)
         self.ovs.check_alive()
-        after = self.ovs.port_counters(self.bridge)
-        self.last = compare(before, after, result, self.ofports, wire=wire)
+        after = self.counters()
+        self.last = compare(
+            before, after, result, self.ofports, wire=wire, delivered_delta_bytes=self.delivered_delta_bytes
+        )
         for line in self.last.mismatches:
             log.warning(
                 "Cross-check, %s at %.0f pps: %s", item_text(spec.frame_size_bytes), spec.rate_pps, line

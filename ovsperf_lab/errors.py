@@ -49,5 +49,13 @@ class OvsError(LabError):
         super().__init__(message + (f" See '{log_path}'." if log_path else ""))
 
 
+class OvsOverloadedError(OvsError):
+    """A wait for the sandboxed OVS ran out while the machine was overloaded and OVS was still alive.
+
+    Not the build's fault as far as anyone can tell: ``compare`` and ``bisect`` never count it as a
+    crash of the side (a bisection stops with its state kept instead of calling the build bad).
+    """
+
+
 class VnfError(LabError):
     """The PVP forwarder (testpmd process or QEMU guest) failed to start or died."""

@@ -16,6 +16,7 @@ the percentages its formats carry.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,10 +60,13 @@ def flows_sent(plan: LabPlan, flows: int) -> int:
     return max(flows, plan.queues)
 
 
-def search_config(plan: LabPlan, frame_size: FrameSizeItem, flows: int, link_speed_mbps: int) -> SearchConfig:
+def search_config(
+    plan: LabPlan, frame_size: FrameSizeItem, flows: int, link_speed_mbps: int, *, bidirectional: bool = True
+) -> SearchConfig:
     """Return the binary search's parameters for ``frame_size`` [B] (or a mix) at ``flows`` [1].
 
-    The start rate is the line rate of ``link_speed_mbps`` [Mbit/s] (``ovsperf_common.units``).
+    The start rate is the line rate of ``link_speed_mbps`` [Mbit/s] (``ovsperf_common.units``);
+    ``bidirectional`` false sends port 0 → 1 only (the overlay tests, VSperf ``bidir`` False).
     """
     max_rate = item_line_rate_pps(frame_size, link_speed_mbps * 1e6)
     return SearchConfig(
@@ -75,6 +79,7 @@ def search_config(plan: LabPlan, frame_size: FrameSizeItem, flows: int, link_spe
         flows=flows_sent(plan, flows),
         drain_s=plan.options.drain_s,
         max_trials=plan.options.max_trials,
+        bidirectional=bidirectional,
     )
 
 
@@ -108,8 +113,11 @@ def measure_binary(
     *,
     on_trials: TrialsCallback,
     observer: MeasureObserver,
+    bidirectional: bool = True,
 ) -> FrameSizeResult:
     """Search ``frame_size`` [B] (or a mix) at ``flows`` [1] with the lua-compatible binary search.
+
+    ``bidirectional`` false: port 0 → 1 only (the overlay tests); rates are then one direction's.
 
     :param link_speed_mbps: the generator ports' speed [Mbit/s]; the search starts at its line rate.
     :returns: the row (the passing validation trial's numbers).
@@ -118,7 +126,7 @@ def measure_binary(
     """
     found = search_throughput(
         generator,
-        search_config(plan, frame_size, flows, link_speed_mbps),
+        search_config(plan, frame_size, flows, link_speed_mbps, bidirectional=bidirectional),
         log=logging.getLogger("ovsperf_lab.search.binary"),
         observer=_BinaryTrials(generator, on_trials, observer),
     )
@@ -144,8 +152,12 @@ def measure_mlr(
     *,
     on_trials: TrialsCallback,
     observer: MeasureObserver,
+    bidirectional: bool = True,
 ) -> FrameSizeResult:
     """Search ``frame_size`` [B] (or a mix) at ``flows`` [1] with MLRsearch, then latency at PDR shares.
+
+    ``bidirectional`` false: port 0 → 1 only (the overlay tests); the row's rates are that one
+    direction's.
 
     Every trial's record goes to ``on_trials`` as it ends; after the search (also one stopped at
     its duration limit) each is marked with the goals whose relevant bound it is, and the latency
@@ -161,13 +173,21 @@ def measure_mlr(
     config = options.mlr_config(
         frame_size, item_line_rate_pps(frame_size, link_speed_mbps * 1e6), flows=flows_sent(plan, flows)
     )
+    if not bidirectional:
+        config = dataclasses.replace(config, bidirectional=False)
     records: list[dict[str, Any]] = []
     trials: list[MlrTrial] = []
 
     def record(trial: MlrTrial) -> None:
         entry = mlr_trial_to_json(trial, frame_size, config.flows)
-        if generator.last is not None and generator.wire_names is not None:  # two-host mode: NIC counts
-            entry["crosscheck"] = generator.last.to_json()
+        last = generator.last
+        # two-host mode: NIC counts; a conntrack test: its connection count
+        if last is not None and (
+            generator.wire_names is not None
+            or last.expected_connections is not None
+            or generator.delivered_delta_bytes is not None  # overlay: two bridges, frame sizes
+        ):
+            entry["crosscheck"] = last.to_json()
         records.append(entry)
         trials.append(trial)
         on_trials(tuple(records))
@@ -197,6 +217,7 @@ def measure_mlr(
             log=logging.getLogger("ovsperf_lab.search.latency"),
             on_start=observer.latency_started,
             min_load_pps=options.min_load_pps,
+            bidirectional=config.bidirectional,
         )
         on_trials([*records, *(latency_trial_to_json(level, frame_size, config.flows) for level in levels)])
     elif options.latency_levels_percent:

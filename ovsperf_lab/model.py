@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ovsperf_catalog.model import MAX_FLOWS as MAX_FLOWS  # the generator's flow limit; the catalog owns it
+from ovsperf_catalog.model import TunnelType
 from ovsperf_common.framemix import FrameMix, FrameSizeItem, item_text, reduced_weights
 from ovsperf_common.units import check_frame_size
 from ovsperf_lab.errors import LabError
-
-MAX_FLOWS = 1_048_576
-"""Most flows per direction the generator tells apart (``TG_MAX_FLOWS``, docs/trafficgen.md) [1]."""
 
 MAX_FLOWS_SRC_PORT = 64_000
 """Most flows the UDP source port alone tells apart (``TG_MAX_FLOWS_SRC_PORT``); above it the
@@ -46,6 +45,48 @@ def check_generator_mix(mix: FrameMix) -> None:
         )
 
 
+MIN_TUNNEL_FRAME_BYTES = 114
+"""Smallest tunnel frame the generator sends: a 64 B inner frame plus 50 B of outer Ethernet, IPv4,
+UDP and VXLAN/Geneve headers (``TG_TUNNEL_OVERHEAD``, docs/trafficgen.md) [B]."""
+
+
+@dataclass(frozen=True)
+class TunnelEncap:
+    """The outer headers the generator puts in front of every frame, as a remote VTEP would.
+
+    Decapsulation tests (VSperf ``overlay_p2p_decap_tput``): OVS receives these frames on its
+    underlay bridge and pops the tunnel. Sources: RFC 7348 §5 (VXLAN, UDP port 4789), RFC 8926 §3
+    (Geneve, UDP port 6081, no options). Wire format: the ``tunnel`` trial field, docs/trafficgen.md.
+
+    :raises LabError: when ``vni`` is outside [0, 2^24).
+    """
+
+    tunnel_type: TunnelType
+    """VXLAN or Geneve."""
+    vni: int
+    """Virtual network identifier, 24 bits [1] (OVS's ``options:key``)."""
+    dst_mac: str
+    """The DUT VTEP's MAC address (its underlay bridge's), e.g. ``'02:00:00:00:fe:01'``."""
+    src_ip: str
+    """The remote VTEP's (the generator's) IPv4 address."""
+    dst_ip: str
+    """The DUT VTEP's IPv4 address (OVS's ``options:local_ip``)."""
+
+    def __post_init__(self) -> None:
+        if type(self.vni) is not int or not 0 <= self.vni < 1 << 24:
+            raise LabError(f"Field 'vni' must be an integer in [0, {(1 << 24) - 1}], got {self.vni!r}.")
+
+    def to_json(self) -> dict[str, object]:
+        """Return the generator's ``tunnel`` trial field (docs/trafficgen.md)."""
+        return {
+            "type": self.tunnel_type.value,
+            "vni": self.vni,
+            "dst_mac": self.dst_mac,
+            "src_ip": self.src_ip,
+            "dst_ip": self.dst_ip,
+        }
+
+
 @dataclass(frozen=True)
 class TrialSpec:
     """What one trial offers: frame size or mix, rate, duration, directions and flows."""
@@ -71,6 +112,9 @@ class TrialSpec:
     """Allow frames above 1518 B."""
     latency_histogram: bool = False
     """Ask for each direction's full latency histogram (latency trials; search trials skip it)."""
+    tunnel: TunnelEncap | None = None
+    """Send every frame tunnel-encapsulated (decapsulation tests); :attr:`frame_size_bytes` is then
+    the outer frame, at least :data:`MIN_TUNNEL_FRAME_BYTES`. ``None``: plain frames."""
 
     def __post_init__(self) -> None:
         try:
@@ -82,6 +126,18 @@ class TrialSpec:
                 check_frame_size(self.frame_size_bytes, jumbo=self.jumbo)
         except ValueError as err:
             raise LabError(f"Field 'frame_size_bytes': {err}") from err
+        if self.tunnel is not None:
+            smallest = (
+                min(size for size, _ in self.frame_size_bytes.entries)
+                if isinstance(self.frame_size_bytes, FrameMix)
+                else self.frame_size_bytes
+            )
+            if smallest < MIN_TUNNEL_FRAME_BYTES:
+                raise LabError(
+                    f"Field 'frame_size_bytes': a {self.tunnel.tunnel_type.value} frame of {smallest} B "
+                    f"cannot carry a 64 B inner frame; the smallest is {MIN_TUNNEL_FRAME_BYTES} B "
+                    "(50 B of outer headers)."
+                )
         if not self.rate_pps > 0:
             raise LabError(f"Field 'rate_pps' must be positive, got {self.rate_pps!r}.")
         if not self.duration_s > 0:

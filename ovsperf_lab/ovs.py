@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovsperf_common.deadline import Deadline, DeadlineExceededError, load_scaled_timeout, overload_note
-from ovsperf_lab.errors import OvsError
-from ovsperf_lab.state import LabRunState, TrackedProcess, stop_process
+from ovsperf_lab.errors import OvsError, OvsOverloadedError
+from ovsperf_lab.state import LabRunState, TrackedProcess, delete_netns, delete_tap, stop_process
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,9 @@ OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 
 
 _DUMP_PORTS_RE = re.compile(
-    r'port\s+"?(?P<port>[^:"\s]+)"?:\s+rx pkts=(?P<rx_pkts>\d+|\?), bytes=\S+, drop=(?P<rx_drop>\d+|\?),'
-    r".*?tx pkts=(?P<tx_pkts>\d+|\?), bytes=\S+, drop=(?P<tx_drop>\d+|\?),",
+    r'port\s+"?(?P<port>[^:"\s]+)"?:\s+rx pkts=(?P<rx_pkts>\d+|\?), bytes=(?P<rx_bytes>\d+|\?), '
+    r"drop=(?P<rx_drop>\d+|\?),"
+    r".*?tx pkts=(?P<tx_pkts>\d+|\?), bytes=(?P<tx_bytes>\d+|\?), drop=(?P<tx_drop>\d+|\?),",
     re.DOTALL,
 )
 
@@ -57,6 +58,11 @@ class PortCounters:
     """Frames OVS delivered to the peer."""
     tx_dropped: int | None
     """Frames OVS could not deliver to the peer (its ring was full)."""
+    rx_bytes: int | None = None
+    """Bytes of the frames OVS received, without FCS [B]; ``None``: not reported."""
+    tx_bytes: int | None = None
+    """Bytes of the frames OVS delivered, without FCS [B] (an encapsulating port's are the outer
+    frames'); ``None``: not reported."""
 
 
 def cpu_mask(cpus: tuple[int, ...]) -> str:
@@ -92,6 +98,10 @@ class OvsConfig:
     """``LD_LIBRARY_PATH`` of ovs-vswitchd (another DPDK build of the same ABI); ``None``: the system's."""
     pci_allow: tuple[str, ...] = ()
     """PCI addresses DPDK may probe (EAL ``-a``, two-host mode's ``--dut-port``); empty: ``--no-pci``."""
+    netns: bool = False
+    """Run ovs-vswitchd in a network namespace of its own, named :attr:`file_prefix`, created at
+    start and deleted at stop (``state.release`` deletes it after a crash): the overlay tests give
+    the underlay bridge's tap device the VTEP address, which must not reach the host's network."""
 
 
 class OvsSandbox:
@@ -114,9 +124,14 @@ class OvsSandbox:
         self.vswitchd_log = self.log_dir / "ovs-vswitchd.log"
         self.ovsdb_log = self.log_dir / "ovsdb-server.log"
         self._children: list[tuple[TrackedProcess, subprocess.Popen[bytes]]] = []
+        self._netns_created = False
         self.bridge = f"olab{secrets.token_hex(4)}"
         """Bridge name, unique per sandbox: a netdev bridge creates a tap device of that name in
         the network namespace, so two OVS instances using VSperf's ``br0`` would collide."""
+        self.underlay_bridge = "olp" + self.bridge.removeprefix("olab")
+        """The overlay tests' underlay bridge: ``olp`` + :attr:`bridge`'s random part."""
+        if not config.netns:  # OVS keeps a netdev bridge's tap device when it stops: ours to delete
+            state.track_taps(self.bridge, self.underlay_bridge)
         self.env = {
             **os.environ,
             "OVS_RUNDIR": str(self.run_dir),
@@ -135,6 +150,9 @@ class OvsSandbox:
         """
         for d in (self.run_dir, self.db_dir, self.log_dir, self.etc_dir):
             d.mkdir(parents=True, exist_ok=True)
+        if self.netns is not None:
+            self._run(["ip", "netns", "add", self.netns])
+            self._netns_created = True
         db = self.db_dir / "conf.db"
         self._run(["ovsdb-tool", "create", str(db), str(self.config.schema)])
         self._spawn(
@@ -199,10 +217,39 @@ class OvsSandbox:
         )
 
     def stop(self) -> None:
-        """Stop ovs-vswitchd, then ovsdb-server (SIGTERM, SIGKILL after 10 s); idempotent."""
+        """Stop ovs-vswitchd and ovsdb-server, then delete what OVS leaves in the network; idempotent.
+
+        SIGTERM, SIGKILL after 10 s; then the namespace it ran in, or the bridges' tap devices
+        it leaves in the host's namespace (a netdev bridge's LOCAL port is a persistent tap).
+        """
         for proc, popen in reversed(self._children):
             stop_process(proc, popen=popen)
         self._children.clear()
+        if self.netns is not None and self._netns_created:
+            delete_netns(self.netns)
+            self._netns_created = False
+        if self.netns is None:
+            for tap in (self.bridge, self.underlay_bridge):
+                delete_tap(tap)
+
+    @property
+    def netns(self) -> str | None:
+        """Return the network namespace ovs-vswitchd runs in (:attr:`OvsConfig.netns`), or ``None``."""
+        return self.config.file_prefix if self.config.netns else None
+
+    def ip(self, *args: str, dut_host: bool = False) -> str:
+        """Run ``ip`` in ovs-vswitchd's network namespace (``ip -n``); return stdout.
+
+        :param dut_host: OVS runs in this namespace on purpose: two-host mode's DUT, a machine
+            (or a test's namespace) of its own; ``ip`` then runs here.
+        :raises OvsError: when it fails, or when OVS runs in the host's namespace and not
+            ``dut_host`` (never changed).
+        """
+        if self.netns is None:
+            if not dut_host:
+                raise OvsError("This OVS runs in the host's network namespace; the lab does not change it.")
+            return self._run(["ip", *args])
+        return self._run(["ip", "-n", self.netns, *args])
 
     def check_alive(self) -> None:
         """Raise if a daemon died.
@@ -282,6 +329,8 @@ class OvsSandbox:
                 rx_dropped=_count(match.group("rx_drop")),
                 tx_packets=_count(match.group("tx_pkts")),
                 tx_dropped=_count(match.group("tx_drop")),
+                rx_bytes=_count(match.group("rx_bytes")),
+                tx_bytes=_count(match.group("tx_bytes")),
             )
         if not counters:
             raise OvsError(f"Cannot parse 'ovs-ofctl dump-ports {bridge}' output: {out[:200]!r}.")
@@ -316,6 +365,8 @@ class OvsSandbox:
         env = self.env
         if name == "ovs-vswitchd" and self.config.library_dir is not None:
             env = {**env, "LD_LIBRARY_PATH": str(self.config.library_dir)}
+        if name == "ovs-vswitchd" and self.netns is not None:
+            argv = ["ip", "netns", "exec", self.netns, *argv]  # exec: the PID stays the daemon's
         try:
             popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         except OSError as err:
@@ -334,7 +385,8 @@ class OvsSandbox:
         :data:`~ovsperf_common.deadline.MAX_LOAD_FACTOR` times, and a timeout says when the machine
         was overloaded.
 
-        :raises OvsError: when the deadline passes or a daemon dies, naming ``logfile``.
+        :raises OvsOverloadedError: when the deadline passes on an overloaded machine (OVS alive).
+        :raises OvsError: when the deadline passes otherwise or a daemon dies, naming ``logfile``.
         """
 
         def checked() -> bool | None:
@@ -345,7 +397,9 @@ class OvsSandbox:
         try:
             deadline.poll(checked, interval_s=0.25, log=log, progress_every_s=30.0)
         except DeadlineExceededError as err:
-            raise OvsError(f"{err}{overload_note()}", log_path=str(logfile)) from err
+            note = overload_note()
+            kind = OvsOverloadedError if note else OvsError
+            raise kind(f"{err}{note}", log_path=str(logfile)) from err
 
     def _dpdk_initialized(self) -> bool | None:
         out = self._run(

@@ -38,6 +38,19 @@ generator and OVS slow down once they fill. P2P 64 B NDR, three searches each: 4
 second benchmark while the VM's own capacity halved); 16384 → 1.4 Mpps in two runs, the third
 ended generator-limited."""
 
+SUPPORTED_TESTS = frozenset(
+    {
+        VsperfTest.PHY2PHY_TPUT,
+        VsperfTest.PVP_TPUT,
+        VsperfTest.PVVP_TPUT,
+        VsperfTest.PHY2PHY_CT_TPUT,
+        VsperfTest.PHY2PHY_CT_NAT_TPUT,
+        VsperfTest.OVERLAY_P2P_DECAP_TPUT,
+        VsperfTest.OVERLAY_P2P_TPUT,
+    }
+)
+"""The catalog's tests the local lab runs; :func:`plan_run` refuses the others, naming them."""
+
 MAX_REPEATS = 20
 """Most repeats of a run ``--repeats`` accepts [1]."""
 
@@ -179,6 +192,13 @@ class LabOptions:
     """OVS PMD CPUs (``--pmd-cpus``, from the inventory); ``None``: the lab picks them."""
     lcore_cpu: int | None = None
     """CPU of OVS's DPDK main lcore (``--lcore-cpu``); ``None``: the lab picks it."""
+    ct_zone: int = 0
+    """Conntrack zone of the conntrack tests' ``ct()`` actions (``--ct-zone``) [1]; OVS judges it
+    (0 to 65535): a zone it refuses stops the test with OVS's message (:mod:`ovsperf_lab.conntrack`)."""
+    tunnel_options: tuple[tuple[str, str], ...] = ()
+    """More ``options:KEY=VALUE`` of the overlay tests' tunnel port (``--tunnel-option KEY=VALUE``,
+    e.g. ``('csum', 'true')``); OVS judges them: one it refuses stops the test with OVS's message
+    (:mod:`ovsperf_lab.overlay`)."""
 
     @property
     def wire(self) -> bool:
@@ -226,13 +246,14 @@ class LabOptions:
             min_rate_pps=self.min_load_pps,
         )
 
-    def hugepage_memory_mb(self, *, vnf: bool) -> int:
-        """Return the hugepage memory OVS, the generator and the forwarder reserve on this machine [MiB].
+    def hugepage_memory_mb(self, *, vnf: bool, forwarders: int = 1) -> int:
+        """Return the hugepage memory OVS, the generator and the forwarders reserve on this machine [MiB].
 
-        The generator counts unless it runs on a TG host; the forwarder only with ``vnf``.
+        The generator counts unless it runs on a TG host; the forwarders (``forwarders`` of them,
+        PVVP: 2) only with ``vnf``.
         """
         generator = 0 if self.tg_ssh is not None else self.generator_memory_mb
-        return self.ovs_socket_mem_mb + generator + (self.vnf_memory_mb if vnf else 0)
+        return self.ovs_socket_mem_mb + generator + (self.vnf_memory_mb * forwarders if vnf else 0)
 
     def __post_init__(self) -> None:
         """Check every option against its range.
@@ -273,6 +294,14 @@ class LabOptions:
                 f"Option '--ring-size' must be a power of two in [{RING_SIZES[0]}, {RING_SIZES[-1]}], "
                 f"got {self.ring_size!r}."
             )
+        for key, value in self.tunnel_options:
+            if not key or not key.replace("_", "").replace("-", "").isalnum() or not value or " " in value:
+                raise LabError(
+                    f"Option '--tunnel-option' must be KEY=VALUE (a tunnel port option of OVS, such as "
+                    f"csum=true), got {key!r}={value!r}."
+                )
+        if type(self.ct_zone) is not int or self.ct_zone < 0:
+            raise LabError(f"Option '--ct-zone' must be a whole number >= 0, got {self.ct_zone!r}.")
         if not 1 <= self.repeats <= MAX_REPEATS:
             raise LabError(f"Option '--repeats' must be in [1, {MAX_REPEATS}], got {self.repeats!r}.")
         for flows in (self.flows, *self.flow_sweep):
@@ -395,6 +424,9 @@ class CpuPlan:
     vnf_cpu: int | None
     """CPU of the PVP forwarder, ``None`` without PVP; without a spare CPU it shares the last
     PMD's (measured: far less loss than sharing the generator's CPU, whose RX must keep up)."""
+    vnf_cpus: tuple[int, ...] = ()
+    """CPU of each forwarder of a chain, in chain order (PVVP: two, the first is :attr:`vnf_cpu`);
+    empty: one forwarder on :attr:`vnf_cpu`."""
 
 
 @dataclass(frozen=True)
@@ -459,7 +491,7 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
             valid = ", ".join(t.value for t in scenario.tests)
             raise LabError(f"Scenario '{scenario.name}' has no test {', '.join(unknown)}; it has: {valid}.")
         tests = tuple(t for t in scenario.tests if t in options.tests)
-    needs_vnf = any(t.topology is not Topology.P2P for t in tests)
+    needs_vnf = any(t.topology not in (Topology.P2P, Topology.OP2P) for t in tests)
 
     needs = {Need.ALWAYS}
     if scenario.vswitch is Vswitch.OVS_VANILLA:
@@ -469,8 +501,25 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
                 "Vswitch 'OvsVanilla' (kernel datapath) is not supported by the local lab yet; "
                 "choose an OVS-DPDK scenario (ovsperf-lab list)."
             )
-    if any(t.topology is Topology.PVVP for t in tests):
-        reasons.append("Topology 'pvvp' is not supported by the local lab yet; use '--test' to pick others.")
+    chained = any(t.topology is Topology.PVVP for t in tests)
+    if chained and options.guest_image is not None:
+        reasons.append(
+            "PVVP with '--guest-image' (two QEMU guests chained) is not supported by the local lab yet; "
+            "drop '--guest-image' to chain two testpmd forwarders, or pick other tests with '--test'."
+        )
+    overlays = [t.value for t in tests if t.topology is Topology.OP2P]
+    if overlays and options.generator != DEFAULT_GENERATOR:
+        reasons.append(
+            f"Test(s) {', '.join(overlays)} (tunnel frames) run with the '{DEFAULT_GENERATOR}' generator "
+            "only (on this machine or on a TG host, '--dut-port'); drop '--generator', "
+            "or pick other tests with '--test'."
+        )
+    unsupported = [t.value for t in tests if t not in SUPPORTED_TESTS and t.topology is not Topology.PVVP]
+    if unsupported:
+        reasons.append(
+            f"Test(s) {', '.join(unsupported)} are not supported by the local lab yet; "
+            "use '--test' to pick others."
+        )
 
     vnf: VnfKind | None = None
     if needs_vnf:
@@ -506,7 +555,7 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         )
     demand = Demand(
         pmd_cores=pmds,
-        memory_mb=options.hugepage_memory_mb(vnf=needs_vnf),
+        memory_mb=options.hugepage_memory_mb(vnf=needs_vnf, forwarders=2 if chained else 1),
         needs=frozenset(needs),
         guest_image=options.guest_image,
         pmd_cpus_named=options.pmd_cpus is not None,
@@ -520,7 +569,11 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
     pmd_cpus = options.pmd_cpus if options.pmd_cpus is not None else tuple(cpus[1 : 1 + pmds])
     lcore_cpu = options.lcore_cpu if options.lcore_cpu is not None else generator_cpu
     vnf_cpu: int | None = None
-    if needs_vnf:
+    vnf_cpus: tuple[int, ...] = ()
+    if chained:
+        vnf_cpus = _chain_cpus(scenario, cpus, generator_cpu, pmd_cpus, options, warnings)
+        vnf_cpu = vnf_cpus[0]
+    elif needs_vnf:
         # A generator on a TG host leaves its CPU here to the forwarder.
         spare = [c for c in cpus if (c != generator_cpu or options.tg_ssh is not None) and c not in pmd_cpus]
         if spare:
@@ -554,9 +607,49 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
             else scenario.validation_trial_s
         ),
         queues=scenario.rx_queues,
-        cpus=CpuPlan(generator_cpu, lcore_cpu, pmd_cpus, vnf_cpu),
+        cpus=CpuPlan(generator_cpu, lcore_cpu, pmd_cpus, vnf_cpu, vnf_cpus),
         vnf=vnf,
         guest_image=options.guest_image,
         options=options,
         warnings=tuple(warnings),
     )
+
+
+def _chain_cpus(
+    scenario: Scenario,
+    cpus: tuple[int, ...],
+    generator_cpu: int,
+    pmd_cpus: tuple[int, ...],
+    options: LabOptions,
+    warnings: list[str],
+) -> tuple[int, int]:
+    """Return the CPUs of PVVP's two forwarders: spare CPUs first, then the PMDs' (last PMD first).
+
+    Sharing a PMD's CPU is what the lab does on a small machine when it picks the PMD CPUs (a
+    WARNING says so); when the user placed them (``--pmd-cpus``), each forwarder needs a CPU of its
+    own, or the run is refused before anything starts.
+
+    :raises RefusedScenarioError: when ``--pmd-cpus`` leaves fewer than two CPUs for the forwarders.
+    """
+    spare = [c for c in cpus if (c != generator_cpu or options.tg_ssh is not None) and c not in pmd_cpus]
+    if len(spare) >= 2:
+        return spare[0], spare[1]
+    if options.pmd_cpus is not None:
+        raise RefusedScenarioError(
+            scenario.name,
+            (
+                f"PVVP runs two forwarders, each on a CPU of its own when '--pmd-cpus' places the PMD "
+                f"threads; this machine has CPUs {','.join(map(str, cpus))}: the generator's CPU "
+                f"{generator_cpu} and PMD CPUs {','.join(map(str, pmd_cpus))} leave "
+                f"{len(spare)} ({','.join(map(str, spare)) or 'none'}). Name fewer PMD CPUs, or drop "
+                "'--pmd-cpus' to let the forwarders share the PMDs' CPUs.",
+            ),
+        )
+    shared = [*spare, *reversed(pmd_cpus), *reversed(pmd_cpus)]
+    chain = (shared[0], shared[1])
+    warnings.append(
+        f"The two PVVP forwarders run on CPUs {chain[0]} and {chain[1]}, sharing them with OVS PMD "
+        f"threads (only {len(cpus)} CPUs): PVVP numbers are limited by that, compare them only with "
+        "runs on the same machine."
+    )
+    return chain

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from ovsperf_catalog.model import GuestLoopback, VsperfTest
+from ovsperf_catalog.model import GuestLoopback, TunnelType, VsperfTest
 from ovsperf_common.framemix import item_entries, item_name
 from ovsperf_common.labfiles import (
     COL_AVG_LAT,
@@ -54,6 +54,7 @@ from ovsperf_common.labfiles import (
     CSV_COLUMNS,
     GOAL_COLUMNS,
     GUEST_COLUMN,
+    TUNNEL_COLUMN,
 )
 from ovsperf_common.units import mix_rates
 from ovsperf_lab.resultrow import Environment, FrameSizeResult, goal_percent
@@ -74,6 +75,7 @@ def csv_row(
     start: datetime,
     stop: datetime,
     guest: GuestLoopback | None,
+    tunnel_type: TunnelType | None = None,
 ) -> dict[str, str]:
     """Return the VSperf CSV row of one frame size (values formatted as VSperf's MoonGen driver).
 
@@ -131,16 +133,24 @@ def csv_row(
     }
     if guest is not None:
         values[GUEST_COLUMN] = guest.value
+    if tunnel_type is not None:
+        values[TUNNEL_COLUMN] = tunnel_type.value
     return values
 
 
-def render_csv(rows: Sequence[dict[str, str]], guest: GuestLoopback | None) -> str:
+def render_csv(rows: Sequence[dict[str, str]], guest: GuestLoopback | None, *, tunnel: bool = False) -> str:
     """Return the CSV text of one test: a header and ``rows`` (:func:`csv_row`), in VSperf's column order.
 
-    The ``guest_loopback_app`` column comes last, and only with a ``guest``.
+    The ``guest_loopback_app`` column comes last, and only with a ``guest``; an overlay test's
+    ``tunnel_type`` (``tunnel``) after it.
     """
     buf = io.StringIO()
-    columns = [*CSV_COLUMNS, *GOAL_COLUMNS, *([GUEST_COLUMN] if guest is not None else [])]
+    columns = [
+        *CSV_COLUMNS,
+        *GOAL_COLUMNS,
+        *([GUEST_COLUMN] if guest is not None else []),
+        *([TUNNEL_COLUMN] if tunnel else []),
+    ]
     writer = csv.DictWriter(buf, fieldnames=columns)
     writer.writeheader()
     writer.writerows(rows)

@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ovsperf_catalog.model import GuestLoopback, VsperfTest
+from ovsperf_catalog.model import GuestLoopback, TunnelType, VsperfTest
 from ovsperf_common.atomicio import atomic_write_text
 from ovsperf_common.framemix import item_json, item_name
 from ovsperf_common.labfiles import (
@@ -60,6 +60,15 @@ from ovsperf_lab.resultrow import Environment, FrameSizeResult, goal_percent
 log = logging.getLogger(__name__)
 
 
+_TUNNEL_FRAME_SIZE = {
+    "decapsulation": "the tunnel frame sent, outer headers and FCS included; received 50 B shorter",
+    "encapsulation": "the frame sent, FCS included; received tunnel-encapsulated, 50 B longer",
+    "": "the frame sent, FCS included",
+}
+"""What an overlay test's frame size is (``ovsperf-metadata.json`` ``tests[].frame_size``), by VSperf's
+``Tunnel Operation``."""
+
+
 @dataclass(frozen=True)
 class ResultPart:
     """One test's run as VSperf result ``index``: its CSV, ``.md`` and ``.rst`` and what they show."""
@@ -77,6 +86,8 @@ class ResultPart:
     searches: int
     """Searches the test runs (frame sizes × flow counts) [1]; the part is complete when each
     ended with a row."""
+    tunnel_type: TunnelType | None = None
+    """An overlay test's tunnel (the CSV's ``tunnel_type`` column), ``None`` for any other test."""
 
 
 class ResultsSink(Protocol):
@@ -209,6 +220,7 @@ class ResultsWriter(ResultsSink):
             stop=datetime.now(),
             guest=part.guest,
             complete=last and not held.failed,
+            tunnel_type=part.tunnel_type,
         )
 
     def write_telemetry(self) -> None:
@@ -263,6 +275,7 @@ class ResultsWriter(ResultsSink):
         stop: datetime,
         guest: GuestLoopback | None,
         complete: bool,
+        tunnel_type: TunnelType | None = None,
     ) -> Path:
         """Write (or rewrite) the CSV, ``.md`` and ``.rst`` of test ``index`` with ``rows``.
 
@@ -271,15 +284,32 @@ class ResultsWriter(ResultsSink):
         """
         stem = result_csv_name(test.value, test.topology.value, index).removesuffix(".csv")
         dict_rows = [
-            csv_row(r, test=test, vswitch=env.vswitch, start=start, stop=stop, guest=guest) for r in rows
+            csv_row(
+                r,
+                test=test,
+                vswitch=env.vswitch,
+                start=start,
+                stop=stop,
+                guest=guest,
+                tunnel_type=tunnel_type,
+            )
+            for r in rows
         ]
-        self._write(f"{stem}.csv", render_csv(dict_rows, guest))
+        self._write(f"{stem}.csv", render_csv(dict_rows, guest, tunnel=tunnel_type is not None))
         self._write(f"{stem}.md", render_md(test, env, dict_rows, complete))
         self._write(f"{stem}.rst", render_rst(test, env, dict_rows, complete))
         self.tests[stem] = {
             "index": index,
             "test": test.value,
             "deployment": test.topology.value,
+            **(
+                {
+                    "tunnel_type": tunnel_type.value,
+                    "frame_size": _TUNNEL_FRAME_SIZE[test.tunnel_operation or ""],
+                }
+                if tunnel_type is not None
+                else {}
+            ),
             "packet_sizes": list(dict.fromkeys(item_name(r.frame_size_bytes) for r in rows)),
             "complete": complete,
             "start_time": start.strftime(TIME_FMT),

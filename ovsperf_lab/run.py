@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,13 +22,16 @@ from typing import Any
 
 from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import item_name
+from ovsperf_lab import conntrack, overlay
+from ovsperf_lab.conntrack import ConntrackGenerator, ConntrackRules
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
 from ovsperf_lab.errors import LabError, SearchError
 from ovsperf_lab.generators.api import GeneratorFactory, TrafficGenerator
 from ovsperf_lab.generators.registry import generator_backend
 from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.measure import MeasureObserver, measure_binary, measure_mlr, search_text
-from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsSandbox
+from ovsperf_lab.overlay import OverlayGenerator, OverlaySpec
+from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsSandbox, PortCounters
 from ovsperf_lab.plan import LabPlan, SearchMethod, VnfKind
 from ovsperf_lab.resultrow import Environment, FrameSizeResult
 from ovsperf_lab.results import ResultPart, ResultsSink, ResultsWriter
@@ -36,6 +40,10 @@ from ovsperf_lab.telemetry import APPCTL_TIMEOUT_S, TelemetryCollector, Telemetr
 from ovsperf_lab.testbed import Switch, SwitchBuild, Testbed, TestbedConfig, open_testbed
 
 log = logging.getLogger(__name__)
+
+
+TELEMETRY_COUNTERS = ("rx_packets", "rx_dropped", "tx_packets", "tx_dropped")
+"""The port counters telemetry records per port (``ovsperf-telemetry.json``)."""
 
 
 class RunObserver(MeasureObserver):
@@ -107,7 +115,13 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
             )
             + f", OVS lcore CPU {cpus.ovs_lcore_cpu}, OVS PMD CPUs "
             f"{','.join(map(str, cpus.pmd_cpus))}"
-            + (f", forwarder CPU {cpus.vnf_cpu}" if cpus.vnf_cpu is not None else "")
+            + (
+                f", forwarder CPUs {','.join(map(str, cpus.vnf_cpus))} (chained)"
+                if len(cpus.vnf_cpus) > 1
+                else f", forwarder CPU {cpus.vnf_cpu}"
+                if cpus.vnf_cpu is not None
+                else ""
+            )
         ),
     )
 
@@ -143,8 +157,8 @@ def _two_host_metadata(plan: LabPlan) -> dict[str, Any]:
 
 
 def _guest(plan: LabPlan, test: VsperfTest) -> GuestLoopback | None:
-    """Return what loops frames back in ``test``'s guest (the CSV's ``guest`` column), ``None`` for P2P."""
-    if test.topology is Topology.P2P:
+    """Return what loops frames back in ``test``'s guest (the CSV's ``guest`` column), ``None``: no guest."""
+    if test.topology in (Topology.P2P, Topology.OP2P):
         return None
     if plan.vnf is VnfKind.TESTPMD or plan.scenario.guest is None:
         return GuestLoopback.TESTPMD
@@ -224,7 +238,7 @@ def run_lab(
             switch.ovs.stop()  # idempotent: stopped already unless a crash left it
             writer.copy_log(switch.ovs.vswitchd_log, f"vswitchd_{writer.timestamp}.log")
             writer.copy_log(switch.ovs.ovsdb_log, f"ovsdb-server_{writer.timestamp}.log")
-        for name in ("vnf-testpmd.log", "qemu.log", "guest-serial.log"):
+        for name in ("vnf-testpmd.log", "vnf-testpmd-2.log", "qemu.log", "guest-serial.log"):
             writer.copy_log(state.run_dir / name, f"{name.removesuffix('.log')}_{writer.timestamp}.log")
         for line in release(state):
             log.debug("Teardown: %s.", line)
@@ -314,12 +328,28 @@ class _TestRunner:
         searches = [(s, f) for f in plan.options.flow_counts for s in plan.frame_sizes_bytes]
         measure = measure_mlr if plan.options.search is SearchMethod.MLR else measure_binary
         failures: list[str] = []
+        tunnel = OverlaySpec.for_test(
+            plan.scenario.name, test, plan.scenario.tunnel_type, plan.options.tunnel_options
+        )
         with open_testbed(
-            self.switch, test.topology, self.generator_factory, on_generator=obs.generator_started
+            self.switch,
+            test.topology,
+            self.generator_factory,
+            on_generator=obs.generator_started,
+            tunnel=tunnel,
         ) as bed:
-            part = ResultPart(index, test, self.env, _guest(plan, test), started, len(searches))
+            part = ResultPart(
+                index,
+                test,
+                self.env,
+                _guest(plan, test),
+                started,
+                len(searches),
+                tunnel_type=tunnel.tunnel_type if tunnel is not None else None,
+            )
             rows = self.outcome.results.setdefault(index, (test, []))[1]
-            generator = self._generator(part, bed)
+            rules = self._conntrack(test, bed)
+            generator = self._generator(part, bed, rules, tunnel)
             for number, (size, flows) in enumerate(searches, start=1):
                 obs.frame_size_started(test, search_text(plan, size, flows), number, len(searches))
                 row: FrameSizeResult | None = None
@@ -332,6 +362,7 @@ class _TestRunner:
                         plan,
                         on_trials=functools.partial(self.sink.trials, part),
                         observer=obs,
+                        bidirectional=test.bidirectional,
                     )
                     rows.append(row)
                 except SearchError as err:
@@ -343,13 +374,53 @@ class _TestRunner:
                 obs.frame_size_finished(test, row)
         return failures
 
-    def _generator(self, part: ResultPart, bed: Testbed) -> CrossCheckedGenerator:
-        """Return the test's generator: with telemetry (unless turned off), cross-checked with OVS."""
-        measured = bed.generator
+    def _conntrack(self, test: VsperfTest, bed: Testbed) -> ConntrackRules | None:
+        """Install a conntrack test's rules on ``bed`` (:mod:`ovsperf_lab.conntrack`); else return ``None``.
+
+        :raises LabError: naming the scenario and OVS's message when OVS refuses a rule.
+        """
+        if test.conntrack is None:
+            return None
+        rules = ConntrackRules(self.plan.scenario.name, test, self.plan.options.ct_zone)
+        conntrack.install(self.ovs, bed.layout, rules)
+        return rules
+
+    def _generator(
+        self,
+        part: ResultPart,
+        bed: Testbed,
+        rules: ConntrackRules | None = None,
+        tunnel: OverlaySpec | None = None,
+    ) -> CrossCheckedGenerator:
+        """Return the test's generator: with telemetry (unless turned off), cross-checked with OVS.
+
+        A conntrack test's (``rules``) also flushes and ramps up conntrack before each trial and
+        checks its connection count after (:class:`~ovsperf_lab.conntrack.ConntrackGenerator`).
+        An overlay test's (``tunnel``) sends one way, tunnel frames for decapsulation
+        (:class:`~ovsperf_lab.overlay.OverlayGenerator`), and its cross-check reads both bridges'
+        counters and checks the frames' sizes.
+        """
+        measured: TrafficGenerator = bed.generator
+        counters = None
+        if tunnel is not None:
+            measured = OverlayGenerator(bed.generator, tunnel)
+            counters = functools.partial(overlay.port_counters, self.ovs)
         if self.plan.options.telemetry:
-            measured = self._telemetry(part, bed.generator, {p.ofport: p.name for p in bed.layout.ports})
+            names = {p.ofport: p.name for p in bed.layout.ports}
+            if tunnel is not None:
+                names[overlay.TUNNEL_OFPORT] = overlay.TUNNEL_PORT
+            measured = self._telemetry(part, measured, names, counters)
         ovs = self.ovs
         ports = bed.layout.generator_ports
+        if rules is not None:
+            return ConntrackGenerator(
+                measured,
+                ovs,
+                tuple(p.ofport for p in ports),
+                self.plan.max_loss_ratio,
+                rules=rules,
+                ramp=bed.generator,
+            )
         return CrossCheckedGenerator(
             measured,
             ovs,
@@ -357,24 +428,37 @@ class _TestRunner:
             tuple(p.ofport for p in ports),
             self.plan.max_loss_ratio,
             wire_names=(ports[0].name, ports[1].name) if bed.layout.wire else None,
+            counters=counters,
+            delivered_delta_bytes=tunnel.delivered_delta_bytes if tunnel is not None else None,
+            cabling_generator=bed.generator if tunnel is not None else None,
         )
 
     def _telemetry(
-        self, part: ResultPart, generator: TrafficGenerator, names: dict[int, str]
+        self,
+        part: ResultPart,
+        generator: TrafficGenerator,
+        names: dict[int, str],
+        counters: Callable[[], dict[int, PortCounters]] | None = None,
     ) -> TrafficGenerator:
         """Wrap ``generator`` so that every final (MLRsearch) or validation trial records telemetry.
 
         :param names: OpenFlow port number → interface name of the ports to count.
+        :param counters: reads the ports' counters (default: the bridge's; an overlay's two bridges).
         """
         ovs = self.ovs
         processes = {"ovs-vswitchd": ovs.pids["ovs-vswitchd"]}
         if generator.pid is not None and generator.host is None:  # a TG host's ssh client is not it
             processes["generator"] = generator.pid
 
+        def read() -> dict[int, PortCounters]:
+            return counters() if counters is not None else ovs.port_counters(ovs.bridge)
+
         def ports() -> dict[str, dict[str, float | None]]:
             return {
-                names[number]: {k: None if v is None else float(v) for k, v in vars(counters).items()}
-                for number, counters in ovs.port_counters(ovs.bridge).items()
+                names[number]: {
+                    k: None if v is None else float(v) for k, v in vars(c).items() if k in TELEMETRY_COUNTERS
+                }
+                for number, c in read().items()
                 if number in names
             }
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,6 +95,9 @@ class LabRunState:
     """DPDK ``--file-prefix`` values used."""
     results_dir: str | None = None
     """Results directory being written, for the cleanup message."""
+    taps: list[str] = field(default_factory=list)
+    """Tap devices a netdev bridge of this run's OVS makes in the host's network namespace
+    (``olab<id>``, ``olp<id>``): OVS keeps them after it stops, so teardown deletes them."""
 
     @property
     def run_id(self) -> str:
@@ -129,6 +133,7 @@ class LabRunState:
                 processes=[TrackedProcess(**p) for p in data["processes"]],
                 file_prefixes=[str(p) for p in data["file_prefixes"]],
                 results_dir=data.get("results_dir"),
+                taps=[check_tap_name(str(t)) for t in data.get("taps", [])],
             )
             for proc in (state.owner, *state.processes):
                 _check_process(proc)
@@ -145,6 +150,7 @@ class LabRunState:
             "processes": [p.__dict__ for p in self.processes],
             "file_prefixes": self.file_prefixes,
             "results_dir": self.results_dir,
+            "taps": self.taps,
         }
         atomic_write_text(self.run_dir / "state.json", json.dumps(data, indent=2) + "\n")
 
@@ -154,6 +160,16 @@ class LabRunState:
         self.processes.append(proc)
         self.save()
         return proc
+
+    def track_taps(self, *names: str) -> None:
+        """Record tap devices this run's OVS may make in the host's namespace (deleted at release).
+
+        :raises ValueError: for a name that is not a lab bridge's (``olab``/``olp`` + 8 hex digits).
+        """
+        for name in names:
+            if check_tap_name(name) not in self.taps:
+                self.taps.append(name)
+        self.save()
 
     def new_file_prefix(self, role: str) -> str:
         """Return and record a DPDK file prefix ``ovsperf-lab-<run>-<role>`` unique to this run."""
@@ -258,6 +274,62 @@ def dpdk_leftovers(prefix: str) -> list[Path]:
     return found
 
 
+NETNS_DIR = Path("/run/netns")
+"""Where ``ip netns`` keeps its named namespaces."""
+
+
+def delete_netns(name: str) -> bool:
+    """Delete network namespace ``name`` if it exists (``ip netns del``); return whether it did.
+
+    Its interfaces (an OVS bridge's tap devices) go with it. A failure is logged, not raised:
+    teardown goes on.
+    """
+    if not (NETNS_DIR / name).exists():
+        return False
+    return _ip_delete(["netns", "del", name], f"network namespace '{name}'")
+
+
+def _ip_delete(args: list[str], what: str) -> bool:
+    """Run ``ip ARGS`` (30 s at most); return whether it succeeded, logging why not."""
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        log.warning("Cannot delete %s: %s", what, done.stderr.strip())
+        return False
+    return True
+
+
+TAP_NAME = re.compile(r"(olab|olp)[0-9a-f]{8}")
+"""The lab's bridge names (``ovs.OvsSandbox.bridge`` and the overlay's underlay bridge): the only
+tap devices the lab ever deletes."""
+
+SYS_CLASS_NET = Path("/sys/class/net")
+"""Where the kernel lists the network devices of this namespace."""
+
+
+def check_tap_name(name: str) -> str:
+    """Return ``name`` when it is a lab bridge's tap device name.
+
+    :raises ValueError: otherwise (a state file naming another device is not ours).
+    """
+    if not TAP_NAME.fullmatch(name):
+        raise ValueError(f"tap device {name!r} is not an ovsperf-lab bridge's")
+    return name
+
+
+def delete_tap(name: str) -> bool:
+    """Delete tap device ``name`` of a lab bridge if it exists here; return whether it did.
+
+    OVS makes a netdev bridge's LOCAL port a persistent tap device and leaves it when it stops;
+    only a device with that name *and* a ``tun_flags`` attribute (a tun/tap) is deleted. A
+    failure is logged, not raised: teardown goes on.
+
+    :raises ValueError: for a name that is not a lab bridge's.
+    """
+    if not (SYS_CLASS_NET / check_tap_name(name) / "tun_flags").exists():
+        return False
+    return _ip_delete(["link", "delete", name], f"tap device '{name}'")
+
+
 def release(state: LabRunState, *, keep_dir: bool = False) -> list[str]:
     """Stop every recorded process (newest first), remove DPDK leftovers and the run directory.
 
@@ -276,6 +348,11 @@ def release(state: LabRunState, *, keep_dir: bool = False) -> list[str]:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             done.append(f"removed {path}")
+        if delete_netns(prefix):  # an OVS of the overlay tests ran in a namespace of this name
+            done.append(f"deleted network namespace {prefix}")
+    for tap in state.taps:
+        if delete_tap(tap):
+            done.append(f"deleted tap device {tap}")
     if not keep_dir and state.run_dir.exists():
         shutil.rmtree(state.run_dir, ignore_errors=True)
         done.append(f"removed {state.run_dir}")

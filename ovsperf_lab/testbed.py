@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ovsperf_catalog.model import Topology
-from ovsperf_lab import topology
+from ovsperf_lab import overlay, topology
 from ovsperf_lab.devargs import parse_devargs
 from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
 from ovsperf_lab.generators.api import (
@@ -86,6 +86,13 @@ class ForwarderSpec:
     """The guest's disk image (QEMU only)."""
     vcpus: int = 2
     """Guest vCPUs (QEMU only) [1]."""
+    next_cpus: tuple[int, ...] = ()
+    """CPUs of the forwarders after the first in a chain (PVVP: the second's), in chain order;
+    a forwarder beyond them runs on :attr:`cpu`."""
+
+    def cpu_of(self, index: int) -> int:
+        """Return the CPU of forwarder ``index`` of the chain (0: the first)."""
+        return self.next_cpus[index - 1] if 0 < index <= len(self.next_cpus) else self.cpu
 
     @classmethod
     def for_plan(cls, plan: LabPlan, facts: MachineFacts) -> ForwarderSpec:
@@ -101,7 +108,13 @@ class ForwarderSpec:
                 guest_image=plan.guest_image,
                 vcpus=guest.vcpus if guest else 2,
             )
-        return cls(VnfKind.TESTPMD, facts.testpmd or "dpdk-testpmd", cpu, plan.options.vnf_memory_mb)
+        return cls(
+            VnfKind.TESTPMD,
+            facts.testpmd or "dpdk-testpmd",
+            cpu,
+            plan.options.vnf_memory_mb,
+            next_cpus=plan.cpus.vnf_cpus[1:],
+        )
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,9 @@ class TestbedConfig:
     starts with it."""
     wire: WireConfig | None = None
     """Two-host mode's NIC ports and TG host; ``None``: vhost-user ports to a local generator."""
+    ovs_netns: bool = False
+    """Run ovs-vswitchd in a network namespace of its own (the overlay tests: :mod:`ovsperf_lab.overlay`;
+    never in two-host mode, whose NIC ports' devargs may name interfaces of this namespace)."""
 
     def __post_init__(self) -> None:
         """Check the generator's name before anything starts.
@@ -186,6 +202,7 @@ class TestbedConfig:
             match_udp=options.flow_rules is FlowRules.UDP,
             forwarder=ForwarderSpec.for_plan(plan, facts) if plan.vnf is not None else None,
             wire=WireConfig.for_options(options),
+            ovs_netns=not options.wire and any(t.topology is Topology.OP2P for t in plan.tests),
         )
 
 
@@ -211,6 +228,7 @@ class Switch:
                 extra_other_config=build.other_config,
                 library_dir=build.library_dir,
                 pci_allow=config.wire.pci_allow if config.wire is not None else (),
+                netns=config.ovs_netns,
             ),
         )
         self.versions = ("unknown", "unknown")
@@ -261,7 +279,9 @@ class Testbed:
     link_speed_mbps: int
     """The generator's link speed, :data:`DEFAULT_LINK_SPEED_MBPS` when its ports report none [Mbit/s]."""
     vnf: ForwarderProcess | None
-    """The PVP forwarder, ``None`` for P2P."""
+    """The PVP forwarder (PVVP: the first of the chain), ``None`` for P2P."""
+    vnfs: tuple[ForwarderProcess, ...] = ()
+    """Every forwarder, in chain order (PVP: :attr:`vnf` alone, PVVP: two)."""
 
     @property
     def ovs(self) -> OvsSandbox:
@@ -281,12 +301,15 @@ def open_testbed(
     generator_factory: GeneratorFactory,
     *,
     on_generator: Callable[[TrafficGenerator], None] | None = None,
+    tunnel: overlay.OverlaySpec | None = None,
 ) -> Iterator[Testbed]:
     """Build ``deployment`` in ``switch``, start its forwarder and generator; tear them down on exit.
 
     :param generator_factory: starts the generator (a backend's ``start``, or a test's fake).
     :param on_generator: told the generator runs, before its links are awaited (tests inject
         crashes there; the CLI shows progress).
+    :param tunnel: the overlay test's tunnel (``op2p``): the bridges, tunnel port and rules come
+        from :func:`ovsperf_lab.overlay.build`.
     :raises OvsError: when OVS refuses the topology, dies, or a forwarder port stays down; also
         when a dead OVS explains any other failure of the bring-up or of the ``with`` block.
     :raises VnfError: when the forwarder does not start or dies (and OVS lives).
@@ -299,12 +322,18 @@ def open_testbed(
     if lay.vnf_ports and config.forwarder is None:
         raise LabError(f"Topology '{deployment.value}' needs a forwarder, and the testbed has none.")
     vnf: ForwarderProcess | None = None
+    vnfs: list[ForwarderProcess] = []
     generator: TrafficGenerator | None = None
     try:
-        topology.build(ovs, lay, config.queues, match_udp=config.match_udp)
+        if tunnel is not None:
+            overlay.build(ovs, lay, tunnel, config.queues)
+        else:
+            topology.build(ovs, lay, config.queues, match_udp=config.match_udp)
         switch.renice()
         if config.forwarder is not None and lay.vnf_ports:
-            vnf = _start_forwarder(config.forwarder, config, state, lay)
+            for index, sockets in enumerate(lay.forwarder_sockets):
+                vnfs.append(_start_forwarder(config.forwarder, config, state, sockets, index))
+            vnf = vnfs[0]
         generator = generator_factory(
             GeneratorRequest(
                 ports=lay.attachments(wire.tg_ports if wire is not None else None),
@@ -322,8 +351,9 @@ def open_testbed(
         if generator.pid is not None:
             state.track_process(generator_backend(config.generator).label, generator.pid)
             renice(generator.pid, config.nice)
-        if vnf is not None and vnf.pid is not None:
-            renice(vnf.pid, config.nice)
+        for each in vnfs:
+            if each.pid is not None:
+                renice(each.pid, config.nice)
         if on_generator is not None:
             on_generator(generator)
         ports = generator.wait_link(timeout_s=LINK_TIMEOUT_S)
@@ -331,41 +361,56 @@ def open_testbed(
         # broken path.
         awaited = lay.vnf_ports + (lay.generator_ports if lay.wire else ())
         if awaited:
-            topology.wait_links_up(ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=awaited)
-        if vnf is not None:
-            vnf.check_alive()
+            topology.wait_links_up(
+                ovs, lay, timeout_s=LINK_TIMEOUT_S, ports=awaited, alive=lambda: _check_alive(vnfs)
+            )
+        _check_alive(vnfs)
         if not lay.wire:  # a NIC's ring is the driver's choice (rte_eth_dev_adjust_nb_rx_tx_desc)
             check_rings(generator, config.ring_size)
         speed = ports[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
-        yield Testbed(switch, lay, generator, speed, vnf)
+        yield Testbed(switch, lay, generator, speed, vnf, tuple(vnfs))
     except (TrafficGeneratorError, VnfError, OvsError) as err:
-        cause = root_cause(err, ovs, vnf)
+        cause = root_cause(err, ovs, vnfs[0] if vnfs else None)
+        for later in vnfs[1:]:
+            if cause is err:
+                cause = root_cause(err, None, later)
         if cause is err:
             raise
         raise cause from err
     finally:
         if generator is not None:
             generator.close()
-        if vnf is not None:
-            vnf.stop()
+        for each in vnfs:
+            each.stop()
         with contextlib.suppress(OvsError):
             ovs.check_alive()
             topology.remove(ovs)
+            if tunnel is not None:
+                overlay.remove(ovs)
         for port in lay.ports:
             if port.socket is not None:
                 port.socket.unlink(missing_ok=True)
 
 
+def _check_alive(vnfs: list[ForwarderProcess]) -> None:
+    """Raise for the first forwarder of ``vnfs`` that exited.
+
+    :raises VnfError: naming it, its exit status and its log.
+    """
+    for vnf in vnfs:
+        vnf.check_alive()
+
+
 def _start_forwarder(
-    spec: ForwarderSpec, config: TestbedConfig, state: LabRunState, lay: topology.Layout
+    spec: ForwarderSpec, config: TestbedConfig, state: LabRunState, sockets: tuple[Path, Path], index: int = 0
 ) -> ForwarderProcess:
-    """Start the forwarder on ``lay``'s forwarder sockets; it is tracked in ``state``.
+    """Start forwarder ``index`` of the chain on its two vhost-user ``sockets``; it is tracked in ``state``.
+
+    The first is ``vnf-testpmd`` (log ``vnf-testpmd.log``), the second ``vnf-testpmd-2``, each with
+    its own DPDK file prefix and CPU (:meth:`ForwarderSpec.cpu_of`).
 
     :raises VnfError: when it cannot be started.
     """
-    west, east = (port.socket for port in lay.vnf_ports)
-    assert west is not None and east is not None  # forwarder ports are vhost-user ports
-    sockets = (west, east)
     if spec.kind is VnfKind.QEMU and spec.guest_image is not None:
         argv = qemu_argv(
             binary=spec.binary,
@@ -382,7 +427,7 @@ def _start_forwarder(
         ring, queues = config.ring_size, config.queues
         argv = make_testpmd_argv(
             binary=spec.binary,
-            cpu=spec.cpu,
+            cpu=spec.cpu_of(index),
             file_prefix=state.new_file_prefix("vnf"),
             memory_mb=max(spec.memory_mb, pool_memory_mb(len(sockets), queues, ring)),
             sockets=sockets,
@@ -390,7 +435,7 @@ def _start_forwarder(
             queue_size=ring,
             total_mbufs=pool_mbufs(len(sockets), queues, ring),
         )
-        name = "vnf-testpmd"
+        name = "vnf-testpmd" if index == 0 else f"vnf-testpmd-{index + 1}"
     vnf = ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log")
     vnf.start()
     return vnf

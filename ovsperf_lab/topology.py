@@ -8,15 +8,20 @@ ports with ``dpdkvhostuserclient`` ports whose sockets the traffic generator ser
 * P2P: generator port 0 ↔ OVS port 1, generator port 1 ↔ OVS port 2; rules 1→2 and 2→1.
 * PVP: two more ports 3 and 4 to the forwarder (its port 0 and 1); rules 1→3, 4→2, 2→4, 3→1,
   so frames from generator port 0 cross the forwarder once and come back on generator port 1.
+* PVVP: two forwarders chained, the first on ports 3 and 4 (``vm0``, ``vm1``), the second on 5
+  and 6 (``vm2``, ``vm3``); rules 1→3, 4→5, 6→2 and back 2→6, 5→4, 3→1 (VSperf's serial PXP
+  deployment with two VMs, ``core/vswitch_controller_pxp.py``).
 
 Two-host mode (``--dut-port``) keeps VSperf's physical ports: ports 1 and 2 are ``type=dpdk``
 ports ``dpdk0``/``dpdk1`` with ``options:dpdk-devargs`` (a PCI address or a vdev), cabled to the
-TG's NIC ports; the rules and the PVP forwarder ports stay as above.
+TG's NIC ports; the rules and the PVP forwarder ports stay as above (the overlay tests' two
+bridges: :mod:`ovsperf_lab.overlay`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +57,7 @@ class Layout:
     generator_ports: tuple[VhostPort, VhostPort]
     """Ports facing generator port 0 and 1."""
     vnf_ports: tuple[VhostPort, ...]
-    """Ports facing the forwarder's port 0 and 1 (PVP), else empty."""
+    """Ports facing the forwarders' port 0 and 1, forwarder by forwarder (PVP: one, PVVP: two), else empty."""
     rules: tuple[tuple[int, int], ...]
     """``(in_port, output)`` OpenFlow rules."""
 
@@ -60,6 +65,12 @@ class Layout:
     def ports(self) -> tuple[VhostPort, ...]:
         """Return all ports, generator ports first."""
         return self.generator_ports + self.vnf_ports
+
+    @property
+    def forwarder_sockets(self) -> tuple[tuple[Path, Path], ...]:
+        """Return each forwarder's two vhost-user sockets, in chain order (PVP: one pair, PVVP: two)."""
+        sockets = [p.socket for p in self.vnf_ports if p.socket is not None]
+        return tuple((sockets[i], sockets[i + 1]) for i in range(0, len(sockets) - 1, 2))
 
     @property
     def wire(self) -> bool:
@@ -95,7 +106,7 @@ def layout(topology: Topology, socket_dir: Path, dut_devargs: tuple[str, str] | 
 
     :param dut_devargs: OVS's NIC ports 0 and 1 (two-host mode, ``--dut-port``); ``None``:
         vhost-user ports to a generator on this machine.
-    :raises LabError: for a topology the lab cannot build (PVVP).
+    :raises LabError: for a topology the lab cannot build.
     """
     tg = (
         (VhostPort("tg0", 1, socket_dir / "tg0.sock"), VhostPort("tg1", 2, socket_dir / "tg1.sock"))
@@ -107,7 +118,27 @@ def layout(topology: Topology, socket_dir: Path, dut_devargs: tuple[str, str] | 
     if topology is Topology.PVP:
         vm = (VhostPort("vm0", 3, socket_dir / "vm0.sock"), VhostPort("vm1", 4, socket_dir / "vm1.sock"))
         return Layout(topology, tg, vm, ((1, 3), (4, 2), (2, 4), (3, 1)))
+    if topology is Topology.PVVP:
+        # VSperf's serial PXP with two VMs (core/vswitch_controller_pxp.py): phy1 <-> vm0[0],
+        # vm0[-1] <-> vm1[0], vm1[-1] <-> phy2; forwarder 0 on ports 3/4, forwarder 1 on 5/6.
+        chain = tuple(VhostPort(f"vm{i}", 3 + i, socket_dir / f"vm{i}.sock") for i in range(4))
+        return Layout(topology, tg, chain, ((1, 3), (4, 5), (6, 2), (2, 6), (5, 4), (3, 1)))
+    if topology is Topology.OP2P:
+        # Overlay: the generator's ports (vhost-user or NIC) as in P2P, on two bridges;
+        # ovsperf_lab.overlay builds them.
+        return Layout(topology, tg, (), ())
     raise LabError(f"Topology '{topology.value}' is not supported by the local lab.")
+
+
+def interface_settings(port: VhostPort) -> tuple[str, str]:
+    """Return ``port``'s type and peer as ``ovs-vsctl set Interface`` arguments.
+
+    A NIC port (two-host mode) is ``type=dpdk`` with ``options:dpdk-devargs``; else a
+    ``dpdkvhostuserclient`` with ``options:vhost-server-path``.
+    """
+    if port.devargs is not None:
+        return ("type=dpdk", f"options:dpdk-devargs={port.devargs}")
+    return ("type=dpdkvhostuserclient", f"options:vhost-server-path={port.socket}")
 
 
 def build(ovs: OvsSandbox, lay: Layout, n_rxq: int, *, match_udp: bool = False) -> None:
@@ -128,11 +159,7 @@ def build(ovs: OvsSandbox, lay: Layout, n_rxq: int, *, match_udp: bool = False) 
     ovs.vsctl("--if-exists", "del-br", ovs.bridge)
     ovs.vsctl("add-br", ovs.bridge, "--", "set", "bridge", ovs.bridge, "datapath_type=netdev")
     for port in lay.ports:
-        kind = (
-            ("type=dpdk", f"options:dpdk-devargs={port.devargs}")
-            if port.devargs is not None
-            else ("type=dpdkvhostuserclient", f"options:vhost-server-path={port.socket}")
-        )
+        kind = interface_settings(port)
         ovs.vsctl(
             "add-port",
             ovs.bridge,
@@ -166,16 +193,24 @@ def remove(ovs: OvsSandbox) -> None:
 
 
 def wait_links_up(
-    ovs: OvsSandbox, lay: Layout, timeout_s: float = 60.0, ports: tuple[VhostPort, ...] | None = None
+    ovs: OvsSandbox,
+    lay: Layout,
+    timeout_s: float = 60.0,
+    ports: tuple[VhostPort, ...] | None = None,
+    alive: Callable[[], None] | None = None,
 ) -> None:
     """Wait until OVS sees ``ports`` (default: every port of ``lay``) up (peer connected, or a NIC's link).
 
+    :param alive: called at every poll; raises when a peer died (a forwarder that exited never
+        brings its ports up, so the wait ends at once, naming it).
     :raises OvsError: naming the ports still down after ``timeout_s`` [s].
     """
     wanted = {p.name for p in (ports if ports is not None else lay.ports)}
     deadline = Deadline.in_seconds(timeout_s, f"OVS ports {', '.join(sorted(wanted))} to come up")
 
     def all_up() -> bool | None:
+        if alive is not None:
+            alive()
         states = port_link_states(ovs, lay)
         return True if all(states[name] == "up" for name in wanted) else None
 

@@ -1,9 +1,11 @@
 """Run the PVP forwarder: ``dpdk-testpmd`` io forwarding in a process, or a QEMU/KVM guest.
 
-Both serve the two vhost-user sockets of the topology's VNF ports (OVS is the client), so OVS
-(re)connects as soon as they listen. testpmd runs with ``--no-pci``, ``--in-memory`` (no hugepage
-files, even after SIGKILL) and ``--single-file-segments`` (virtio_user shares at most 8 memory
-regions with the vhost-user backend), on one CPU: main lcore and forwarding lcore share it.
+PVVP runs two testpmd forwarders, chained through OVS (:mod:`ovsperf_lab.testbed`), each with its
+own file prefix, sockets, log and CPU. Both kinds serve the two vhost-user sockets of the
+topology's VNF ports (OVS is the client), so OVS (re)connects as soon as they listen. testpmd runs
+with ``--no-pci``, ``--in-memory`` (no hugepage files, even after SIGKILL) and
+``--single-file-segments`` (virtio_user shares at most 8 memory regions with the vhost-user
+backend), on one CPU: main lcore and forwarding lcore share it.
 """
 
 from __future__ import annotations

@@ -12,16 +12,21 @@ nics       every test NIC the inventory names for the host is in ``/sys/bus/pci/
 
 With ``--trex HOST[:PORT]`` the TRex server there is asked, through its own Python client
 (:mod:`ovsperf_common.trexclient`, nothing acquired), for its version (row ``trex``: a major
-version other than 3 fails, both versions named) and its ports (one ``trex port N`` row each: PCI
+version other than 2 or 3 fails, both versions named: VSperf pins v2.86, v3.x is what the lab's backend
+speaks) and its ports (one ``trex port N`` row each: PCI
 address, MAC, speed, link, owner; a link that is down fails).
+
+:func:`trex_preflight` is ``ovsperf-remote run``'s check of a TG that is to install TRex.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ovsperf_common.runner import one_line
 from ovsperf_common.trexclient import TrexError, TrexServer, probe
@@ -36,8 +41,17 @@ COMMAND_TIMEOUT_S = 30.0
 TOOLS = {
     "dut": ("ovs-vswitchd", "ovs-vsctl", "python3", "git", "rsync", "pkill"),
     "tg": ("python3", "git", "make", "gcc", "rsync", "pkill"),
+    "trex": ("python3", "curl", "tar", "sha256sum", "systemctl", "journalctl"),
 }
-"""Commands each role's tasks run (setup_dpdk, vsperf_test on the DUT; build_moongen on the generator)."""
+"""Commands each role's tasks run (setup_dpdk, vsperf_test on the DUT; build_moongen on the generator;
+``trex``: setup_trex on the generator, :func:`trex_preflight`)."""
+VSPERF_TREX_MAJORS = (2, 3)
+"""TRex server major versions ``check --trex`` accepts: VSperf pins v2.86 (its driver was written for
+the v2 client); v3.x with VSperf's driver is untested here (docs/beaker_tasks.md, "TRex")."""
+TASK_SH = Path(__file__).resolve().parents[1] / "beaker_tasks" / "lib" / "task.sh"
+"""The tasks' shell library: :func:`trex_preflight` runs its own Python finder on the host."""
+PYTHON_FINDER = ("task_have", "task_python", "task_python_version")
+"""The functions of :data:`TASK_SH` that find the Python the tasks run vsperf-config with."""
 
 
 class Outcome(enum.Enum):
@@ -149,10 +163,71 @@ def check_host(target: Target, role: str, settings: Settings, nics: Sequence[str
     return rows
 
 
+def _task_python(session: Session, as_root: list[str]) -> tuple[Outcome, str]:
+    """Run the tasks' own Python finder (:data:`PYTHON_FINDER` of ``lib/task.sh``) on the host.
+
+    ``setup_trex`` reads the inventory with vsperf-config, which needs Python 3.9 or later with
+    PyYAML (RHEL 8's python3 is 3.6: python3.11 and python3.11-pyyaml).
+    """
+    text = TASK_SH.read_text(encoding="utf-8")
+    functions = []
+    for name in PYTHON_FINDER:
+        match = re.search(rf"^{name}\(\) \{{\n.*?^\}}\n", text, re.MULTILINE | re.DOTALL)
+        if match is None:
+            raise RemoteError(f"'{TASK_SH}' defines no function '{name}'; the repository is incomplete.")
+        functions.append(match.group(0))
+    script = "\n".join(
+        [*functions, 'p="$(task_python)" || exit 3', 'printf "%s %s\\n" "$p" "$(task_python_version "$p")"']
+    )
+    result = session.run([*as_root, "bash", "-c", script], COMMAND_TIMEOUT_S)
+    if result.exit_status == 3:
+        return Outcome.FAIL, (
+            "no Python 3.9 or later with PyYAML on root's PATH (the tasks' task_python in lib/task.sh tries "
+            "python3.12, python3.11, python3.9, python3); install python3.11 and python3.11-pyyaml "
+            "(RHEL 8: dnf install python3.11 python3.11-pyyaml)"
+        )
+    if result.exit_status != 0:
+        return Outcome.FAIL, f"cannot look for Python: {one_line(result.stderr.strip())}"
+    return Outcome.PASS, one_line(result.stdout.strip())
+
+
+def trex_preflight(target: Target, settings: Settings, url: str | None) -> None:
+    """Check, before a run starts, that the TG can run ``setup_trex``: reachable, root, tools, Python.
+
+    The Python is the one the tasks' finder takes (``task_python`` of ``lib/task.sh``: 3.9 or later
+    with PyYAML).
+
+    ``ovsperf-remote run`` with a TRex plan calls it before either host runs a step, so that a TG
+    that cannot install TRex fails the run before the DUT's setup (and its reboot) begins.
+
+    :param url: the tarball URL the inventory gives (logged); None when the inventory is a path on
+        the hosts (``setup_trex`` reads it there).
+    :raises RemoteError: naming the host when it cannot be reached or logged into, sudo asks for a
+        password, a command ``setup_trex`` runs (:data:`TOOLS` ``trex``) is not on root's PATH, or
+        no Python there is 3.9 or later with PyYAML.
+    """
+    with Session(target, settings) as session:
+        outcome, detail = sudo_check(session)
+        if outcome is not Outcome.PASS:
+            raise RemoteError(f"{session.name}: {detail}.")
+        outcome, detail = _tools(session, "trex", sudo_prefix(session))
+        if outcome is not Outcome.PASS:
+            raise RemoteError(f"{session.name} cannot install TRex (setup_trex): {detail}.")
+        outcome, python = _task_python(session, sudo_prefix(session))
+        if outcome is not Outcome.PASS:
+            raise RemoteError(f"{session.name} cannot install TRex (setup_trex): {python}.")
+        source = f"from {one_line(url)}" if url else "from the URL of the inventory on the host"
+        log.info("%s can install TRex %s (%s; Python %s).", session.name, source, detail, python)
+
+
 def check_trex(server: TrexServer) -> list[Row]:
-    """Ask the TRex server for its version and ports: one ``trex`` row, then one per port."""
+    """Ask the TRex server for its version and ports: one ``trex`` row, then one per port.
+
+    A server of a major version in :data:`VSPERF_TREX_MAJORS` passes (VSperf's TRex driver is what
+    talks to it on the Beaker path); the lab's own backend keeps to v3.x.
+    """
     try:
-        found = probe(server)
+        found = probe(replace(server, majors=VSPERF_TREX_MAJORS))
     except TrexError as err:
         return [Row(server.address, "tg", "trex", Outcome.FAIL, str(err))]
     rows = [

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.errors import CatalogError
-from ovsperf_catalog.model import Engine
+from ovsperf_catalog.model import Engine, VsperfTrafficgen
 from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import run_command
@@ -173,7 +173,18 @@ def _plan_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
         help="what measures: 'vsperf' (VSperf + MoonGen) or 'ovsperf' (ovsperf-lab + ovsperf-trafficgen); "
         "default: the scenario's 'engine' (docs/engines.md)",
     )
-    parser.add_argument("--inventory", help="INVENTORY of the tasks: a path on the hosts")
+    parser.add_argument(
+        "--generator",
+        metavar="GENERATOR",
+        help="engine 'vsperf': what VSperf drives on the traffic generator, "
+        + " or ".join(f"'{g.value}'" for g in VsperfTrafficgen)
+        + " (build_moongen or setup_trex); default: the inventory's 'generator' of the DUT's peer, "
+        "else 'moongen' (docs/remote.md)",
+    )
+    parser.add_argument(
+        "--inventory",
+        help="INVENTORY of the tasks: a local file (read here; run uploads it) or a path on the hosts",
+    )
     parser.add_argument(
         "--collector",
         metavar="DIR|USER@HOST:/PATH",
@@ -212,7 +223,9 @@ def _nics(inventory: Inventory | None, host: str) -> tuple[str, ...] | None:
         return None  # not in the inventory: the nics row says so
 
 
-def _plans(args: ScenarioChoice, tg: str, dut: str, collector: str | None) -> tuple[HostPlan, HostPlan]:
+def _plans(
+    args: ScenarioChoice, tg: str, dut: str, collector: str | None, local: Inventory | None
+) -> tuple[HostPlan, HostPlan]:
     from remote.plan import remote_plan
 
     try:
@@ -220,16 +233,28 @@ def _plans(args: ScenarioChoice, tg: str, dut: str, collector: str | None) -> tu
     except CatalogError as err:
         raise RemoteError(str(err)) from err
     engine = Engine.from_spec(args.engine, field="--engine") if args.engine else None
-    return remote_plan(scenario, tg, dut, inventory=args.inventory, collector=collector, engine=engine)
+    generator = VsperfTrafficgen.from_spec(args.generator, field="--generator") if args.generator else None
+    return remote_plan(
+        scenario,
+        tg,
+        dut,
+        inventory=args.inventory,
+        collector=collector,
+        engine=engine,
+        generator=generator,
+        local_inventory=local,
+    )
 
 
 def _plan(args: argparse.Namespace) -> int:
     from remote.plan import render_plan
-    from remote.runargs import remote_collector
+    from remote.runargs import local_inventory, remote_collector
     from remote.ssh import parse_target
 
     tg, dut = parse_target(args.tg, "--tg").host, parse_target(args.dut, "--dut").host
-    sys.stdout.write(render_plan(_plans(args, tg, dut, remote_collector(args.collector))))
+    local = local_inventory(args.inventory)
+    plans = _plans(args, tg, dut, remote_collector(args.collector), local[1] if local else None)
+    sys.stdout.write(render_plan(plans))
     return ExitCode.OK
 
 

@@ -11,6 +11,11 @@ in order with their parameters unchanged. What only Beaker does is left out, eac
   ``guest_image`` as it is, so that image must have been prepared (docs/remote.md);
 * ``/ovsperf/sleeper`` (Beaker reservations): nothing to reserve.
 
+What VSperf drives on the traffic generator (``jobcreator --generator``) is the inventory's
+``generator`` of the DUT's peer (:func:`~vsperf_configs.generatorchoice.choose_generator`, which
+jobcreator applies too): ``trex`` plans ``setup_trex`` where ``moongen`` plans ``build_moongen``,
+as the Beaker job does.
+
 The distro, kick repositories and whiteboard the plan also carries are Beaker's and unused here.
 """
 
@@ -21,14 +26,20 @@ from dataclasses import dataclass
 
 from jobcreator.jobmodel import JobOptions, TaskStep
 from jobcreator.render import TASK_NAMESPACE, plan_job
-from ovsperf_catalog.model import Engine, Scenario
+from ovsperf_catalog.model import Engine, Scenario, VsperfTrafficgen
+from ovsperf_common.errors import FieldError
 from ovsperf_common.runner import one_line
+from vsperf_configs.errors import InventoryError
+from vsperf_configs.generatorchoice import choose_generator, dut_entry
+from vsperf_configs.inventory import Inventory, trex_peer
 
 UNUSED_DISTRO = "family:preprovisioned"
 """The distro ``plan_job`` needs for the Beaker job header; pre-provisioned hosts have theirs."""
 
 BEAKER_ONLY = {"sleeper"}
 """Our tasks that only make sense under Beaker (reservations)."""
+TREX_TASK = "setup_trex"
+"""The task that installs, starts and stops TRex (in place of ``build_moongen``)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,42 @@ def _host_plan(role: str, host: str, tasks: tuple[TaskStep, ...], guest: bool) -
     return HostPlan(role, host, tuple(steps), tuple(skipped))
 
 
+def trex_tarball_url(inventory: Inventory, trafficgen_host: str, dut_host: str) -> str:
+    """Return the URL ``setup_trex`` installs TRex from: the ``trex:`` record of the DUT's peer.
+
+    ``setup_trex`` runs on the host given as ``--tg`` and reads that record there, so the DUT's peer
+    must be that host (its inventory name or its ``address``, as ``ovsperf-remote lab`` checks).
+
+    :raises FieldError: naming ``--tg`` when the DUT's peer is another host; ``--inventory`` when no
+        traffic generator record of the inventory gives a TRex tarball for ``trafficgen_host``.
+    """
+    dut = dut_entry(inventory, dut_host)
+    if dut is not None and dut.moongen is not None and dut.moongen.generator is VsperfTrafficgen.TREX:
+        peer = dut.moongen
+        if trafficgen_host.lower() not in (peer.host.lower(), peer.address.lower()):
+            raise FieldError(
+                f"'{one_line(trafficgen_host)}' is not the traffic generator of the DUT "
+                f"'{one_line(dut_host)}' in '{one_line(inventory.path)}', which drives TRex on "
+                f"'{one_line(peer.host)}' (address '{one_line(peer.address)}'): setup_trex would install "
+                "another host's TRex.",
+                field="--tg",
+            )
+        tg = trex_peer(dut, inventory.hosts)  # checked when the inventory was loaded
+    else:
+        try:
+            tg = inventory.get(trafficgen_host)
+        except InventoryError:
+            tg = None
+    if tg is None or tg.trex is None:
+        raise FieldError(
+            f"'{one_line(inventory.path)}' gives no TRex tarball for the traffic generator "
+            f"'{one_line(trafficgen_host)}': setup_trex needs its 'trex:' record (url, sha256, "
+            "install_dir, ports).",
+            field="--inventory",
+        )
+    return tg.trex.url
+
+
 def remote_plan(
     scenario: Scenario,
     trafficgen_host: str,
@@ -83,6 +130,8 @@ def remote_plan(
     inventory: str | None = None,
     collector: str | None = None,
     engine: Engine | None = None,
+    generator: VsperfTrafficgen | None = None,
+    local_inventory: Inventory | None = None,
 ) -> tuple[HostPlan, HostPlan]:
     """Return the traffic generator's and the DUT's steps for ``scenario`` (module docstring).
 
@@ -91,9 +140,14 @@ def remote_plan(
     :param collector: ``COLLECTOR`` of ``vsperf_test run`` (``ovsperf_test run``; ``user@host:/path``),
         or None to keep the results on the DUT.
     :param engine: ``--engine``; None for the scenario's own.
+    :param generator: ``--generator``; None for the inventory's (``choose_generator``).
+    :param local_inventory: the inventory file ``--inventory`` names here, loaded; None when it is
+        a path on the hosts.
     :raises OvsperfError: (jobcreator's option errors) when a host name or value is invalid,
-        naming the option.
+        naming the option; ``--generator trex`` with the engine ``ovsperf``.
+    :raises FieldError: naming ``--generator`` when it disagrees with the inventory.
     """
+    measuring = engine if engine is not None else scenario.engine
     options = JobOptions(
         trafficgen_host=trafficgen_host,
         dut_host=dut_host,
@@ -101,6 +155,7 @@ def remote_plan(
         inventory=inventory,
         collector=collector,
         engine=engine,
+        generator=choose_generator(generator, local_inventory, dut_host, measuring),
     )
     plan = plan_job(scenario, options)
     trafficgen, dut = plan.recipes

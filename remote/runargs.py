@@ -24,10 +24,11 @@ from ovsperf_common.errors import FieldError
 from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.fields import rsync_destination
 from ovsperf_common.runner import one_line
+from remote.check import trex_preflight
 from remote.defaults import RUN_DEFAULTS
 from remote.errors import RemoteError
 from remote.executor import PARAM_NAME_RE, UPLOADED_INVENTORY
-from remote.plan import HostPlan
+from remote.plan import TREX_TASK, HostPlan, trex_tarball_url
 from remote.run import (
     STATE_FILE,
     HostState,
@@ -38,7 +39,7 @@ from remote.run import (
     new_run_id,
 )
 from remote.ssh import Settings, parse_target
-from vsperf_configs.inventory import load_inventory
+from vsperf_configs.inventory import Inventory, load_inventory
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ RESERVED_ENV = {"RSTRNT_REBOOTCOUNT", "REBOOTCOUNT", "OVSPERF_RUN_ID", "VSPERF_R
 
 RESUMED = (
     "engine",
+    "generator",
     "tg",
     "dut",
     "catalog",
@@ -84,8 +86,15 @@ class ScenarioChoice(Protocol):
     def engine(self) -> str | None:
         """``--engine`` (``vsperf``, ``ovsperf``); None: the scenario's own."""
 
+    @property
+    def generator(self) -> str | None:
+        """``--generator`` (``moongen``, ``trex``); None: the inventory's."""
 
-PlanFactory = Callable[[ScenarioChoice, str, str, "str | None"], tuple[HostPlan, HostPlan]]
+
+PlanFactory = Callable[
+    [ScenarioChoice, str, str, "str | None", "Inventory | None"], tuple[HostPlan, HostPlan]
+]
+"""(choice, TG host, DUT host, collector, the local inventory loaded) → the plans."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,9 @@ class RunRequest:
     """Scenario name (a resumed run's is the one ``state.json`` recorded)."""
     engine: str | None = None
     """``--engine``: what measures (checked when the plan is made); None: the scenario's own."""
+    generator: str | None = None
+    """``--generator``: what VSperf drives on the TG (checked when the plan is made); None: the
+    inventory's."""
     tg: str = ""
     """``[USER@]HOST[:PORT]`` of the traffic generator."""
     dut: str = ""
@@ -224,19 +236,18 @@ def _options(request: RunRequest, log_dir: Path, plans: tuple[HostPlan, HostPlan
     )
 
 
-def _local_inventory(inventory: str | None) -> Path | None:
-    """Return ``--inventory`` when it names a local file (checked now); None for a path on the hosts.
+def local_inventory(inventory: str | None) -> tuple[Path, Inventory] | None:
+    """Return ``--inventory`` and its content when it names a local file; None for a path on the hosts.
 
     A local file is copied into each run directory; the plan then names that copy
-    (:data:`~remote.executor.UPLOADED_INVENTORY`).
+    (:data:`~remote.executor.UPLOADED_INVENTORY`) and takes its ``generator`` from it.
 
     :raises InventoryError: naming the file, when it is not a valid inventory.
     """
     if not inventory or not Path(inventory).expanduser().is_file():
         return None
     local = Path(inventory).expanduser().resolve()
-    load_inventory(local)  # a broken file is refused here, before any host is touched
-    return local
+    return local, load_inventory(local)  # a broken file is refused here, before any host is touched
 
 
 def _request(args: argparse.Namespace) -> tuple[RunRequest, RemoteRunState | None]:
@@ -342,17 +353,20 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
     :returns: 0 when every step of both hosts passed and the results are where asked; 1 when a
         task reported a measured FAIL (the run went on, as under Beaker); raises otherwise.
     :raises RemoteError: when a host failed (the other was stopped) or the results could not be
-        fetched; the message names the host, the step and the log.
-    :raises FieldError: for a bad option, before any connection.
+        fetched; the message names the host, the step and the log. With a TRex plan, also when the
+        TG fails its preflight (:func:`~remote.check.trex_preflight`), before either host runs a step.
+    :raises FieldError: for a bad option, before any connection (with a TRex plan: a ``--tg`` that
+        is not the DUT's TRex peer, :func:`~remote.plan.trex_tarball_url`).
     """
     if args.resume is None and args.log_dir is not None:
         new_log_dir(args.log_dir)  # before anything else
     request, resumed = _request(args)
     targets = {"TRAFFICGEN": parse_target(request.tg, "--tg"), "DUT": parse_target(request.dut, "--dut")}
-    local_inventory = _local_inventory(request.inventory)
+    local = local_inventory(request.inventory)
+    inventory = local[1] if local else None
     sent_to = remote_collector(request.collector)
-    chosen = replace(request, inventory=UPLOADED_INVENTORY) if local_inventory else request
-    plans = make_plans(chosen, targets["TRAFFICGEN"].host, targets["DUT"].host, sent_to)
+    chosen = replace(request, inventory=UPLOADED_INVENTORY) if local else request
+    plans = make_plans(chosen, targets["TRAFFICGEN"].host, targets["DUT"].host, sent_to, inventory)
     if resumed is not None:
         state, log_dir = resumed, args.resume
         if RemoteRunState.plan_of(plans) != state.plan:
@@ -374,10 +388,13 @@ def run_command_line(args: argparse.Namespace, settings: Settings, make_plans: P
             },
             collector=request.collector,
         )
-    options = replace(_options(request, log_dir, plans), inventory=local_inventory)
+    options = replace(_options(request, log_dir, plans), inventory=local[0] if local else None)
     state.options = request.recorded()
-    if local_inventory:
-        state.options["inventory"] = str(local_inventory)
+    if local:
+        state.options["inventory"] = str(local[0])
+    tg, dut = targets["TRAFFICGEN"], targets["DUT"]
+    if any(step.task == TREX_TASK for step in plans[0].steps):  # before either host runs a step
+        trex_preflight(tg, settings, trex_tarball_url(inventory, tg.host, dut.host) if inventory else None)
     _create_log_dir(log_dir, resumed=args.resume is not None)
     state.save(log_dir / STATE_FILE)
     log.info("Run %s of %s: logs and state in '%s'.", state.run_id, state.config, log_dir)

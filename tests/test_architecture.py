@@ -15,7 +15,7 @@ ALLOWED: dict[str, set[str]] = {
     "ovsperf_common": set(),
     "ovsperf_catalog": {"ovsperf_common"},
     "templates": set(),
-    "jobcreator": {"ovsperf_common", "ovsperf_catalog", "templates"},
+    "jobcreator": {"ovsperf_common", "ovsperf_catalog", "templates", "vsperf_configs"},
     "vsperf_configs": {"ovsperf_common", "ovsperf_catalog"},
     "kojiwatch": {"ovsperf_common", "ovsperf_catalog", "jobcreator"},
     "ovsperf_lab": {"ovsperf_common", "ovsperf_catalog", "templates", "kojiwatch"},

@@ -16,19 +16,20 @@ from pathlib import Path
 
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.errors import CatalogError
-from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, Vswitch
+from ovsperf_catalog.model import GuestLoopback, Scenario, Topology, VsperfTrafficgen, Vswitch
 from ovsperf_common.errors import FieldError
 from ovsperf_common.runner import one_line
 from vsperf_configs.errors import InventoryError, VsperfConfigError
-from vsperf_configs.inventory import cpu_mask, format_cpu_list, load_inventory
-from vsperf_configs.model import HostInventory, HostRole, Layer, Setting
+from vsperf_configs.inventory import cpu_mask, format_cpu_list, load_inventory, trex_peer
+from vsperf_configs.model import HostInventory, HostRole, Layer, MoongenPeer, Setting, TrexInstall
+from vsperf_configs.testcases import conntrack_settings, needs_integration, overlay_settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FLOWS = 1024
 """Flows per direction (VSperf ``TRAFFIC['multistream']``) [1]; MoonGen needs at least 1 (vsperf.md §7.5)."""
 
-_VMS_PER_TOPOLOGY = {Topology.P2P: 0, Topology.PVP: 1, Topology.PVVP: 2}
+_VMS_PER_TOPOLOGY = {Topology.P2P: 0, Topology.PVP: 1, Topology.PVVP: 2, Topology.OP2P: 0}
 _HUGEPAGE_KB = {"2M": 2048, "1G": 1048576}
 
 
@@ -158,11 +159,17 @@ def scenario_settings(scenario: Scenario) -> list[Setting]:
     return settings
 
 
-def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]:
+def inventory_settings(
+    scenario: Scenario, host: HostInventory, generator_host: HostInventory | None = None
+) -> list[Setting]:
     """Return the inventory layer: test NICs, MoonGen peer, DPDK memory, CPU masks, guest pinning.
 
+    When the DUT's peer runs TRex (its ``generator``), the peer's keys are VSperf's TRex ones
+    (:func:`trex_settings`) from ``generator_host``, the TG's entry, instead of the MoonGen ones.
+
     :raises FieldError: naming the host's field when ``host`` is not a DUT, or lacks what the
-        scenario needs (guest CPUs for every vCPU, a guest image).
+        scenario needs (guest CPUs for every vCPU, a guest image), or its peer runs TRex and
+        ``generator_host`` has no ``trex`` record.
     """
     i = Layer.INVENTORY
     if host.role is not HostRole.DUT or host.moongen is None:
@@ -170,7 +177,21 @@ def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]
             "is a traffic generator; vsperf-config needs the DUT that runs VSperf.", field="role"
         )
     peer = host.moongen
-    settings = [
+    if peer.generator is VsperfTrafficgen.TREX:
+        if generator_host is None or generator_host.trex is None:
+            raise FieldError("the peer runs TRex; give its TG's 'trex:' record.", field="trafficgen.host")
+        settings = [Setting(("WHITELIST_NICS",), list(host.nics), i, "test NICs in port order")]
+        settings += trex_settings(peer, generator_host, generator_host.trex)
+    else:
+        settings = _moongen_settings(host, peer)
+    settings += _dut_settings(scenario, host)
+    return settings
+
+
+def _moongen_settings(host: HostInventory, peer: MoongenPeer) -> list[Setting]:
+    """Return the test NICs and VSperf's MoonGen keys of the inventory layer (the default generator)."""
+    i = Layer.INVENTORY
+    return [
         Setting(("WHITELIST_NICS",), list(host.nics), i, "test NICs in port order"),
         Setting(("TRAFFICGEN_MOONGEN_HOST_IP_ADDR",), peer.address, i, f"MoonGen host {peer.host}"),
         Setting(("TRAFFICGEN_MOONGEN_USER",), peer.user, i),
@@ -184,6 +205,97 @@ def inventory_settings(scenario: Scenario, host: HostInventory) -> list[Setting]
             "Lua text, copied verbatim",
         ),
     ]
+
+
+TREX_CLIENT_SUBDIR = "automation/trex_control_plane/interactive"
+"""Where a TRex release tarball keeps its Python client (``trex_stl_lib``), under the install dir."""
+
+TREX_LATENCY_PPS = 1000
+"""Rate of VSperf's separate latency stream per direction (``TRAFFICGEN_TREX_LATENCY_PPS``) [pps]."""
+
+TREX_LEARNING_DURATION_S = 5
+"""Learning frames VSperf sends before each test's traffic (``TRAFFICGEN_TREX_LEARNING_DURATION``) [s]."""
+
+
+def trex_settings(peer: MoongenPeer, tg: HostInventory, trex: TrexInstall) -> list[Setting]:
+    """Return VSperf's TRex keys: ``TRAFFICGEN = 'Trex'``, its host, user, directory and client path.
+
+    Keys and meanings from VSperf's ``conf/03_traffic.conf`` (TRex section) and
+    ``tools/pkt_gen/trex/trex_client.py``: ``connect()`` pings ``TRAFFICGEN_TREX_HOST_IP_ADDR``,
+    runs ``ssh USER@HOST ls <BASE_DIR>t-rex-64`` (the base dir is concatenated, so it ends in
+    ``/``) and connects TRex's client to the server's port 4501; the client library is imported
+    from ``PATHS['trafficgen']['Trex']['src']['path']``, which the ``setup_trex`` task unpacks on
+    the DUT from the same tarball. The driver always drives TRex's ports 0 and 1 (the order of
+    ``/etc/trex_cfg.yaml``'s ``interfaces``). ``TRAFFICGEN_TREX_PORT1``/``PORT2`` are defined by
+    VSperf but read by no code of it; they get the TG's PCI addresses of TRex's ports 0 and 1
+    (``tg``'s ``nics`` at ``trex.ports``), as VSperf's own ``xtesting/baremetal/vsperf.conf`` does. The
+    driver reads ``TRAFFICGEN_TREX_RFC2544_MAX_REPEAT`` and ``..._BINARY_SEARCH_LOSS_VERIFICATION``,
+    which only ``conf/10_custom.conf`` defines: they are written too. No line-speed key: VSperf
+    has none for TRex (it takes the ports' speed from TRex).
+    """
+    i = Layer.INVENTORY
+    return [
+        Setting(
+            ("TRAFFICGEN",), "Trex", i, "VSperf class name, case-sensitive; the peer's generator is trex"
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_HOST_IP_ADDR",), peer.address, i, f"TRex host {peer.host}: ping, ssh, TCP 4501"
+        ),
+        Setting(("TRAFFICGEN_TREX_USER",), peer.user, i, "ssh user VSperf checks t-rex-64 with"),
+        Setting(
+            ("TRAFFICGEN_TREX_BASE_DIR",),
+            trex.install_dir + "/",
+            i,
+            "VSperf appends 't-rex-64' to it: ends in '/'",
+        ),
+        Setting(
+            ("PATHS", "trafficgen", "Trex", "src", "path"),
+            f"{trex.install_dir}/{TREX_CLIENT_SUBDIR}",
+            i,
+            "TRex's client library, unpacked on the DUT by setup_trex from the same tarball",
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_PORT1",),
+            tg.nics[trex.ports[0]],
+            i,
+            "informational (no VSperf code reads it): TRex's port 0, facing the DUT's port 0",
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_PORT2",),
+            tg.nics[trex.ports[1]],
+            i,
+            "informational (no VSperf code reads it): TRex's port 1, facing the DUT's port 1",
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_LATENCY_PPS",), TREX_LATENCY_PPS, i, "[pps] per direction; 0 disables latency"
+        ),
+        Setting(("TRAFFICGEN_TREX_LEARNING_MODE",), True, i, "learning frames before each test"),
+        Setting(("TRAFFICGEN_TREX_LEARNING_DURATION",), TREX_LEARNING_DURATION_S, i, "[s]"),
+        Setting(
+            ("TRAFFICGEN_TREX_RFC2544_MAX_REPEAT",),
+            0,
+            i,
+            "read by the driver, defined only in 10_custom.conf",
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_RFC2544_BINARY_SEARCH_LOSS_VERIFICATION",),
+            False,
+            i,
+            "read by the driver, defined only in 10_custom.conf",
+        ),
+        Setting(
+            ("TRAFFICGEN_TREX_VERIFICATION_MODE",), False, i, "no extra verification run after the search"
+        ),
+    ]
+
+
+def _dut_settings(scenario: Scenario, host: HostInventory) -> list[Setting]:
+    """Return the inventory layer's DUT part: DPDK memory, CPU masks, guest image and pinning.
+
+    :raises FieldError: naming ``cpus.guest`` or ``guest_image`` when the scenario's guests lack them.
+    """
+    i = Layer.INVENTORY
+    settings: list[Setting] = []
     if scenario.dpdk_in_host:
         lcore_mask = "0x" + cpu_mask(host.ovs_lcore_cpus)
         socket_mem = [str(host.socket_mem_mb) if n == host.numa_node else "0" for n in range(host.numa_nodes)]
@@ -352,9 +464,11 @@ def merge_layers(layers: Iterable[list[Setting]]) -> tuple[Setting, ...]:
 def render(settings: tuple[Setting, ...], header: Iterable[str]) -> str:
     """Return the conf file text: comment header, then one ``TARGET = literal`` line per setting.
 
-    VSperf executes the file as Python, so nothing from outside may leave its token or line: values
-    and dict keys are ``repr()`` literals, and every comment is escaped onto its one line
-    (``ovsperf_common.runner.one_line``: a newline in a description or path cannot start a statement).
+    A list setting appended to (:attr:`~vsperf_configs.model.Setting.append`) is written
+    ``NAME = NAME + literal``. VSperf executes the file as Python, so nothing from outside may
+    leave its token or line: values and dict keys are ``repr()`` literals, and every comment is
+    escaped onto its one line (``ovsperf_common.runner.one_line``: a newline in a description or
+    path cannot start a statement).
     """
     lines = [f"# {one_line(line)}" if line else "#" for line in header]
     current: Layer | None = None
@@ -363,7 +477,8 @@ def render(settings: tuple[Setting, ...], header: Iterable[str]) -> str:
             current = setting.layer
             lines += ["", f"# --- {current.value} ---"]
         target = setting.target[0] + "".join(f"[{key!r}]" for key in setting.target[1:])
-        line = f"{target} = {setting.value!r}"
+        value = f"{target} + {setting.value!r}" if setting.append else repr(setting.value)
+        line = f"{target} = {value}"
         if setting.comment:
             line += f"  # {one_line(setting.comment)}"
         lines.append(line)
@@ -398,7 +513,11 @@ def generate_config(
     inventory = load_inventory(inventory_path)
     host = inventory.get(hostname)
     try:
-        layers = [default_settings(), scenario_settings(scenario), inventory_settings(scenario, host)]
+        peer = host.moongen
+        tg = trex_peer(host, inventory.hosts) if peer and peer.generator is VsperfTrafficgen.TREX else None
+        layers = [default_settings(), scenario_settings(scenario), inventory_settings(scenario, host, tg)]
+        generator = peer.generator if peer is not None else VsperfTrafficgen.MOONGEN
+        layers.insert(2, overlay_settings(scenario, generator) + conntrack_settings(scenario))
         if telemetry_collector_dir is not None:
             layers.append(telemetry_settings(telemetry_collector_dir))
         layers += [pod_settings(pod_dir), hugepage_settings(hugepage_dir)]
@@ -414,5 +533,9 @@ def generate_config(
         "Layers, later wins: defaults -> scenario -> inventory -> task. Only UPPER_CASE assignments;",
         "dict settings are changed key by key so VSperf's other defaults survive.",
     ]
+    if needs_integration(scenario):
+        header.append("Overlay tests: VSperf integration tests; vsperf_test runs them with --integration.")
+    if any(t.conntrack is not None for t in scenario.tests):
+        header.append("Conntrack tests: ours (VSperf has none), appended to PERFORMANCE_TESTS below.")
     log.info("Generated VSperf configuration for scenario '%s' on '%s'.", scenario.name, host.hostname)
     return GeneratedConfig(text=render(settings, header), settings=settings, tests=tests)

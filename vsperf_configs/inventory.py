@@ -18,11 +18,12 @@ from typing import Any
 
 import yaml
 
+from ovsperf_catalog.model import VsperfTrafficgen
 from ovsperf_common import fields
 from ovsperf_common.errors import FieldError
 from ovsperf_common.regularfile import read_regular_text
 from vsperf_configs.errors import CpuOverlapError, InventoryError
-from vsperf_configs.model import HostInventory, HostRole, MoongenPeer
+from vsperf_configs.model import HostInventory, HostRole, MoongenPeer, TrexInstall
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ _HOST_KEYS = frozenset(
         "guest_image",
         "moongen",
         "trafficgen",
+        "trex",
     }
 )
 _CPU_KEYS = frozenset({"ovs_lcore", "pmd", "guest", "isolated", "moongen", "generator"})
@@ -59,7 +61,26 @@ MAX_DEVARGS_CHARS = 256
 """Longest DPDK devargs accepted [characters]."""
 _ADDRESS_RE = re.compile(r"[A-Za-z0-9:][A-Za-z0-9.:_-]*")
 _USER_RE = re.compile(r"[a-z_][a-z0-9_-]*")
-_MOONGEN_KEYS = frozenset({"host", "address", "user", "base_dir", "ports"})
+_MOONGEN_KEYS = frozenset({"host", "address", "user", "base_dir", "ports", "generator"})
+_TREX_KEYS = frozenset({"url", "sha256", "install_dir", "ports"})
+_TREX_URL_RE = re.compile(r"https?://[A-Za-z0-9.-]+(?::([0-9]{1,5}))?/[A-Za-z0-9._~/%+-]*")
+"""A TRex tarball URL: http(s), a host, a path of characters that need no quoting anywhere."""
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_INSTALL_DIR_RE = re.compile(r"(/[A-Za-z0-9._+-]+)+")
+SYSTEM_DIRS = frozenset(
+    """/bin /boot /dev /etc /home /lib /lib64 /media /mnt /opt /proc /root /run /sbin /srv /sys /tmp /usr
+    /var /usr/bin /usr/include /usr/lib /usr/lib64 /usr/libexec /usr/local /usr/sbin /usr/share /usr/src
+    /usr/local/bin /usr/local/lib /usr/local/lib64 /usr/local/sbin /usr/local/share
+    /var/cache /var/lib /var/log /var/opt /var/run /var/spool /var/tmp""".split()
+)
+"""Directories TRex is never installed into (setup_trex's ``SETUP_TREX_SYSTEM_DIRS``: the same)."""
+NO_INSTALL_TOPS = frozenset({"boot", "dev", "etc", "proc", "run", "sys"})
+"""Top directories nothing is installed under (setup_trex's ``SETUP_TREX_NO_INSTALL_TOPS``)."""
+MAX_TCP_PORT = 65535
+MAX_TREX_URL_CHARS = 1024
+"""Longest TRex tarball URL accepted [characters]."""
+TREX_MIN_CPUS = 3
+"""Fewest generator CPUs TRex runs on: its master thread, its latency thread, one worker [1]."""
 _MAX_CPU = 4095
 _MAX_CPU_DIGITS = len(str(_MAX_CPU))
 MAX_NUMA_NODES = 1024
@@ -267,8 +288,50 @@ def load_inventory(path: Path) -> Inventory:
             ) from err
         except (InventoryError, FieldError) as err:
             raise InventoryError(err.reason, path=path, host=str(name), field=err.field) from err
+    for name, host in hosts.items():
+        try:
+            _check_trex_peer(host, hosts)
+        except FieldError as err:
+            raise InventoryError(err.reason, path=path, host=name, field=err.field) from err
     log.debug("Loaded %d hosts from '%s'.", len(hosts), path)
     return Inventory(path=path, hosts=hosts)
+
+
+def trex_peer(dut: HostInventory, hosts: Mapping[str, HostInventory]) -> HostInventory:
+    """Return the traffic generator entry of a DUT whose peer's ``generator`` is ``trex``.
+
+    VSperf's TRex settings and the DUT's copy of TRex's client come from the TG's ``trex:``
+    record, so the TG must be in the same inventory, with that record.
+
+    :raises FieldError: naming ``trafficgen.host`` when the peer is not a traffic generator of the
+        inventory with a ``trex:`` record, ``trafficgen.ports`` when its ports differ from the
+        record's (both say which TG NIC faces which DUT NIC).
+    """
+    peer = dut.moongen
+    if peer is None or peer.generator is not VsperfTrafficgen.TREX:
+        raise FieldError("the traffic generator peer does not run TRex.", field="trafficgen.generator")
+    entry = hosts.get(peer.host) or next(
+        (h for n, h in hosts.items() if n.lower() == peer.host.lower()), None
+    )
+    if entry is None or entry.role is not HostRole.TRAFFICGEN or entry.trex is None:
+        raise FieldError(
+            f"generator 'trex' needs the traffic generator '{peer.host}' in this inventory with its "
+            "'trex:' record (url, sha256, install_dir, ports).",
+            field="trafficgen.host",
+        )
+    if entry.trex.ports != peer.ports:
+        raise FieldError(
+            f"{list(peer.ports)} differ from the traffic generator's 'trex.ports' {list(entry.trex.ports)}; "
+            "both name the TG NICs wired to the DUT's port 0 and port 1.",
+            field="trafficgen.ports",
+        )
+    return entry
+
+
+def _check_trex_peer(host: HostInventory, hosts: Mapping[str, HostInventory]) -> None:
+    """Check a DUT whose generator is TRex against its TG's entry (:func:`trex_peer`)."""
+    if host.moongen is not None and host.moongen.generator is VsperfTrafficgen.TREX:
+        trex_peer(host, hosts)
 
 
 def _parse_host(name: str, entry: Any) -> HostInventory:
@@ -308,6 +371,8 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
     if guest_image is not None:
         guest_image = fields.absolute_path(guest_image, "guest_image")
 
+    if role is HostRole.DUT and "trex" in entry:
+        raise FieldError("only a traffic generator has a TRex installation.", field="trex")
     if role is HostRole.DUT:
         dut = _dut(name, entry, nics, numa_node, numa_nodes, socket_mem_mb, cpus, guest_image)
         return replace(dut, dpdk_ports=dpdk_ports)
@@ -319,6 +384,8 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
             raise FieldError("only a DUT has this CPU list.", field=f"cpus.{dut_only}")
     if "isolated" not in cpus:
         raise FieldError("a traffic generator needs its isolated CPUs.", field="cpus.isolated")
+    generator_cpus = _generator_cpus(cpus)
+    trex = _trex(entry["trex"], len(nics), generator_cpus) if "trex" in entry else None
     return HostInventory(
         hostname=name,
         role=role,
@@ -329,12 +396,99 @@ def _parse_host(name: str, entry: Any) -> HostInventory:
         ovs_lcore_cpus=(),
         pmd_cpus=(),
         guest_cpus=(),
-        generator_cpus=_generator_cpus(cpus),
+        generator_cpus=generator_cpus,
         socket_mem_mb=socket_mem_mb,
         guest_image=guest_image,
         moongen=None,
         dpdk_ports=dpdk_ports,
+        trex=trex,
     )
+
+
+def _trex(raw: Any, nic_count: int, generator_cpus: tuple[int, ...]) -> TrexInstall:
+    """Return a TG's TRex installation (the inventory's ``trex:`` record).
+
+    :raises FieldError: naming ``trex.<key>`` when a key is unknown, missing or invalid (a URL that
+        is not http(s) or holds a character needing quotes, a SHA-256 that is not 64 hex digits, a
+        relative install directory, ports that are not two distinct indexes into ``nics``), or
+        ``cpus.generator`` when fewer than :data:`TREX_MIN_CPUS` CPUs are given.
+    """
+    if not isinstance(raw, dict):
+        raise FieldError("expected a mapping: url, sha256, install_dir, ports.", field="trex")
+    fields.reject_unknown(raw, _TREX_KEYS, "trex")
+    url = raw.get("url")
+    if (
+        not isinstance(url, str)
+        or len(url) > MAX_TREX_URL_CHARS
+        or not (url_match := _TREX_URL_RE.fullmatch(url))
+        or url.endswith("/")
+        or int(url_match.group(1) or 80) > MAX_TCP_PORT
+    ):
+        shown = _shown(url, 80) if isinstance(url, str) else repr(url)
+        raise FieldError(
+            f"'{shown}' is not the URL of a TRex release tarball (http:// or https://, a host and a file "
+            f"path, at most {MAX_TREX_URL_CHARS} characters of letters, digits and ._~/%+-, a port up to "
+            f"{MAX_TCP_PORT}), e.g. "
+            "'https://trex-tgn.cisco.com/trex/release/v3.04.tar.gz'.",
+            field="trex.url",
+        )
+    sha256 = raw.get("sha256")
+    if isinstance(sha256, (int, float)) and not isinstance(sha256, bool):
+        raise FieldError("YAML read it as a number: write the SHA-256 in quotes.", field="trex.sha256")
+    if not isinstance(sha256, str) or not _SHA256_RE.fullmatch(sha256.lower()):
+        raise FieldError(
+            f"{_shown(str(sha256), 80)!r} is not a SHA-256 (64 hex digits; `sha256sum` of the tarball).",
+            field="trex.sha256",
+        )
+    if "install_dir" not in raw:
+        raise FieldError("required field is missing (e.g. /opt/trex).", field="trex.install_dir")
+    install_dir = _install_dir(raw["install_dir"])
+    ports = raw.get("ports", [0, 1])
+    if (
+        not isinstance(ports, list)
+        or len(ports) != 2
+        or any(isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < nic_count for p in ports)
+        or ports[0] == ports[1]
+    ):
+        raise FieldError(
+            f"{ports!r} is not two distinct indexes into the host's {nic_count} 'nics'.", field="trex.ports"
+        )
+    if len(generator_cpus) < TREX_MIN_CPUS:
+        raise FieldError(
+            f"TRex needs at least {TREX_MIN_CPUS} generator CPUs (its master thread, its latency thread and "
+            f"a worker), got {len(generator_cpus)}.",
+            field="cpus.generator",
+        )
+    return TrexInstall(url=url, sha256=sha256.lower(), install_dir=install_dir, ports=(ports[0], ports[1]))
+
+
+def _install_dir(raw: object) -> str:
+    """Return a TG's ``trex.install_dir`` (a trailing ``/`` dropped), checked as setup_trex checks it.
+
+    setup_trex replaces the directory only when it is absent, empty or its own; this refuses what
+    must never be one: ``.`` or ``..`` components, fewer than two components, a system directory
+    (:data:`SYSTEM_DIRS`), anything under :data:`NO_INSTALL_TOPS`, a home directory itself.
+
+    :raises FieldError: naming ``trex.install_dir``.
+    """
+    install_dir = fields.absolute_path(raw, "trex.install_dir").rstrip("/")
+    parts = install_dir.split("/")[1:]
+    if (
+        not _INSTALL_DIR_RE.fullmatch(install_dir)
+        or len(parts) < 2
+        or any(part in (".", "..") for part in parts)
+        or install_dir in SYSTEM_DIRS
+        or parts[0] in NO_INSTALL_TOPS
+        or (parts[0] == "home" and len(parts) == 2)
+    ):
+        raise FieldError(
+            f"'{_shown(str(raw), 80)}' is not a directory to install TRex into: an absolute path of at least "
+            "two components of letters, digits and ._+- (no '.' or '..': it reaches a systemd unit and "
+            "VSperf's ssh command line), not a system directory such as /opt, /usr/local or /var/lib, "
+            "nothing under /boot, /dev, /etc, /proc, /run or /sys; e.g. /opt/trex or /opt/trex/v3.04.",
+            field="trex.install_dir",
+        )
+    return install_dir
 
 
 def _generator_cpus(cpus: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -459,7 +613,20 @@ def _moongen(raw: Any, key: str = "moongen") -> MoongenPeer:
         or ports[0] == ports[1]
     ):
         raise FieldError(f"{ports!r} is not two distinct generator port ids.", field=f"{key}.ports")
-    return MoongenPeer(host=host, address=address, user=user, base_dir=base_dir, ports=(ports[0], ports[1]))
+    generator = VsperfTrafficgen.from_spec(raw.get("generator", "moongen"), field=f"{key}.generator")
+    if generator is VsperfTrafficgen.TREX and "base_dir" in raw:
+        raise FieldError(
+            "is MoonGen's directory; TRex's is the traffic generator's 'trex.install_dir'.",
+            field=f"{key}.base_dir",
+        )
+    return MoongenPeer(
+        host=host,
+        address=address,
+        user=user,
+        base_dir=base_dir,
+        ports=(ports[0], ports[1]),
+        generator=generator,
+    )
 
 
 def _non_negative_int(entry: dict[str, Any], key: str, default: int | None, maximum: int) -> int:
@@ -499,6 +666,11 @@ def host_environment(host: HostInventory) -> dict[str, str]:
         "MOONGEN_ADDRESS": peer.address if peer else "",
         "MOONGEN_USER": peer.user if peer else "",
         "MOONGEN_BASE_DIR": peer.base_dir if peer else "",
+        "GENERATOR": peer.generator.value if peer else ("trex" if host.trex else ""),
+        "TREX_URL": host.trex.url if host.trex else "",
+        "TREX_SHA256": host.trex.sha256 if host.trex else "",
+        "TREX_INSTALL_DIR": host.trex.install_dir if host.trex else "",
+        "TREX_INTERFACES": " ".join(host.nics[p] for p in host.trex.ports) if host.trex else "",
     }
     for name, value in env.items():  # the tasks read NAME=VALUE lines: a value must stay on its line
         if not value.isprintable():

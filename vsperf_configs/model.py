@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ovsperf_catalog.model import VsperfTrafficgen
 from ovsperf_common.errors import FieldError
 from ovsperf_common.spec import SpecEnum
 
@@ -48,6 +49,30 @@ class MoongenPeer:
     ports: tuple[int, int]
     """The generator's port ids (indexes into its ``nics``/``dpdk_ports``) wired to the DUT's first
     and second test NIC."""
+    generator: VsperfTrafficgen = VsperfTrafficgen.MOONGEN
+    """What VSperf drives on that host (``generator``: ``moongen``, the default, or ``trex``, whose
+    host entry then carries a :class:`TrexInstall`)."""
+
+
+@dataclass(frozen=True)
+class TrexInstall:
+    """A TG's TRex: the release tarball to install and the ports of its ``/etc/trex_cfg.yaml``.
+
+    The inventory's ``trex:`` record of a traffic generator host; the ``setup_trex`` Beaker task
+    installs it there (and its client library on the DUT, for VSperf), docs/beaker_tasks.md "TRex".
+    """
+
+    url: str
+    """Where the release tarball is downloaded from (``https://`` or ``http://``), e.g.
+    ``https://trex-tgn.cisco.com/trex/release/v3.04.tar.gz``."""
+    sha256: str
+    """The tarball's SHA-256, 64 lower-case hex digits: checked before anything is unpacked."""
+    install_dir: str
+    """Absolute directory the tarball's top directory is unpacked into (``t-rex-64`` lands there);
+    VSperf's ``TRAFFICGEN_TREX_BASE_DIR``."""
+    ports: tuple[int, int]
+    """Indexes into the host's ``nics``: TRex's port 0 and port 1 (``interfaces`` of
+    ``/etc/trex_cfg.yaml``, in this order), wired to the DUT's first and second test NIC."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +115,8 @@ class HostInventory:
     """DPDK devargs of the test ports in port order, as the ``ovsperf`` engine gives them to DPDK
     (a PCI address, or a vdev such as ``net_af_packet0,iface=veth0`` in a stand-in lab); the
     inventory's ``dpdk_ports``, default :attr:`nics`."""
+    trex: TrexInstall | None = None
+    """Traffic generator: its TRex installation (the inventory's ``trex:``); None when it has none."""
 
     def __post_init__(self) -> None:
         """Check that the host has a test NIC and one DPDK port per NIC.
@@ -136,7 +163,13 @@ class Setting:
     """Which layer set it."""
     comment: str | None = None
     """Why, for the reader of the generated file (e.g. which VSperf trap it avoids)."""
+    append: bool = False
+    """Append the list ``value`` to the setting VSperf's defaults already hold: ``NAME = NAME + [...]``
+    (VSperf's own idiom in ``conf/integration/01a_testcases_l34_vxlan.conf``), for a list setting
+    such as ``PERFORMANCE_TESTS`` that an assignment would replace whole."""
 
     def __post_init__(self) -> None:
         if not self.target or not self.target[0].isupper() or not self.target[0].isidentifier():
             raise ValueError(f"VSperf only reads UPPER_CASE settings, got {self.target!r}.")
+        if self.append and (len(self.target) != 1 or not isinstance(self.value, list)):
+            raise ValueError(f"Only a whole list setting can be appended to, got {self.target!r}.")

@@ -10,7 +10,8 @@
 # VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
 #   with our no-op pod (pods/: VSperf 10 makes a Kubernetes pod per p2p test otherwise) and VSperf's
 #   own hugetlbfs mount (VSPERF_HUGEPAGE_DIR, one mount per test: VSperf unmounts HUGEPAGE_DIR after
-#   each), wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf, take the
+#   each), wait for the Beaker guest's GUEST_READY and shut it off (guest scenarios), run VSperf (with
+#   --integration for the overlay tests, deployment op2p: VSperf's integration tests), take the
 #   results directory from its log ("Creating result directory: ..."), check that a CSV exists for
 #   every requested test (VSperf exits 0 when tests fail), keep every version of MoonGen's raw logs
 #   (VSperf overwrites /tmp/moongen/<n>/moongen-run.log per frame size), turn the DUT telemetry our
@@ -351,7 +352,7 @@ vsperf_test_guest_shutdown() {
 vsperf_test_wait_guest() {
     local entry needs_guest=0
     for entry in "${VSPERF_TEST_TESTS[@]}"; do
-        [[ "${entry##* }" == "p2p" ]] || needs_guest=1
+        case "${entry##* }" in pvp | pvvp) needs_guest=1 ;; esac
     done
     ((needs_guest)) || return 0
     if ! task_have virsh || [[ -z "$(vsperf_test_guest_state)" ]]; then
@@ -386,6 +387,21 @@ vsperf_test_moongen_reachable() {
     # shellcheck disable=SC2086 # COLLECTOR_SSH is a command with options
     timeout 120 ${COLLECTOR_SSH} "${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}" \
         test -f "${INV_MOONGEN_BASE_DIR}/trafficgen.lua" -a -x "${INV_MOONGEN_BASE_DIR}/MoonGen/build/MoonGen"
+}
+
+# The peer runs TRex (inventory generator trex): VSperf logs in over SSH and connects to the
+# server's sync (RPC) port, TCP 4501, and its async (publisher) port, TCP 4500
+# (tools/pkt_gen/trex/trex_client.py connect(); setup_trex start opens both in firewalld).
+# shellcheck disable=SC2016,SC2086 # $1, $2 are the inner shell's; COLLECTOR_SSH is a command with options
+vsperf_test_trex_reachable() {
+    timeout 120 ${COLLECTOR_SSH} "${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}" true || return 1
+    local port
+    for port in 4501 4500; do
+        timeout 10 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "${INV_MOONGEN_ADDRESS}" "${port}" || {
+            printf 'TRex at %s does not accept connections on TCP %s\n' "${INV_MOONGEN_ADDRESS}" "${port}" >&2
+            return 1
+        }
+    done
 }
 
 # --- VSperf's own hugetlbfs mount ------------------------------------------------------------
@@ -457,8 +473,14 @@ vsperf_test_preflight() {
         task_abort "VSperf is not installed in '${VSPERF_DIR}' (run VSPERF_ACTION=setup first)."
     vsperf_test_check_venv
     vsperf_test_check_nics
-    task_run "MoonGen host ${INV_MOONGEN_ADDRESS} reachable over SSH with a built MoonGen" vsperf_test_moongen_reachable ||
-        task_abort "Cannot reach MoonGen at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}:${INV_MOONGEN_BASE_DIR} over SSH."
+    if [[ "${INV_GENERATOR:-moongen}" == "trex" ]]; then
+        task_run "TRex host ${INV_MOONGEN_ADDRESS} reachable over SSH, its server on TCP 4501 and 4500" vsperf_test_trex_reachable ||
+            task_abort "Cannot reach TRex at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS} (SSH, and its server on TCP 4501 and 4500:" \
+                "setup_trex start)."
+    else
+        task_run "MoonGen host ${INV_MOONGEN_ADDRESS} reachable over SSH with a built MoonGen" vsperf_test_moongen_reachable ||
+            task_abort "Cannot reach MoonGen at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS}:${INV_MOONGEN_BASE_DIR} over SSH."
+    fi
     if [[ -e "${MOONGEN_LOG_DIR}" ]]; then
         # VSperf's scratch copy of the previous run (already archived by that run's collect phase).
         rm -rf "${MOONGEN_LOG_DIR}.previous"
@@ -471,14 +493,17 @@ vsperf_test_preflight() {
 }
 
 vsperf_test_vsperf() {
-    local -a names=()
+    local -a names=() mode=()
     local entry
     for entry in "${VSPERF_TEST_TESTS[@]}"; do
         names+=("$(cut -d' ' -f2 <<<"${entry}")")
+        # VSperf's overlay tests (deployment op2p) are integration tests: only --integration finds them.
+        [[ "${entry##* }" != "op2p" ]] || mode=(--integration)
     done
     # VSperf's output goes to its log and, live, to the console (fd 3): a run takes hours.
     (cd "${VSPERF_DIR}" && timeout --kill-after=60 "${VSPERF_TIMEOUT_S}" "${VSPERF_VENV}/bin/python" ./vsperf \
-        --conf-file "${VSPERF_TEST_CONF}" --xunit --xunit-dir "${VSPERF_TEST_WORK}/xunit" "${names[@]}") 2>&1 |
+        --conf-file "${VSPERF_TEST_CONF}" ${mode[@]+"${mode[@]}"} --xunit --xunit-dir "${VSPERF_TEST_WORK}/xunit" \
+        "${names[@]}") 2>&1 |
         tee "${VSPERF_TEST_WORK}/vsperf-stdout.log" >&3
 }
 
@@ -602,7 +627,7 @@ vsperf_test_collect() {
         task_run "Copy MoonGen's raw logs" cp -a "${MOONGEN_LOG_DIR}/." "${VSPERF_TEST_RESULTS}/moongen/"
         task_run "Keep every MoonGen log version VSperf overwrote ($(find "${VSPERF_TEST_MOONGEN_ALL}" -name '*.log' | wc -l))" \
             cp -a "${VSPERF_TEST_MOONGEN_ALL}" "${VSPERF_TEST_RESULTS}/moongen/all"
-    else
+    elif [[ "${INV_GENERATOR:-moongen}" != "trex" ]]; then # VSperf's TRex driver writes no such logs
         task_warn "No MoonGen raw logs in ${MOONGEN_LOG_DIR}."
     fi
     if [[ -d "${VSPERF_TEST_WORK}/xunit" ]]; then

@@ -29,7 +29,7 @@ from ovsperf_lab.compare.abstats import PairedEstimate, estimate
 from ovsperf_lab.compare.config import CompareConfig
 from ovsperf_lab.compare.cpusteal import CpuSteal
 from ovsperf_lab.compare.sides import Side
-from ovsperf_lab.errors import OvsError, SearchError
+from ovsperf_lab.errors import OvsError, OvsOverloadedError, SearchError
 from ovsperf_lab.generators.api import GeneratorFactory, TrafficGenerator
 from ovsperf_lab.model import TrialResult, TrialSpec
 from ovsperf_lab.plan import CpuPlan
@@ -142,6 +142,7 @@ class _SideRun:
 
         :raises SideCrashedError: naming the side and its log when its OVS fails to start or dies
             (the log copied into ``crash_log_dir`` first, as the run directory goes at teardown).
+        :raises OvsOverloadedError: when a wait for OVS ran out on an overloaded machine (no crash).
         :raises LabError: (TrafficGeneratorError, …) from the generator or the test aid.
         """
         side = self.side
@@ -166,6 +167,8 @@ class _SideRun:
                         stack.callback(steal.release)
                         steal.apply(bed.ovs.pids["ovs-vswitchd"])
                     return self._measure(bed.generator, bed.link_speed_mbps, switch)
+                except OvsOverloadedError:
+                    raise  # the machine's fault, not the side's: never counted as its crash
                 except OvsError as err:
                     raise self._crashed(err, switch.ovs.vswitchd_log) from err
         finally:

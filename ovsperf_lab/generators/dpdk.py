@@ -271,6 +271,7 @@ class DpdkTrafficGenerator(ProcessGenerator):
             "on_tx_full": self.config.on_tx_full.value,
             "drain_early_exit": self.config.drain_early_exit,
             "latency_histogram": spec.latency_histogram,
+            **({"tunnel": spec.tunnel.to_json()} if spec.tunnel is not None else {}),
         }
 
     def run_raw_trial(self, cmd: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,11 @@ It fails where VSperf 10 (opnfv-10.0.0) fails on a lab host:
   A test whose teardown unmounts the host's ``/dev/hugepages`` fails (the real VSperf leaves the host
   without it), and so does a guest test that finds no hugetlbfs at ``HUGEPAGE_DIR`` for QEMU's
   ``mem-path`` (the real QEMU would silently run the guest without hugepages).
+
+Tests are looked up as VSperf's ``vsperf`` does for exact names: among ``INTEGRATION_TESTS`` with
+``--integration`` (and then over the defaults of ``conf/integration/``), else among
+``PERFORMANCE_TESTS`` (VSperf's built-in ones the loader model does not list, plus what the conf
+file defined); names not found are skipped, and none found is "No tests matched", exit 1.
 """
 
 import importlib.util
@@ -161,6 +166,7 @@ class Mounts:
 
 def main(argv: list[str]) -> int:
     conf, xunit, tests, i = None, None, [], 0
+    integration = "--integration" in argv
     while i < len(argv):
         if argv[i] in ("--conf-file", "--xunit-dir"):
             if argv[i] == "--conf-file":
@@ -174,10 +180,29 @@ def main(argv: list[str]) -> int:
         i += 1
     with open(os.environ["SHIM_LOG"], "a", encoding="utf-8") as calls:
         calls.write("vsperf " + " ".join(argv) + "\n")
-    settings = load_like_vsperf(Path(conf))
-    if settings["TRAFFICGEN"] != "Moongen" or settings["TRAFFIC"]["multistream"] < 1:
+    settings = load_like_vsperf(Path(conf), integration=integration)
+    # VSperf's TRex driver: ssh USER@HOST ls <BASE_DIR>t-rex-64, then its client from PATHS.
+    trex = (
+        settings["TRAFFICGEN"] == "Trex"
+        and bool(settings.get("TRAFFICGEN_TREX_HOST_IP_ADDR"))
+        and str(settings.get("TRAFFICGEN_TREX_BASE_DIR", "")).endswith("/")
+        and bool(settings["PATHS"]["trafficgen"]["Trex"]["src"]["path"])
+    )
+    if (settings["TRAFFICGEN"] != "Moongen" and not trex) or settings["TRAFFIC"]["multistream"] < 1:
         log("ERROR", "bad traffic generator configuration")
         return 1
+    known = {} if integration else dict(DEPLOYMENT)
+    known.update(
+        {
+            t["Name"]: t["Deployment"]
+            for t in settings["INTEGRATION_TESTS" if integration else "PERFORMANCE_TESTS"]
+        }
+    )
+    deployment = {test: known[test] for test in tests if test in known}
+    if not deployment:
+        log("ERROR", "No tests matched --tests option or positional args. Done.")
+        return 1
+    tests = [test for test in tests if test in known]
     if os.environ.get("FAKE_VSPERF_NO_RESULTS"):
         log("ERROR", "Failed to initialise the vswitch")
         return 0
@@ -196,14 +221,14 @@ def main(argv: list[str]) -> int:
         mounts.mount(hugepage_dir)  # run_initialize(): _mount_hugepages()
         try:
             pod_class = load_pod_class(settings)
-            if DEPLOYMENT[test] == "p2p":
+            if deployment[test] == "p2p":
                 pod_class()  # PodController: one pod per p2p test, made before anything runs
         except Exception as err:  # noqa: BLE001 VSperf's main loop: any error fails the test, the run goes on
             log("ERROR", f"Failed to run test: {test}")
             print(f"{type(err).__module__}.{type(err).__name__}: {err}", flush=True)
             log("INFO", "Continuing with next test...")
             continue
-        if DEPLOYMENT[test] != "p2p" and not mounts.hugetlbfs(hugepage_dir):
+        if deployment[test] in ("pvp", "pvvp") and not mounts.hugetlbfs(hugepage_dir):
             log("ERROR", f"Failed to run test: {test}")
             print(f"RuntimeError: QEMU mem-path {hugepage_dir} is not a hugetlbfs mount", flush=True)
             mounts.umount(hugepage_dir)
@@ -216,7 +241,7 @@ def main(argv: list[str]) -> int:
             collector.start()
         rows = [
             f"{rates(int(size))},0.000,0.000,0.000,rfc2544_throughput,"
-            f"{size},{test},{DEPLOYMENT[test]},{settings['VSWITCH']},udp,00:05:12,2026-11-22 01:00:00,"
+            f"{size},{test},{deployment[test]},{settings['VSWITCH']},udp,00:05:12,2026-11-22 01:00:00,"
             f"2026-11-22 01:05:12,{settings['TRAFFIC']['multistream']},L4,No"
             for size in settings["TRAFFICGEN_PKT_SIZES"]
         ]
@@ -235,7 +260,7 @@ def main(argv: list[str]) -> int:
             print(f"RuntimeError: {broken}", flush=True)
             log("INFO", "Continuing with next test...")
             continue
-        csv = results / f"result_{index}_{test}_{DEPLOYMENT[test]}.csv"
+        csv = results / f"result_{index}_{test}_{deployment[test]}.csv"
         csv.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
         log("INFO", f"Write results to file: {csv}")
     (results / "vsperf-overall_x.log").write_text("overall\n")

@@ -18,7 +18,7 @@ from lxml import etree
 from jobcreator.jobmodel import JobOptions, ReserveMode
 from jobcreator.render import render_job
 from ovsperf_catalog.catalog import load_catalog
-from ovsperf_catalog.model import Engine
+from ovsperf_catalog.model import Engine, VsperfTrafficgen
 
 from .shims import REPO, TASKS
 
@@ -32,6 +32,7 @@ VALUES = {
     "SYNC_ACTION": ("set", "wait"),
     "SYNC_DATA": ("ssh-pubkey", "ssh-hostkey"),
     "GUEST": ("1",),
+    "SETUP_TREX_ACTION": ("start", "stop"),
 }
 
 
@@ -65,11 +66,22 @@ def _reads(runtest: str, name: str) -> bool:
     return re.search(r"\$\{" + name + r"\b", runtest + LIB) is not None
 
 
-@pytest.mark.parametrize("engine", list(Engine))
+@pytest.mark.parametrize(
+    ("engine", "generator"),
+    [
+        (Engine.VSPERF, VsperfTrafficgen.MOONGEN),
+        (Engine.OVSPERF, VsperfTrafficgen.MOONGEN),
+        (Engine.VSPERF, VsperfTrafficgen.TREX),
+    ],
+    ids=["vsperf", "ovsperf", "vsperf-trex"],
+)
 @pytest.mark.parametrize("scenario", list(CATALOG.scenarios))
 @pytest.mark.parametrize("task_repo", [TASK_REPO, None], ids=["fetch", "library"])
-def test_rendered_job_and_tasks_agree(scenario: str, task_repo: str | None, engine: Engine) -> None:
-    tasks = _tasks(render_job(CATALOG.get(scenario), _options(task_repo=task_repo, engine=engine)))
+def test_rendered_job_and_tasks_agree(
+    scenario: str, task_repo: str | None, engine: Engine, generator: VsperfTrafficgen
+) -> None:
+    options = _options(task_repo=task_repo, engine=engine, generator=generator)
+    tasks = _tasks(render_job(CATALOG.get(scenario), options))
     ours = [t for t in tasks if t[0].startswith("/ovsperf/")]
     measuring = "/ovsperf/vsperf_test" if engine is Engine.VSPERF else "/ovsperf/ovsperf_test"
     assert {name for name, _, _ in ours} >= {measuring, "/ovsperf/perf_synchronization"}
@@ -113,5 +125,7 @@ def test_every_task_directory_is_used_by_some_job() -> None:
     for scenario in CATALOG.scenarios.values():
         for engine in Engine:
             named |= {t[0] for t in _tasks(render_job(scenario, _options(engine=engine)))}
+        trex = _options(engine=Engine.VSPERF, generator=VsperfTrafficgen.TREX)
+        named |= {t[0] for t in _tasks(render_job(scenario, trex))}
     on_disk = {f"/ovsperf/{p.parent.name}" for p in TASKS.glob("*/runtest.sh")}
     assert on_disk == {n for n in named if n.startswith("/ovsperf/")}

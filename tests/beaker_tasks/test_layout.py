@@ -21,6 +21,7 @@ TASK_NAMES = (
     "sleeper",
     "build_trafficgen",
     "ovsperf_test",
+    "setup_trex",
 )
 
 

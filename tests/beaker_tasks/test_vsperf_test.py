@@ -552,3 +552,44 @@ def test_run_without_telemetry_keeps_vsperf_s_pidstat_only(dut: Lab, tmp_path: P
     assert "COLLECTOR" not in (shipped / "ovsperf-vsperf.conf").read_text()
     assert not (shipped / "ovsperf-telemetry.json").exists()
     assert run.called("ovs-appctl") == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "integration", "csvs"),
+    [
+        (
+            "OVS_DPDK1q_VXLAN",
+            True,
+            ["result_0_overlay_p2p_decap_tput_op2p.csv", "result_1_overlay_p2p_tput_op2p.csv"],
+        ),
+        (
+            "OVS_DPDK1q_CT",
+            False,
+            ["result_0_phy2phy_ct_tput_p2p.csv", "result_1_phy2phy_ct_nat_tput_p2p.csv"],
+        ),
+        ("OVS_DPDK1q_PVVP", False, ["result_0_pvvp_tput_pvvp.csv"]),
+    ],
+)
+def test_run_gives_vsperf_integration_only_for_the_overlay_tests(
+    dut: Lab, tmp_path: Path, scenario: str, integration: bool, csvs: list[str]
+) -> None:
+    """Issue 28: VSperf finds its overlay tests only with --integration, our conntrack tests only without."""
+    _setup(dut)
+    collector = tmp_path / "ci_in"
+    run = dut.run(
+        "vsperf_test",
+        reboot=0,
+        VSPERF_ACTION="run",
+        RSTRNT_JOBID="4321",
+        **_params(dut, SCENARIO=scenario, COLLECTOR=f"u@h:{collector}"),
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ("vsperf_test/collect", "PASS") in run.reported()
+    (vsperf,) = run.called("vsperf")
+    assert ("--integration" in vsperf) is integration
+    assert vsperf[-len(csvs) :] == [name.split("_", 2)[2].rsplit("_", 1)[0] for name in csvs]
+    (shipped,) = collector.iterdir()
+    assert sorted(p.name for p in shipped.glob("result_*.csv")) == csvs
+    # Only the PVVP scenario looks for the Beaker guest (overlay 'op2p' needs none).
+    looked = "No libvirt domain 'ovsperf-guest' on dut01.example.com" in run.stdout
+    assert looked is (scenario == "OVS_DPDK1q_PVVP")

@@ -11,7 +11,7 @@ import yaml
 
 from ovsperf_catalog.catalog import default_catalog_path, load_catalog
 from ovsperf_catalog.errors import CatalogError
-from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest, Vswitch
+from ovsperf_catalog.model import MAX_FLOWS, GuestLoopback, Topology, TunnelType, VsperfTest, Vswitch
 
 DESIGN_SCENARIOS = {
     # name: (vswitch, topologies, queues, guest loopback, dpdk in host, dpdk in guest)
@@ -172,3 +172,109 @@ def test_the_example_of_contributing_md_is_a_new_valid_scenario(tmp_path: Path) 
     assert scenario.tests == (VsperfTest.PHY2PHY_TPUT,)
     assert (scenario.rx_queues, scenario.tx_queues, scenario.loss_ratio_limit) == (2, 2, pytest.approx(0.005))
     assert scenario.frame_sizes_bytes == (64, 576, 1280, 1500)  # from 'defaults:'
+
+
+def test_issue28_scenarios_have_their_tests_tunnel_and_flows() -> None:
+    catalog = load_catalog()
+    pvvp = catalog.get("OVS_DPDK1q_PVVP")
+    assert pvvp.tests == (VsperfTest.PVVP_TPUT,) and pvvp.topologies == (Topology.PVVP,)
+    assert [
+        catalog.get(n).guest_count for n in ("OVS_DPDK1q_PVVP", "OVS_DPDK1q_GUEST_DPDK1q", "OVS_DPDK1q_CT")
+    ] == [
+        2,
+        1,
+        0,
+    ]
+    assert pvvp.guest is not None and (pvvp.guest.loopback, pvvp.guest.vcpus) == (GuestLoopback.TESTPMD, 2)
+    for name, tunnel in (("OVS_DPDK1q_VXLAN", TunnelType.VXLAN), ("OVS_DPDK1q_GENEVE", TunnelType.GENEVE)):
+        overlay = catalog.get(name)
+        assert overlay.tests == (VsperfTest.OVERLAY_P2P_DECAP_TPUT, VsperfTest.OVERLAY_P2P_TPUT)
+        assert (overlay.topologies, overlay.tunnel_type, overlay.guest) == ((Topology.OP2P,), tunnel, None)
+        assert overlay.frame_sizes_bytes == (114, 576, 1280, 1468)
+        assert overlay.flows == (1,)
+    ct = catalog.get("OVS_DPDK1q_CT")
+    assert ct.tests == (VsperfTest.PHY2PHY_CT_TPUT, VsperfTest.PHY2PHY_CT_NAT_TPUT)
+    assert (ct.topologies, ct.tunnel_type, ct.guest, ct.flows) == (
+        (Topology.P2P,),
+        None,
+        None,
+        (1, 1000, 100000),
+    )
+    # Every earlier scenario keeps its shape: no tunnel, one flow.
+    for name in DESIGN_SCENARIOS:
+        assert (catalog.get(name).tunnel_type, catalog.get(name).flows) == (None, (1,))
+
+
+def test_test_properties_follow_vsperf_and_the_contract() -> None:
+    assert {t: t.tunnel_operation for t in VsperfTest if t.tunnel_operation} == {
+        VsperfTest.OVERLAY_P2P_TPUT: "encapsulation",
+        VsperfTest.OVERLAY_P2P_DECAP_TPUT: "decapsulation",
+    }
+    assert {t: t.conntrack for t in VsperfTest if t.conntrack} == {
+        VsperfTest.PHY2PHY_CT_TPUT: "commit",
+        VsperfTest.PHY2PHY_CT_NAT_TPUT: "commit,nat",
+    }
+    assert [t for t in VsperfTest if not t.bidirectional] == [
+        VsperfTest.OVERLAY_P2P_TPUT,
+        VsperfTest.OVERLAY_P2P_DECAP_TPUT,
+    ]
+    assert [TunnelType.from_spec("VXLAN"), TunnelType.from_spec("geneve")] == [
+        TunnelType.VXLAN,
+        TunnelType.GENEVE,
+    ]
+    assert {t.overhead_bytes for t in TunnelType} == {50}
+    assert MAX_FLOWS == 1 << 20  # TG_MAX_FLOWS, trafficgen/src/trafficgen.h
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "key", "fragment"),
+    [
+        ("OVS_DPDK1q_VXLAN", {"tunnel_type": None}, "tunnel_type", "need a tunnel type"),
+        ("OVS_DPDK1q_VXLAN", {"tunnel_type": "gre"}, "tunnel_type", "'gre'"),
+        ("OVS_DPDK2q", {"tunnel_type": "vxlan"}, "tunnel_type", "no test uses it"),
+        ("OVS_DPDK1q_CT", {"tunnel_type": "geneve"}, "tunnel_type", "no test uses it"),
+        ("OVS_DPDK1q_VXLAN", {"tests": ["overlay_p2p_tput", "phy2phy_tput"]}, "tests", "--integration"),
+        ("OVS_DPDK1q_VXLAN", {"frame_sizes_bytes": [64, 576]}, "frame_sizes_bytes", "at least 114 B"),
+        ("OVS_DPDK1q_GENEVE", {"frame_sizes_bytes": [114, 1500]}, "frame_sizes_bytes", "above 1468 B"),
+        ("OVS_DPDK1q_CT", {"vswitch": "OvsVanilla"}, "tests", "use vswitch 'OvsDpdkVhost'"),
+        ("OVS_DPDK1q_VXLAN", {"vswitch": "OvsVanilla"}, "tests", "userspace datapath"),
+        ("OVS_DPDK1q_CT", {"flows": []}, "flows", "non-empty list"),
+        ("OVS_DPDK1q_CT", {"flows": 1000}, "flows", "non-empty list"),
+        ("OVS_DPDK1q_CT", {"flows": [0]}, "flows", "positive integer"),
+        (
+            "OVS_DPDK1q_CT",
+            {"flows": [1, (1 << 20) + 1]},
+            "flows",
+            "1048577 flows per direction are more than the traffic generator tells apart (1048576).",
+        ),
+        ("OVS_DPDK1q_CT", {"flows": [1, "many"]}, "flows", "'many'"),
+        ("OVS_DPDK1q_CT", {"flows": [1000, 1000]}, "flows", "listed twice"),
+        ("OVS_DPDK1q_CT", {"guest": {"loopback": "testpmd"}}, "guest", "no test uses it"),
+        ("OVS_DPDK1q_VXLAN", {"guest": {"loopback": "testpmd"}}, "guest", "no test uses it"),
+        ("OVS_DPDK1q_PVVP", {"guest": None}, "guest", "needs a 'guest'"),
+        (
+            "OVS_DPDK1q_PVVP",
+            {"hugepages": {"size": "1G", "count": 8}},
+            "hugepages.count",
+            "8 x 1G hugepages (8192 MiB) cannot back 2 guest(s) x 4096 MiB",
+        ),
+    ],
+)
+def test_bad_issue28_entries_name_the_field(
+    tmp_path: Path, name: str, edit: dict[str, object], key: str, fragment: str
+) -> None:
+    data = yaml.safe_load(default_catalog_path().read_text())
+    for field, value in edit.items():
+        if value is None:
+            data["scenarios"][name].pop(field)
+        else:
+            data["scenarios"][name][field] = value
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(path)
+    message = str(err.value)
+    assert f"scenario '{name}'" in message
+    assert f"field '{key}'" in message
+    assert fragment in message
+    assert err.value.field == key

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ovsperf_lab.ovs import OvsConfig, OvsSandbox
-from ovsperf_lab.state import LabRunState, dpdk_leftovers, release
+from ovsperf_lab.state import SYS_CLASS_NET, LabRunState, dpdk_leftovers, release
 
 
 @pytest.fixture
@@ -27,6 +27,8 @@ def assert_released(state: LabRunState) -> None:
     assert alive == []
     for prefix in state.file_prefixes:
         assert dpdk_leftovers(prefix) == []
+    for tap in state.taps:  # OVS leaves a netdev bridge's tap device in the host's namespace
+        assert not (SYS_CLASS_NET / tap).exists(), tap
     assert not state.run_dir.exists()
 
 

@@ -21,7 +21,7 @@ from ovsperf_lab.compare.abtest import CompareConfig, SideCrashedError, run_comp
 from ovsperf_lab.compare.cpusteal import CGROUP_V1_CPU, CpuSteal, pmd_threads
 from ovsperf_lab.compare.session import CompareRequest, run_comparison
 from ovsperf_lab.compare.sides import SideSpec, known_other_config_keys, parse_other_config, resolve
-from ovsperf_lab.errors import LabError, TrafficGeneratorError
+from ovsperf_lab.errors import LabError, OvsOverloadedError, TrafficGeneratorError
 from ovsperf_lab.generators.api import GeneratorRequest, TrafficGenerator
 from ovsperf_lab.generators.dpdk import start as _dpdk_generator
 from ovsperf_lab.machine import probe_machine
@@ -286,6 +286,35 @@ def test_a_side_whose_ovs_fails_to_start_is_named(tmp_path: Path, state_root: Pa
     assert crashed.value.side == "B" and crashed.value.log_path is not None
     assert "simulated start-up failure" in crashed.value.log_path.read_text()
     assert f"Kept: '{crashed.value.log_path}'" in str(crashed.value)
+    assert list(state_root.iterdir()) == []
+
+
+@pytest.mark.dpdk
+def test_a_wait_that_ran_out_on_an_overloaded_machine_is_not_the_sides_crash(
+    tmp_path: Path, state_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the real A/A bisection on a busy machine: side B's bridge wait ran out at load 2.1 on 2 CPUs
+    and the step counted build 8 as crashed, i.e. bad. An overload is nobody's build: it stops the run."""
+    from ovsperf_lab.ovs import OvsSandbox
+
+    def overloaded(self: OvsSandbox, bridge: str, timeout_s: float = 30.0) -> None:
+        raise OvsOverloadedError(
+            f"Timed out waiting for bridge '{bridge}'. The machine was overloaded (test)."
+        )
+
+    monkeypatch.setattr(OvsSandbox, "wait_bridge", overloaded)
+    side = resolve(SideSpec("A", "system"))
+    with pytest.raises(OvsOverloadedError, match="overloaded") as caught:
+        run_compare(
+            (side, resolve(SideSpec("B", "system"))),
+            _cpus(),
+            CompareConfig(trial_s=1.0, min_rounds=2, max_rounds=2, seed=2),
+            state_root=state_root,
+            generator_factory=_dpdk_generator,
+            crash_log_dir=tmp_path,
+        )
+    assert not isinstance(caught.value, SideCrashedError)
+    assert list(tmp_path.iterdir()) == []  # no crash log kept: nothing crashed
     assert list(state_root.iterdir()) == []
 
 

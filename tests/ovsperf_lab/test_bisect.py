@@ -303,3 +303,40 @@ def test_eight_builds_of_the_installed_ovs_slowed_from_build_5_name_build_5(
     assert list(state_root.iterdir()) == []
     assert not [p for p in CGROUP_V1_CPU.iterdir() if p.name.startswith("ovsperf-lab-ab-")]
     print(f"bisect of 8 builds: {len(steps)} steps, {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+
+@pytest.mark.dpdk
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # the bracket, and at most its repeat with twice the rounds: 1–3 min here
+def test_a_a_row_of_eight_identical_builds_of_the_installed_ovs_ends_with_no_regression_found(
+    tmp_path: Path, state_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real A/A row: eight "builds" of the same system OVS-DPDK, nothing slowed, same options as the row
+    above. The bracket (the bad build against the good one) finds no regression, so the bisection ends there
+    — exit 2, "no regression found in the range", no midpoint ever measured."""
+    from ovsperf_lab.compare.cpusteal import CGROUP_V1_CPU
+
+    argv = ["--state-dir", str(state_root), "bisect", "--config", "OVS_DPDK1q", "--builds", *["system"] * 8,
+            "--min-rounds", "4", "--rounds", "5", "--target-mdc", "10", "--threshold", "5",
+            "--trial-duration", "1", "--seed", "11", "--output", str(tmp_path), "--no-progress"]  # fmt: skip
+    started = time.monotonic()
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    [directory] = list(tmp_path.iterdir())
+    assert out.strip() == str(directory / "index.html")
+    assert "NO_REGRESSION: No regression found in the range" in err, err[-2000:]
+    data = json.loads((directory / "bisect.json").read_text())
+    steps = data["steps"]
+    assert (data["conclusion"], data["first_bad"]) == ("NO_REGRESSION", None), steps
+    # Only the bracket (and its one repeat when its MDC was above the target): build 8 against build 1.
+    assert [s["kind"] for s in steps] in (["bracket"], ["bracket", "repeat"]), steps
+    assert {s["build"] for s in steps} == {7}
+    last = steps[-1]
+    assert last["verdict"] in ("NO_CHANGE", "IMPROVEMENT"), last
+    if last["kind"] == "bracket" and last["verdict"] == "NO_CHANGE":  # decided at once: inside the MDC target
+        assert last["mdc_percent"] is not None and last["mdc_percent"] <= 10, last
+    for step in steps:  # every comparison's page is kept and linked, with its rounds
+        assert (directory / step["page"]).is_file() and step["rounds"] >= 4
+    assert list(state_root.iterdir()) == []
+    assert not [p for p in CGROUP_V1_CPU.iterdir() if p.name.startswith("ovsperf-lab-ab-")]
+    print(f"A/A bisect of 8 builds: {len(steps)} steps, {time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -65,3 +65,23 @@ def test_loss_only_from_generator_rx_makes_the_trial_generator_caused() -> None:
     assert generator_caused_failure(worse, check, 0.0) == 0
     # A passing trial is never turned invalid.
     assert generator_caused_failure(result, check, 0.02) == 0
+
+
+def test_an_overlay_trial_checks_the_frame_sizes_the_tunnel_makes() -> None:
+    # Encapsulation, 114 B sent one way: OVS receives 110 B frames (no FCS) and delivers 160 B ones.
+    spec = TrialSpec(114, 1000.0, 1.0, bidirectional=False)
+    result = FakeTrafficGenerator(capacity_pps=2000.0).run_trial(spec)
+    zero = {1: PortCounters(0, 0, 0, 0, 0, 0), 2: PortCounters(0, 0, 0, 0, 0, 0)}
+    right = {1: PortCounters(1000, 0, 0, 0, 110_000, 0), 2: PortCounters(0, 0, 1000, 0, 0, 160_000)}
+    check = compare(zero, right, result, (1, 2), delivered_delta_bytes=50)
+    assert check.ok, check.mismatches
+    # Frames delivered at the size sent: the tunnel did not run; decapsulation would be 60 B.
+    plain = {1: right[1], 2: PortCounters(0, 0, 1000, 0, 0, 110_000)}
+    check = compare(zero, plain, result, (1, 2), delivered_delta_bytes=50)
+    assert check.mismatches == (
+        "OVS port 2 delivered 1000 frames of 110000 B, not 1000 × 160 B = 160000 B: the frames are not "
+        "the size the tunnel makes them.",
+    )
+    assert compare(zero, plain, result, (1, 2)).ok  # a P2P test does not look at bytes
+    decap = {1: right[1], 2: PortCounters(0, 0, 1000, 0, 0, 60_000)}
+    assert compare(zero, decap, result, (1, 2), delivered_delta_bytes=-50).ok

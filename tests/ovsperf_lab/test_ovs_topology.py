@@ -12,9 +12,10 @@ import pytest
 from ovsperf_catalog.model import Topology
 from ovsperf_lab import topology
 from ovsperf_lab.errors import OvsError
-from ovsperf_lab.ovs import OvsSandbox, cpu_mask
-from ovsperf_lab.state import LabRunState
+from ovsperf_lab.ovs import OvsConfig, OvsSandbox, cpu_mask
+from ovsperf_lab.state import SYS_CLASS_NET, LabRunState, check_tap_name, release
 from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv
+from tests.ovsperf_lab.conftest import assert_released
 
 pytestmark = pytest.mark.dpdk
 TESTPMD = shutil.which("dpdk-testpmd") or "dpdk-testpmd"
@@ -118,3 +119,37 @@ def test_dead_vswitchd_is_detected(ovs: OvsSandbox) -> None:
     time.sleep(0.5)
     with pytest.raises(OvsError, match=r"ovs-vswitchd \(PID \d+\) died .*ovs-vswitchd.log"):
         ovs.check_alive()
+
+
+def test_the_bridges_tap_device_is_deleted_at_stop_and_after_a_crash(state_root: Path) -> None:
+    """OVS makes a netdev bridge's LOCAL port a persistent tap device in the host's namespace and
+    leaves it when it stops: 383 of them had piled up on this machine before the lab deleted them."""
+    for crash in (False, True):
+        state = LabRunState.create(state_root, f"ovsperf-lab-tap{int(crash)}")
+        try:
+            sandbox = OvsSandbox(
+                state, OvsConfig(lcore_cpu=0, pmd_cpus=(1,), file_prefix=state.new_file_prefix("ovs"))
+            )
+            sandbox.start()
+            topology.build(sandbox, topology.layout(Topology.P2P, state.run_dir / "sock"), n_rxq=1)
+            tap = SYS_CLASS_NET / sandbox.bridge
+            assert (tap / "tun_flags").exists()  # the tap device OVS made
+            assert state.taps == [sandbox.bridge, sandbox.underlay_bridge]
+            if crash:
+                os.kill(sandbox.pids["ovs-vswitchd"], 9)  # no stop(): release() must find it
+            else:
+                sandbox.stop()
+                assert not tap.exists()
+        finally:
+            release(state)
+        assert_released(state)
+        assert not tap.exists()
+
+
+def test_a_state_file_naming_a_foreign_device_is_refused(run_state: LabRunState) -> None:
+    with pytest.raises(ValueError, match="'eth0' is not an ovsperf-lab bridge's"):
+        run_state.track_taps("eth0")
+    assert check_tap_name("olab0123abcd") == "olab0123abcd"
+    for name in ("olab0123abc", "olp0123abcdx", "olab../x", "lo"):
+        with pytest.raises(ValueError):
+            check_tap_name(name)

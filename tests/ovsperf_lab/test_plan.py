@@ -217,3 +217,18 @@ def test_the_minimum_load_reaches_mlrsearch_and_the_latency_levels() -> None:
     assert level_load_pps(0.0, 1500.0, options.min_load_pps) == 1000.0  # not 9001, above the PDR
     with pytest.raises(LabError, match=r"Option '--min-load' must be within 1 and 1e9 pps, got 0\."):
         LabOptions(min_load_pps=0.0)
+
+
+def test_overlays_need_the_trafficgen_generator_here_or_on_a_tg_host(here: MachineFacts) -> None:
+    from ovsperf_lab.generators.sshhost import SshTarget
+
+    scenario = CATALOG.get("OVS_DPDK1q_VXLAN")
+    with pytest.raises(
+        RefusedScenarioError, match=r"run with the 'trafficgen' generator only .* drop '--generator'"
+    ):
+        plan_run(scenario, facts(here), LabOptions(generator="trex"))
+    wire = {"dut_ports": ("0000:03:00.0", "0000:03:00.1"), "tg_ports": ("0000:04:00.0", "0000:04:00.1")}
+    options = LabOptions(pmd_cpus=(1,), lcore_cpu=0, tg_ssh=SshTarget("tg"), **wire)  # type: ignore[arg-type]
+    plan = plan_run(scenario, facts(here, pinnable_cpus=(0, 1)), options)
+    assert [t.value for t in plan.tests] == ["overlay_p2p_decap_tput", "overlay_p2p_tput"]
+    assert plan.frame_sizes_bytes == scenario.frame_sizes_bytes

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,4 +217,78 @@ def test_pvp_on_nic_ports_through_the_testpmd_forwarder(
     [row] = read_rows(results / "result_0_pvp_tput_pvp.csv")
     assert float(row["throughput_rx_fps"]) > 0 and row["guest_loopback_app"] == "testpmd"
     assert "ports dpdk0=1, dpdk1=2, vm0=3, vm1=4" in done.stderr
+    assert no_leftovers(state_root, before) == []
+
+
+def _bridge_devices(ns: str | None) -> dict[str, str]:
+    """Return the lab bridges' devices (``olab*``, ``olp*``) in ``ns`` (``None``: this one) → address."""
+    argv = ["ip", "-o", "addr", "show"] if ns is None else ["ip", "-n", ns, "-o", "addr", "show"]
+    links = ["ip", "-o", "link", "show"] if ns is None else ["ip", "-n", ns, "-o", "link", "show"]
+    found: dict[str, str] = {}
+    for line in subprocess.run(links, capture_output=True, text=True, check=True).stdout.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name.startswith(("olab", "olp")):
+            found[name] = ""
+    for line in subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines():
+        fields = line.split()
+        if fields[1] in found and fields[2] == "inet":
+            found[fields[1]] = fields[3]
+    return found
+
+
+def test_vxlan_decap_and_encap_on_nic_ports_with_the_vtep_in_the_dut_namespace(
+    hosts: TwoHosts, state_root: Path, tmp_path: Path
+) -> None:
+    before = set(os.listdir(HUGEPAGE_DIR))
+    host_before = set(_bridge_devices(None))
+    seen_dut: dict[str, str] = {}
+    seen_host: set[str] = set()
+    stop = threading.Event()
+
+    def watch() -> None:  # the bridges' tap devices while the run lasts, in both namespaces
+        while not stop.wait(0.3):
+            for name, address in _bridge_devices(hosts.dut.ns).items():
+                seen_dut[name] = seen_dut.get(name) or address
+            seen_host.update(set(_bridge_devices(None)) - host_before)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        done = lab_run(
+            hosts, state_root, tmp_path / "out", "--frame-sizes", "114", *SHORT, "--latency-loads", "",
+            "--test", "overlay_p2p_tput", config="OVS_DPDK1q_VXLAN", test="overlay_p2p_decap_tput",
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    (tmp_path / "stderr.log").write_text(done.stderr)
+    assert done.returncode == 0, done.stderr[-4000:]
+    [results] = [Path(line) for line in done.stdout.splitlines()]
+    trials = json.loads((results / TRIALS_FILE).read_text())["trials"]
+    for index, test in enumerate(("overlay_p2p_decap_tput", "overlay_p2p_tput")):
+        [row] = read_rows(results / f"result_{index}_{test}_op2p.csv")
+        assert row["tunnel_type"] == "vxlan" and row["packet_size"] == "114" and row["deployment"] == "op2p"
+        assert float(row["throughput_rx_fps"]) > 0, row
+        search = [t for t in trials if t["test"] == test and t["kind"] == "search"]
+        assert search and all(len(t["rx_packets"]) == 1 for t in search), "one direction only"
+        clean = [t for t in search if t["rx_packets"][0] == t["intended_packets_per_direction"] > 0]
+        assert clean, [(t["load_pps_per_direction"], t["rx_packets"]) for t in search]
+        for trial in clean:
+            check = trial["crosscheck"]
+            assert check["ok"] is True, check
+            sent = trial["intended_packets_per_direction"]
+            assert check["ovs_rx_packets"]["0"] == sent == check["ovs_tx_packets"]["1"], check
+    meta = json.loads((results / METADATA_FILE).read_text())
+    assert meta["complete"] is True and meta["engine"] == "ovsperf"
+    assert [t["tunnel_type"] for t in meta["tests"]] == ["vxlan", "vxlan"]
+    assert "Cabling checked" in done.stderr and "the DUT's namespace" in done.stderr
+    # The underlay bridge's tap device held the VTEP address in the DUT's namespace while the run
+    # lasted; none of its bridges' devices appeared in this (the host's) namespace (other jobs'
+    # runs on this machine make theirs here); none is left in either.
+    underlays = {name: address for name, address in seen_dut.items() if name.startswith("olp")}
+    assert underlays and set(underlays.values()) == {"198.19.254.1/24"}, seen_dut
+    assert {name[3:] for name in underlays} == {name[4:] for name in seen_dut if name.startswith("olab")}
+    assert not seen_host & set(seen_dut), (seen_host, seen_dut)
+    assert _bridge_devices(hosts.dut.ns) == {}
+    assert not set(_bridge_devices(None)) & set(seen_dut)
     assert no_leftovers(state_root, before) == []

@@ -34,12 +34,23 @@ def test_check_reports_the_version_and_every_port() -> None:
 
 
 def test_check_fails_on_another_major_version_naming_both() -> None:
-    with TrexStandin(version="v2.99") as standin:
+    with TrexStandin(version="v4.01") as standin:
         rows = check_trex(
             TrexServer("127.0.0.1", standin.sync_port, async_port=standin.async_port, timeout_s=10.0)
         )
     assert [(r.check, r.outcome) for r in rows] == [("trex", Outcome.FAIL)]
-    assert "'v2.99'" in rows[0].detail and "lbr-trex-client 3.4.0, STL API 5.1" in rows[0].detail
+    assert "'v4.01'" in rows[0].detail and "lbr-trex-client 3.4.0, STL API 5.1" in rows[0].detail
+    assert "TRex v2.x or v3.x only" in rows[0].detail
+
+
+def test_check_takes_vsperf_s_pinned_major_2() -> None:
+    """VSperf pins TRex v2.86: the check of a VSperf TG passes it (the lab's backend keeps to v3.x)."""
+    with TrexStandin(version="v2.86") as standin:
+        server = TrexServer("127.0.0.1", standin.sync_port, async_port=standin.async_port, timeout_s=10.0)
+        rows = check_trex(server)
+    assert (rows[0].check, rows[0].outcome) == ("trex", Outcome.PASS)
+    assert rows[0].detail.startswith("TRex v2.86 on trex-standin")
+    assert server.majors == (3,)  # the caller's server, as the lab builds it, is unchanged
 
 
 def test_the_command_prints_the_trex_rows(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:

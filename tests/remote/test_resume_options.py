@@ -23,6 +23,7 @@ from remote.executor import UPLOADED_INVENTORY
 from remote.plan import HostPlan, remote_plan
 from remote.runargs import RunRequest, ScenarioChoice, run_command_line
 from remote.ssh import Settings
+from vsperf_configs.inventory import Inventory
 
 REPO = Path(__file__).resolve().parents[2]
 TG, DUT = "root@127.0.0.1:9", "root@127.0.0.2:9"
@@ -45,6 +46,7 @@ def test_resume_takes_the_recorded_options_and_the_given_ones_win(
     recorded = _options(logs)
     assert recorded == {
         "engine": None,
+        "generator": None,
         "tg": TG,
         "dut": DUT,
         "catalog": None,
@@ -116,7 +118,10 @@ def test_the_namespace_is_read_never_changed(tmp_path: Path) -> None:
     typed = dict(vars(args))
     chosen: list[ScenarioChoice] = []
 
-    def plans(choice: ScenarioChoice, tg: str, dut: str, collector: str | None) -> tuple[HostPlan, HostPlan]:
+    def plans(
+        choice: ScenarioChoice, tg: str, dut: str, collector: str | None, local: Inventory | None
+    ) -> tuple[HostPlan, HostPlan]:
+        assert local is not None and local.path == inventory
         chosen.append(choice)
         scenario = load_catalog(choice.catalog).get(choice.config)
         return remote_plan(scenario, tg, dut, inventory=choice.inventory, collector=collector)

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 from ovsperf_catalog.catalog import load_catalog
+from ovsperf_catalog.model import Topology
 from vsperf_configs.errors import CpuOverlapError, InventoryError, VsperfConfigError
 from vsperf_configs.generate import DEFAULT_FLOWS, generate_config
+from vsperf_configs.testcases import needs_integration
 
 from .vsperf_loader import VSPERF_DEFAULTS, load_like_vsperf
 
@@ -19,7 +21,7 @@ def _generate(tmp_path: Path, inventory: Path, scenario: str) -> dict[str, objec
     config = generate_config(scenario, DUT, inventory)
     conf = tmp_path / f"{scenario}.conf"
     conf.write_text(config.text, encoding="utf-8")
-    return load_like_vsperf(conf)
+    return load_like_vsperf(conf, integration=needs_integration(load_catalog().get(scenario)))
 
 
 @pytest.mark.parametrize("scenario", ALL_SCENARIOS)
@@ -69,15 +71,19 @@ def test_every_scenario_loads_like_vsperf_with_key_values(
         assert "VNF" not in settings
     else:
         vcpus = spec.guest.vcpus
+        vms = 2 if Topology.PVVP in spec.topologies else 1
+        guest_cpus = ("10", "12", "14", "16", "18")
         assert settings["VNF"] == ("QemuDpdkVhostUser" if spec.dpdk_in_host else "QemuVirtioNet")
-        assert settings["GUEST_IMAGE"] == ["/var/lib/libvirt/images/ovsperf-guest.qcow2"]
-        assert settings["GUEST_LOOPBACK"] == [spec.guest.loopback.value]
-        assert settings["GUEST_SMP"] == [str(vcpus)]
-        assert settings["GUEST_CORE_BINDING"] == [tuple(str(c) for c in (10, 12, 14, 16, 18)[:vcpus])]
+        assert settings["GUEST_IMAGE"] == ["/var/lib/libvirt/images/ovsperf-guest.qcow2"] * vms
+        assert settings["GUEST_LOOPBACK"] == [spec.guest.loopback.value] * vms
+        assert settings["GUEST_SMP"] == [str(vcpus)] * vms
+        assert settings["GUEST_CORE_BINDING"] == [
+            guest_cpus[vm * vcpus : (vm + 1) * vcpus] for vm in range(vms)
+        ]
         if spec.dpdk_in_guest:
-            assert settings["GUEST_DPDK_BIND_DRIVER"] == ["vfio_no_iommu"]
+            assert settings["GUEST_DPDK_BIND_DRIVER"] == ["vfio_no_iommu"] * vms
             params = settings["GUEST_TESTPMD_PARAMS"]
-            assert isinstance(params, list)
+            assert isinstance(params, list) and len(params) == vms
             assert f"--nb-cores={vcpus - 1}" in params[0]
             assert f"--rxq={spec.rx_queues}" in params[0]
 
@@ -94,7 +100,13 @@ def test_conf_file_holds_only_upper_case_assignments_of_literals(
             assert isinstance(target.slice, ast.Constant)
             target = target.value
         assert isinstance(target, ast.Name) and target.id.isupper(), ast.dump(node)
-        ast.literal_eval(node.value)
+        value = node.value
+        if isinstance(value, ast.BinOp):  # a list appended to: NAME = NAME + [literal]
+            assert isinstance(value.op, ast.Add) and isinstance(value.left, ast.Name), ast.dump(node)
+            assert value.left.id == target.id == "PERFORMANCE_TESTS", ast.dump(node)
+            assert isinstance(ast.literal_eval(value.right), list)
+        else:
+            ast.literal_eval(value)
     assert not [
         line
         for line in text.splitlines()

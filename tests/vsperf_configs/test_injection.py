@@ -34,7 +34,13 @@ def _check_config(text: str, sentinel: Path, tmp_path: Path) -> None:
     """Assert ``text`` holds only literal assignments, and executing it creates no sentinel."""
     for node in ast.parse(text).body:
         assert isinstance(node, ast.Assign), ast.dump(node)[:200]
-        ast.literal_eval(node.value)
+        value = node.value
+        if isinstance(value, ast.BinOp):  # PERFORMANCE_TESTS = PERFORMANCE_TESTS + [literal]
+            assert isinstance(value.op, ast.Add) and isinstance(value.left, ast.Name)
+            assert [value.left.id] == [t.id for t in node.targets if isinstance(t, ast.Name)]
+            assert value.left.id == "PERFORMANCE_TESTS"
+            value = value.right
+        ast.literal_eval(value)
         for target in node.targets:
             while isinstance(target, ast.Subscript):
                 ast.literal_eval(target.slice)
@@ -44,7 +50,9 @@ def _check_config(text: str, sentinel: Path, tmp_path: Path) -> None:
     conf.write_text(text)
     # Executed as VSperf does (exec of the file in a module namespace holding its defaults).
     code = "import sys\nns = {'TRAFFIC': {}, 'PATHS': {'vswitch': {'OvsDpdkVhost': {}, 'OvsVanilla': {}}, "
-    code += "'dpdk': {}, 'qemu': {}}, 'VSWITCHD_DPDK_CONFIG': {}}\nexec(open(sys.argv[1]).read(), ns)\n"
+    code += "'dpdk': {}, 'qemu': {}}, 'VSWITCHD_DPDK_CONFIG': {}, 'PERFORMANCE_TESTS': [], "
+    code += "'VXLAN_FRAME_L3': {}, 'VXLAN_FRAME_L4': {}, 'GENEVE_FRAME_L3': {}, 'GENEVE_FRAME_L4': {}}\n"
+    code += "exec(open(sys.argv[1]).read(), ns)\n"
     subprocess.run(
         [sys.executable, "-c", code, str(conf)],
         check=True,
@@ -158,4 +166,4 @@ def test_host_env_lines_stay_one_per_variable(capsys: pytest.CaptureFixture[str]
     assert main(["--host-env", "--host", DUT, "--inventory", str(EXAMPLE)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert all("=" in line and line.split("=", 1)[0].isupper() for line in lines)
-    assert len(lines) == 15  # GENERATOR_CPUS and DPDK_PORTS beside the old MOONGEN_CPUS
+    assert len(lines) == 20  # GENERATOR_CPUS and DPDK_PORTS beside the old MOONGEN_CPUS; GENERATOR, TREX_*

@@ -177,3 +177,56 @@ def test_it_runs_as_a_module_through_the_runner() -> None:
     assert (
         bad.stderr.startswith("python3 -m vsperf_configs.labargs: error: ") and "Traceback" not in bad.stderr
     )
+
+
+def test_the_nightly_path_s_options_plan_the_overlay_scenario_in_two_host_mode(tmp_path: Path) -> None:
+    """What ``ovsperf_test run`` gives ``ovsperf-lab run --config OVS_DPDK1q_VXLAN`` is planned."""
+    import dataclasses
+
+    from ovsperf_catalog.catalog import load_catalog
+    from ovsperf_catalog.model import Engine, VsperfTest
+    from ovsperf_lab.generators.sshhost import SshTarget
+    from ovsperf_lab.machine import parse_cpulist, probe_machine
+    from ovsperf_lab.plan import LabOptions, plan_run
+    from ovsperf_lab.testbed import TestbedConfig
+
+    path = _inventory(
+        tmp_path,
+        dut_extra='    dpdk_ports: ["net_af_packet0,iface=veth-d0", "net_af_packet1,iface=veth-d1"]\n',
+        tg_extra='    dpdk_ports: ["net_af_packet0,iface=veth-t0", "net_af_packet1,iface=veth-t1"]\n',
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "vsperf_configs.labargs", "--inventory", str(path),
+         "--host", "dut.example.com", "--null"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )  # fmt: skip
+    words = done.stdout.split("\0")[:-1]
+    given: dict[str, list[str]] = {}
+    for option, value in zip(words[::2], words[1::2], strict=True):
+        given.setdefault(option, []).append(value)
+    options = LabOptions(
+        dut_ports=tuple(given.pop("--dut-port")),
+        tg_ports=tuple(given.pop("--tg-port")),
+        tg_ssh=SshTarget.parse(given.pop("--tg-ssh")[0]),
+        tg_cpus=given.pop("--tg-cpus")[0],
+        pmd_cpus=parse_cpulist(given.pop("--pmd-cpus")[0]),
+        lcore_cpu=int(given.pop("--lcore-cpu")[0]),
+        ovs_socket_mem_mb=int(given.pop("--socket-mem-mb")[0]),
+    )
+    assert given == {}
+    scenario = load_catalog().get("OVS_DPDK1q_VXLAN")
+    assert scenario.engine is Engine.OVSPERF
+    facts = dataclasses.replace(
+        probe_machine(),
+        cpus=tuple(range(4)),
+        pinnable_cpus=tuple(range(4)),
+        is_root=True,
+        hugetlbfs_mounted=True,
+        hugepages_2m_free=4096,
+    )
+    plan = plan_run(scenario, facts, options)
+    assert plan.tests == (VsperfTest.OVERLAY_P2P_DECAP_TPUT, VsperfTest.OVERLAY_P2P_TPUT)
+    assert plan.frame_sizes_bytes == (114, 576, 1280, 1468) == scenario.frame_sizes_bytes
+    assert plan.options.wire and plan.cpus.pmd_cpus == (2, 3)
+    # On the DUT, OVS runs in the current namespace: the devargs name its interfaces.
+    assert TestbedConfig.for_plan(plan, facts).ovs_netns is False

@@ -11,6 +11,7 @@ from ovsperf_common.exitcodes import ExitCode
 from vsperf_configs.cli import main
 from vsperf_configs.errors import VsperfConfigError
 from vsperf_configs.generate import DEFAULT_HUGEPAGE_DIR, DEFAULT_POD_DIR, generate_config
+from vsperf_configs.testcases import needs_integration
 
 from .vsperf_loader import VSPERF_DEFAULTS, load_like_vsperf
 
@@ -24,7 +25,7 @@ def test_every_scenario_selects_our_pod_and_vsperfs_own_hugepage_mount(
 ) -> None:
     conf = tmp_path / "vsperf.conf"
     conf.write_text(generate_config(scenario, DUT, example_inventory).text)
-    settings = load_like_vsperf(conf)
+    settings = load_like_vsperf(conf, integration=needs_integration(load_catalog().get(scenario)))
     assert (settings["POD"], settings["POD_DIR"]) == ("OvsperfNoPod", str(PODS))
     assert VSPERF_DEFAULTS["POD"] == "Papi"  # what VSperf would make without it
     assert (PODS / "ovsperf_nopod.py").is_file() and DEFAULT_POD_DIR == PODS

@@ -43,6 +43,8 @@ VSPERF_DEFAULTS: dict[str, Any] = {
         },
         "dpdk": {"type": "src", "src": {}, "bin": {"modules": ["vfio-pci"]}},
         "qemu": {"type": "src", "src": {}, "bin": {"qemu-system": "qemu-system-x86_64"}},
+        # conf/03_traffic.conf: the TRex client library VSperf imports (tools/pkt_gen/trex).
+        "trafficgen": {"Trex": {"type": "src", "src": {"path": "/root/vswitchperf/src/trex/trex/scripts/"}}},
     },
     "VSWITCHD_DPDK_CONFIG": {"dpdk-init": "true", "dpdk-lcore-mask": "0x4"},
     "VSWITCH_PMD_CPU_MASK": "30",
@@ -52,13 +54,75 @@ VSPERF_DEFAULTS: dict[str, Any] = {
     "POD_DIR": "/root/vswitchperf/pods/",
     "POD": "Papi",
     "HUGEPAGE_DIR": "/dev/hugepages",
+    # conf/01_testcases.conf: the first of VSperf's performance tests (ours are appended to them).
+    "PERFORMANCE_TESTS": [
+        {
+            "Name": "phy2phy_tput",
+            "Deployment": "p2p",
+            "Parameters": {"TRAFFIC": {"traffic_type": "rfc2544_throughput"}},
+        },
+        {"Name": "phy2phy_forwarding", "Deployment": "p2p"},
+    ],
+    "VSWITCH_BRIDGE_NAME": "vsperf-br0",
 }
 
+INTEGRATION_DEFAULTS: dict[str, Any] = {
+    # conf/integration/02_vswitch.conf and 03_traffic.conf, which `vsperf --integration` loads too.
+    "VTEP_IP1": "192.168.0.1/24",
+    "VTEP_IP2": "192.168.240.10",
+    "VTEP_IP2_SUBNET": "192.168.240.0/24",
+    "TUNNEL_INTEGRATION_BRIDGE": "vsperf-br0",
+    "TUNNEL_EXTERNAL_BRIDGE": "vsperf-br-ext",
+    "TUNNEL_EXTERNAL_BRIDGE_IP": "192.168.240.1/24",
+    "TUNNEL_TYPE": "vxlan",
+    "TRAFFICGEN_PORT1_MAC": "02:00:00:00:00:01",
+    "TRAFFICGEN_PORT2_MAC": "02:00:00:00:00:02",
+    "TRAFFICGEN_PORT1_IP": "1.1.1.1",
+    "TRAFFICGEN_PORT2_IP": "90.90.90.90",
+    "VXLAN_VNI": "99",
+    "VXLAN_FRAME_L2": {"srcmac": "01:02:03:04:05:06", "dstmac": "06:05:04:03:02:01"},
+    "VXLAN_FRAME_L3": {"proto": "udp", "packetsize": 64, "srcip": "1.1.1.1", "dstip": "192.168.240.1"},
+    "VXLAN_FRAME_L4": {
+        "srcport": 4789,
+        "dstport": 4789,
+        "vni": "99",
+        "inner_srcmac": "01:02:03:04:05:06",
+        "inner_dstmac": "06:05:04:03:02:01",
+        "inner_srcip": "192.168.0.10",
+        "inner_dstip": "192.168.240.9",
+        "inner_proto": "udp",
+        "inner_srcport": 3000,
+        "inner_dstport": 3001,
+    },
+    "GENEVE_FRAME_L2": {"srcmac": "01:02:03:04:05:06", "dstmac": "06:05:04:03:02:01"},
+    "GENEVE_FRAME_L3": {"proto": "udp", "packetsize": 64, "srcip": "1.1.1.1", "dstip": "192.168.240.1"},
+    "GENEVE_FRAME_L4": {
+        "srcport": 6081,
+        "dstport": 6081,
+        "geneve_vni": 0,
+        "inner_srcmac": "01:02:03:04:05:06",
+        "inner_dstmac": "06:05:04:03:02:01",
+        "inner_srcip": "192.168.0.10",
+        "inner_dstip": "192.168.240.9",
+        "inner_proto": "udp",
+        "inner_srcport": 3000,
+        "inner_dstport": 3001,
+    },
+    "INTEGRATION_TESTS": [
+        {"Name": "overlay_p2p_tput", "Deployment": "op2p", "Tunnel Operation": "encapsulation"},
+        {"Name": "overlay_p2p_decap_tput", "Deployment": "op2p", "Tunnel Operation": "decapsulation"},
+    ],
+}
+"""What ``--integration`` adds to :data:`VSPERF_DEFAULTS` (VSperf's values, as it ships them)."""
 
-def load_like_vsperf(conf_file: Path) -> dict[str, Any]:
-    """Return VSperf's effective settings after loading ``conf_file`` over :data:`VSPERF_DEFAULTS`."""
+
+def load_like_vsperf(conf_file: Path, *, integration: bool = False) -> dict[str, Any]:
+    """Return VSperf's effective settings after loading ``conf_file`` over :data:`VSPERF_DEFAULTS`
+    (and :data:`INTEGRATION_DEFAULTS` with ``integration``, as ``vsperf --integration`` does)."""
     module = types.ModuleType("custom_settings")
     module.__dict__.update(copy.deepcopy(VSPERF_DEFAULTS))
+    if integration:
+        module.__dict__.update(copy.deepcopy(INTEGRATION_DEFAULTS))
     code = compile(conf_file.read_text(encoding="utf-8"), str(conf_file), "exec")
     exec(code, module.__dict__)
     return {

@@ -2,6 +2,7 @@
  * The stdin/stdout protocol: one JSON command per line in, one JSON reply per line out
  * (docs/trafficgen.md). Nothing here touches packets.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -26,7 +27,11 @@
 static const char *const trial_fields[] = {
 	"cmd", "id", "frame_size_bytes", "frame_mix", "rate_pps", "duration_s", "bidirectional", "loopback",
 	"flows", "flow_field", "warmup_s", "drain_s", "link_timeout_s", "tx_tolerance_ratio",
-	"on_tx_full", "burst_packets", "drain_early_exit", "latency_histogram", NULL,
+	"on_tx_full", "burst_packets", "drain_early_exit", "latency_histogram", "tunnel", NULL,
+};
+
+static const char *const tunnel_fields[] = {
+	"type", "vni", "dst_mac", "src_mac", "src_ip", "dst_ip", NULL,
 };
 
 static void
@@ -379,6 +384,77 @@ parse_mix(json_t *mix, uint32_t max_frame, bool jumbo, struct tg_trial_cfg *cfg,
 	return 0;
 }
 
+/* Read a MAC address field of the 'tunnel' object into *out. */
+static int
+get_mac(json_t *obj, const char *key, struct rte_ether_addr *out, char *err)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_string(v) || rte_ether_unformat_addr(json_string_value(v), out) != 0) {
+		snprintf(err, TG_ERR_MAX, "Field 'tunnel.%s' must be a MAC address such as "
+			 "'02:00:00:00:00:01'.", key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Read an IPv4 address field of the 'tunnel' object into *out (network order). */
+static int
+get_ipv4(json_t *obj, const char *key, uint32_t *out, char *err)
+{
+	json_t *v = json_object_get(obj, key);
+	struct in_addr a;
+
+	if (!json_is_string(v) || inet_pton(AF_INET, json_string_value(v), &a) != 1) {
+		snprintf(err, TG_ERR_MAX, "Field 'tunnel.%s' must be an IPv4 address such as "
+			 "'198.19.0.2'.", key);
+		return -EINVAL;
+	}
+	*out = a.s_addr;
+	return 0;
+}
+
+/* "tunnel": {"type": "vxlan"|"geneve", "vni": N, "dst_mac": M, "src_mac": M, "src_ip": A,
+ * "dst_ip": A}: send every frame encapsulated, as a remote VTEP would (src_mac optional). */
+static int
+parse_tunnel(json_t *tun, struct tg_tunnel_cfg *out, char *err)
+{
+	json_t *type = json_object_get(tun, "type");
+	uint32_t vni;
+	int ret;
+
+	if (!json_is_object(tun)) {
+		snprintf(err, TG_ERR_MAX, "Field 'tunnel' must be an object with 'type', 'vni', "
+			 "'dst_mac', 'src_ip' and 'dst_ip'.");
+		return -EINVAL;
+	}
+	ret = check_fields(tun, tunnel_fields, err);
+	if (ret < 0)
+		return ret;
+	if (json_is_string(type) && strcmp(json_string_value(type), "vxlan") == 0) {
+		out->type = TG_TUNNEL_VXLAN;
+	} else if (json_is_string(type) && strcmp(json_string_value(type), "geneve") == 0) {
+		out->type = TG_TUNNEL_GENEVE;
+	} else {
+		snprintf(err, TG_ERR_MAX, "Field 'tunnel.type' must be 'vxlan' or 'geneve'.");
+		return -EINVAL;
+	}
+	ret = get_integer(tun, "vni", true, 0, 0, 0xffffff, &vni, err);
+	if (ret < 0)
+		return ret;
+	out->vni = vni;
+	ret = get_mac(tun, "dst_mac", &out->dst_mac, err);
+	if (ret == 0 && json_object_get(tun, "src_mac") != NULL) {
+		ret = get_mac(tun, "src_mac", &out->src_mac, err);
+		out->src_mac_set = true;
+	}
+	if (ret == 0)
+		ret = get_ipv4(tun, "src_ip", &out->src_ip, err);
+	if (ret == 0)
+		ret = get_ipv4(tun, "dst_ip", &out->dst_ip, err);
+	return ret;
+}
+
 static int
 parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err)
 {
@@ -406,6 +482,24 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 			 app->jumbo ? "" : " (start with --jumbo for larger frames)",
 			 cfg->frame_size);
 		ret = -ERANGE;
+	}
+	if (ret == 0 && json_object_get(cmd, "tunnel") != NULL)
+		ret = parse_tunnel(json_object_get(cmd, "tunnel"), &cfg->tunnel, err);
+	if (ret == 0 && cfg->tunnel.type != TG_TUNNEL_NONE) {
+		/* The inner frame must hold our headers and trailer: 64 B (60 B without FCS). */
+		uint32_t min = TG_TUNNEL_OVERHEAD + TG_MIN_PKT_LEN + RTE_ETHER_CRC_LEN, k;
+		uint32_t smallest = cfg->nb_mix ? UINT32_MAX : cfg->frame_size;
+
+		for (k = 0; k < cfg->nb_mix; k++)
+			smallest = RTE_MIN(smallest, cfg->mix_size[k]);
+		if (smallest < min) {
+			snprintf(err, TG_ERR_MAX, "Field '%s': a tunnel frame of %u B cannot "
+				 "carry a 64 B inner frame; the smallest is %u B (%u B of outer "
+				 "headers).",
+				 cfg->nb_mix ? "frame_mix" : "frame_size_bytes", smallest, min,
+				 (unsigned int)TG_TUNNEL_OVERHEAD);
+			ret = -ERANGE;
+		}
 	}
 	if (ret == 0)
 		ret = get_number(cmd, "rate_pps", true, 0, 0, 1e9, &cfg->rate_pps, err);
@@ -583,10 +677,13 @@ run_trial(struct tg_app *app, json_t *cmd, json_t *id)
 		reply_error(id, err);
 		return;
 	}
-	TG_LOG(INFO, "Trial: %u B%s, %.0f pps per direction, %.3f s, %u flow(s), %s\n",
+	TG_LOG(INFO, "Trial: %u B%s, %.0f pps per direction, %.3f s, %u flow(s), %s%s\n",
 	       cfg.nb_mix ? cfg.mix_size[0] : cfg.frame_size, cfg.nb_mix ? " (first of a mix)" : "",
 	       cfg.rate_pps, cfg.duration_s, cfg.flows,
-	       cfg.bidirectional ? "bidirectional" : "unidirectional");
+	       cfg.bidirectional ? "bidirectional" : "unidirectional",
+	       cfg.tunnel.type == TG_TUNNEL_NONE ? "" :
+	       cfg.tunnel.type == TG_TUNNEL_VXLAN ? ", VXLAN-encapsulated" :
+	       ", Geneve-encapsulated");
 	ret = tg_trial_run(app, &cfg, err, sizeof(err), streams, &nb_streams, &warmup_tx);
 	if (ret < 0) {
 		tg_trial_free(streams, nb_streams);

@@ -33,6 +33,13 @@
 #define TG_MAX_MIX_PERIOD 4096		/* sum of a mix's weights: the interleaving pattern's length */
 #define TG_UDP_PORT_BASE 1024
 #define TG_WARMUP_GEN_BIT 0x80
+#define TG_VXLAN_UDP_PORT 4789		/* RFC 7348 section 5 */
+#define TG_GENEVE_UDP_PORT 6081		/* RFC 8926 section 3.3 */
+#define TG_TUNNEL_HLEN 8		/* VXLAN header; Geneve base header without options */
+#define TG_TUNNEL_SRC_PORT_BASE 49152	/* outer UDP source ports 49152 + (flow & 0x3fff) */
+/* Outer Ethernet + IPv4 + UDP + tunnel header: 50 B in front of the inner frame. */
+#define TG_TUNNEL_OVERHEAD (RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + \
+			    sizeof(struct rte_udp_hdr) + TG_TUNNEL_HLEN)
 
 /* The 18-byte trailer right after the UDP header; it fits a 64 B frame (60 B without FCS). */
 struct tg_trailer {
@@ -44,6 +51,23 @@ struct tg_trailer {
 } __rte_packed;
 
 #define TG_MIN_PKT_LEN (TG_HDR_LEN + sizeof(struct tg_trailer))
+
+enum tg_tunnel_type {
+	TG_TUNNEL_NONE,
+	TG_TUNNEL_VXLAN,
+	TG_TUNNEL_GENEVE,
+};
+
+/* Outer headers of tunnel-encapsulated frames (trial field 'tunnel'): what a remote VTEP sends. */
+struct tg_tunnel_cfg {
+	enum tg_tunnel_type type;	/* TG_TUNNEL_NONE: plain frames */
+	uint32_t vni;			/* 24-bit VXLAN/Geneve network identifier */
+	struct rte_ether_addr dst_mac;	/* the DUT's VTEP (its underlay bridge) */
+	struct rte_ether_addr src_mac;
+	bool src_mac_set;		/* else the sending port's MAC */
+	uint32_t src_ip;		/* network order: the remote VTEP's address */
+	uint32_t dst_ip;		/* network order: the DUT's VTEP address */
+};
 
 enum tg_flow_field {
 	TG_FLOW_SRC_PORT,
@@ -71,6 +95,7 @@ struct tg_trial_cfg {
 	bool retry_on_full;
 	bool drain_early_exit;		/* end the drain once every sent frame arrived */
 	bool latency_histogram;		/* reply with each direction's latency histogram */
+	struct tg_tunnel_cfg tunnel;	/* send every frame encapsulated (decap tests) */
 };
 
 /* One direction of a trial. TX fields are written by the lcore that owns tx_port, RX fields by
@@ -79,7 +104,10 @@ struct tg_stream {
 	uint16_t tx_port;
 	uint16_t rx_port;
 	struct rte_mempool *pool;
-	uint8_t tmpl[TG_HDR_LEN];
+	uint8_t tmpl[TG_TUNNEL_OVERHEAD + TG_HDR_LEN];
+	uint16_t inner_off;		/* offset of the inner frame: 0, or TG_TUNNEL_OVERHEAD */
+	uint16_t hdr_len;		/* inner_off + TG_HDR_LEN: the trailer follows */
+	struct tg_tunnel_cfg tunnel;	/* outer headers when inner_off > 0 */
 	uint32_t cksum_base;		/* template's IPv4 checksum sum without length and source */
 	uint16_t pkt_len;		/* frame size without FCS [B] */
 	uint16_t burst;

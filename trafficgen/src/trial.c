@@ -52,20 +52,76 @@ tg_link_up(uint16_t port_id)
 	return link.link_status == RTE_ETH_LINK_UP;
 }
 
+/* Write the outer headers of a tunnel frame of len bytes (without FCS) at d: Ethernet, IPv4, UDP
+ * to port 4789 (VXLAN, RFC 7348 section 5) or 6081 (Geneve, RFC 8926 section 3: version 0, no
+ * options, protocol type 0x6558 "Transparent Ethernet Bridging"), and the 8-byte tunnel header
+ * with the VNI. The outer IPv4 checksum is left for the caller. */
 static void
-stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size)
+tunnel_headers(const struct tg_tunnel_cfg *tun, const struct rte_ether_addr *src_mac, uint8_t *d,
+	       uint16_t len)
 {
-	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)s->tmpl;
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)d;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint8_t *hdr = (uint8_t *)(udp + 1);
+
+	rte_ether_addr_copy(&tun->dst_mac, &eth->dst_addr);
+	rte_ether_addr_copy(tun->src_mac_set ? &tun->src_mac : src_mac, &eth->src_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN));
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = tun->src_ip;
+	ip->dst_addr = tun->dst_ip;
+	ip->hdr_checksum = 0;
+	udp->src_port = rte_cpu_to_be_16(TG_TUNNEL_SRC_PORT_BASE);
+	udp->dst_port = rte_cpu_to_be_16(tun->type == TG_TUNNEL_GENEVE ? TG_GENEVE_UDP_PORT :
+					 TG_VXLAN_UDP_PORT);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN -
+						     sizeof(struct rte_ipv4_hdr)));
+	udp->dgram_cksum = 0;	/* allowed over IPv4 (RFC 768; RFC 7348 section 5) */
+	memset(hdr, 0, TG_TUNNEL_HLEN);
+	if (tun->type == TG_TUNNEL_GENEVE) {
+		hdr[2] = 0x65;	/* protocol type 0x6558 */
+		hdr[3] = 0x58;
+	} else {
+		hdr[0] = 0x08;	/* I flag: the VNI is valid */
+	}
+	hdr[4] = (uint8_t)(tun->vni >> 16);
+	hdr[5] = (uint8_t)(tun->vni >> 8);
+	hdr[6] = (uint8_t)tun->vni;
+}
+
+static void
+stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size,
+		const struct tg_tunnel_cfg *tun)
+{
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
 
 	s->pkt_len = (uint16_t)(frame_size - RTE_ETHER_CRC_LEN);
+	s->inner_off = tun->type == TG_TUNNEL_NONE ? 0 : TG_TUNNEL_OVERHEAD;
+	s->hdr_len = (uint16_t)(s->inner_off + TG_HDR_LEN);
+	s->tunnel = *tun;
 	memset(s->tmpl, 0, sizeof(s->tmpl));
+	if (s->inner_off) {
+		struct rte_ipv4_hdr *outer = (struct rte_ipv4_hdr *)(s->tmpl + RTE_ETHER_HDR_LEN);
+
+		tunnel_headers(tun, &app->ports[s->tx_port].mac, s->tmpl, s->pkt_len);
+		outer->hdr_checksum = rte_ipv4_cksum(outer);
+	}
+	eth = (struct rte_ether_hdr *)(s->tmpl + s->inner_off);
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	udp = (struct rte_udp_hdr *)(ip + 1);
 	rte_ether_addr_copy(&app->ports[s->rx_port].mac, &eth->dst_addr);
 	rte_ether_addr_copy(&app->ports[s->tx_port].mac, &eth->src_addr);
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->total_length = rte_cpu_to_be_16((uint16_t)(s->pkt_len - RTE_ETHER_HDR_LEN));
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(s->pkt_len - s->inner_off -
+						       RTE_ETHER_HDR_LEN));
 	ip->time_to_live = 64;
 	ip->next_proto_id = IPPROTO_UDP;
 	/* RFC 2544 appendix C.2.2 benchmarking addresses: 198.18.0.0/15. */
@@ -82,7 +138,7 @@ stream_template(struct tg_app *app, struct tg_stream *s, uint32_t frame_size)
 	}
 	udp->src_port = rte_cpu_to_be_16(TG_UDP_PORT_BASE);
 	udp->dst_port = rte_cpu_to_be_16(TG_UDP_PORT_BASE);
-	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(s->pkt_len - RTE_ETHER_HDR_LEN -
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(s->pkt_len - s->inner_off - RTE_ETHER_HDR_LEN -
 						     sizeof(struct rte_ipv4_hdr)));
 	udp->dgram_cksum = 0;
 }
@@ -128,13 +184,14 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, ui
 
 	for (i = 0; i < n; i++) {
 		uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + RTE_ETHER_HDR_LEN);
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d + s->inner_off +
+								  RTE_ETHER_HDR_LEN);
 		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-		struct tg_trailer *t = (struct tg_trailer *)(d + TG_HDR_LEN);
+		struct tg_trailer *t = (struct tg_trailer *)(d + s->hdr_len);
 		uint16_t len = s->pkt_len;
 		bool ip_changed = false;
 
-		rte_memcpy(d, s->tmpl, TG_HDR_LEN);
+		rte_memcpy(d, s->tmpl, s->hdr_len);
 		q[i] = s->flow_q;
 		if (s->nb_mix > 0) {
 			/* The mix interleaved frame by frame: entry pattern[seq % pattern_len]. */
@@ -143,15 +200,31 @@ build_burst(struct tg_stream *s, struct rte_mbuf **m, uint8_t *q, uint16_t n, ui
 			if (++s->pattern_pos == s->pattern_len)
 				s->pattern_pos = 0;
 			len = s->mix_len[k];
-			ip->total_length = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN));
-			udp->dgram_len = rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN -
+			ip->total_length = rte_cpu_to_be_16((uint16_t)(len - s->inner_off -
+								       RTE_ETHER_HDR_LEN));
+			udp->dgram_len = rte_cpu_to_be_16((uint16_t)(len - s->inner_off -
+								     RTE_ETHER_HDR_LEN -
 								     sizeof(struct rte_ipv4_hdr)));
 			ip_changed = true;
+			if (s->inner_off) {
+				/* Outer lengths follow the frame's (a mix: sum it all). */
+				struct rte_ipv4_hdr *outer = (struct rte_ipv4_hdr *)
+					(d + RTE_ETHER_HDR_LEN);
+
+				tunnel_headers(&s->tunnel, &((struct rte_ether_hdr *)d)->src_addr,
+					       d, len);
+				outer->hdr_checksum = rte_ipv4_cksum(outer);
+			}
 			if (!s->warming)
 				s->mix_tx[k]++;
 		}
 		if (s->flows > 1) {
 			ip_changed |= set_flow(s, ip, udp);
+			if (s->inner_off)	/* entropy for the underlay (RFC 7348 section 5) */
+				((struct rte_udp_hdr *)(d + RTE_ETHER_HDR_LEN +
+					sizeof(struct rte_ipv4_hdr)))->src_port =
+					rte_cpu_to_be_16((uint16_t)(TG_TUNNEL_SRC_PORT_BASE +
+								    (s->flow & 0x3fff)));
 			if (++s->flow == s->flows) {
 				s->flow = 0;
 				s->flow_q = 0;
@@ -266,7 +339,7 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	if (s->n_pending) {
 		for (i = 0; i < s->n_pending; i++)
 			rte_pktmbuf_mtod_offset(s->pending[i], struct tg_trailer *,
-						TG_HDR_LEN)->tsc = now;
+						s->hdr_len)->tsc = now;
 		sent = tx_queues(s, s->pending, s->pending_q, s->n_pending);
 		if (sent > 0)
 			s->progress_tsc = now;
@@ -335,31 +408,73 @@ stream_tx(struct tg_stream *s, uint64_t now, uint8_t gen)
 	return true;
 }
 
-/* Return our trailer in frame m, after up to two VLAN tags (a DUT may push them), or NULL when
- * m is not one of our frames. */
-static inline const struct tg_trailer *
-find_trailer(const struct rte_mbuf *m)
+/* Return the offset of the IPv4 header of the Ethernet frame at d + off (after up to two VLAN
+ * tags a DUT may push), or 0 when it carries no IPv4 within len bytes. */
+static inline uint32_t
+ipv4_offset(const uint8_t *d, uint32_t len, uint32_t off)
 {
-	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint16_t et = ((const struct rte_ether_hdr *)d)->ether_type;
-	uint32_t off = RTE_ETHER_HDR_LEN;
-	const struct rte_ipv4_hdr *ip;
-	const struct tg_trailer *t;
+	uint16_t et;
 	int tags;
 
+	if (len < off + RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr))
+		return 0;
+	et = ((const struct rte_ether_hdr *)(d + off))->ether_type;
+	off += RTE_ETHER_HDR_LEN;
 	for (tags = 0; tags < 2 && (et == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||
 				   et == rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ)); tags++) {
-		if (rte_pktmbuf_data_len(m) < off + sizeof(struct rte_vlan_hdr))
-			return NULL;
+		if (len < off + sizeof(struct rte_vlan_hdr))
+			return 0;
 		et = ((const struct rte_vlan_hdr *)(d + off))->eth_proto;
 		off += sizeof(struct rte_vlan_hdr);
 	}
 	if (et != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    rte_pktmbuf_data_len(m) < off + TG_MIN_PKT_LEN - RTE_ETHER_HDR_LEN)
+	    len < off + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
+		return 0;
+	return off;
+}
+
+/* Return our trailer in frame m, or NULL when m is not one of our frames. A frame a DUT
+ * encapsulated (outer IPv4/UDP to port 4789, VXLAN, or 6081, Geneve with its options) is looked
+ * into: the trailer of the inner frame counts. Up to two VLAN tags are skipped on each level. */
+static inline const struct tg_trailer *
+find_trailer(const struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	uint32_t off = ipv4_offset(d, len, 0);
+	const struct rte_ipv4_hdr *ip;
+	const struct tg_trailer *t;
+
+	if (off == 0)
 		return NULL;
 	ip = (const struct rte_ipv4_hdr *)(d + off);
+	if (ip->next_proto_id != IPPROTO_UDP)
+		return NULL;
+	{
+		uint32_t l4 = off + (uint32_t)(ip->version_ihl & 0x0f) * 4;
+		const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(d + l4);
+		uint32_t inner = l4 + sizeof(struct rte_udp_hdr);
+
+		if (len < inner)
+			return NULL;
+		if (udp->dst_port == rte_cpu_to_be_16(TG_VXLAN_UDP_PORT) ||
+		    udp->dst_port == rte_cpu_to_be_16(TG_GENEVE_UDP_PORT)) {
+			if (len < inner + TG_TUNNEL_HLEN)
+				return NULL;
+			if (udp->dst_port == rte_cpu_to_be_16(TG_GENEVE_UDP_PORT))
+				inner += (uint32_t)(d[inner] & 0x3f) * 4;	/* options */
+			off = ipv4_offset(d, len, inner + TG_TUNNEL_HLEN);
+			if (off == 0)
+				return NULL;
+			ip = (const struct rte_ipv4_hdr *)(d + off);
+			if (ip->next_proto_id != IPPROTO_UDP)
+				return NULL;
+		}
+	}
+	if (len < off + TG_MIN_PKT_LEN - RTE_ETHER_HDR_LEN)
+		return NULL;
 	t = (const struct tg_trailer *)(d + off + TG_HDR_LEN - RTE_ETHER_HDR_LEN);
-	if (ip->next_proto_id != IPPROTO_UDP || t->magic != TG_MAGIC || t->tx_port >= TG_MAX_PORTS)
+	if (t->magic != TG_MAGIC || t->tx_port >= TG_MAX_PORTS)
 		return NULL;
 	return t;
 }
@@ -626,7 +741,8 @@ streams_init(struct tg_app *app, const struct tg_trial_cfg *cfg, struct tg_strea
 		s->lat_min = UINT64_MAX;
 		s->ns_mult = tg_hist_ns_mult(app->tsc_hz);
 		s->slack_cycles = app->tsc_hz;
-		stream_template(app, s, cfg->nb_mix > 0 ? cfg->mix_size[0] : cfg->frame_size);
+		stream_template(app, s, cfg->nb_mix > 0 ? cfg->mix_size[0] : cfg->frame_size,
+				&cfg->tunnel);
 		if (cfg->nb_mix > 0 && mix_pattern(cfg, s) != 0) {
 			*nb_streams = n + 1;
 			snprintf(err, errlen, "Cannot allocate the frame-size pattern.");
