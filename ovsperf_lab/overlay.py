@@ -120,11 +120,6 @@ class OverlaySpec:
         return "tnl_pop" if self.decap else "tnl_push"
 
 
-def underlay_bridge(ovs: OvsSandbox) -> str:
-    """Return the underlay bridge's name: ``olp`` + the integration bridge's random part."""
-    return ovs.underlay_bridge
-
-
 def _check_port(ovs: OvsSandbox, spec: OverlaySpec, settings: list[str]) -> None:
     """Raise when OVS refused the tunnel port (its ``error`` column, or no OpenFlow port).
 
@@ -187,7 +182,7 @@ def build(ovs: OvsSandbox, lay: Layout, spec: OverlaySpec, n_rxq: int) -> None:
             f"Scenario '{spec.scenario}': the overlay tests need OVS in a network namespace of its own "
             "(the underlay bridge's device holds the VTEP address); start it with 'netns'."
         )
-    underlay = underlay_bridge(ovs)
+    underlay = ovs.underlay_bridge
     west, east = lay.generator_ports
     phy_port, int_port = (west, east) if spec.decap else (east, west)
     for port in lay.ports:
@@ -255,7 +250,7 @@ def build(ovs: OvsSandbox, lay: Layout, spec: OverlaySpec, n_rxq: int) -> None:
 
 def remove(ovs: OvsSandbox) -> None:
     """Delete the underlay bridge (the integration bridge goes with :func:`ovsperf_lab.topology.remove`)."""
-    ovs.vsctl("--if-exists", "del-br", underlay_bridge(ovs))
+    ovs.vsctl("--if-exists", "del-br", ovs.underlay_bridge)
 
 
 def port_counters(ovs: OvsSandbox) -> dict[int, PortCounters]:
@@ -263,7 +258,7 @@ def port_counters(ovs: OvsSandbox) -> dict[int, PortCounters]:
 
     :raises OvsError: as :meth:`~ovsperf_lab.ovs.OvsSandbox.port_counters`.
     """
-    return {**ovs.port_counters(underlay_bridge(ovs)), **ovs.port_counters(ovs.bridge)}
+    return {**ovs.port_counters(ovs.underlay_bridge), **ovs.port_counters(ovs.bridge)}
 
 
 def datapath_flows(ovs: OvsSandbox) -> str:

@@ -54,6 +54,12 @@ SUPPORTED_TESTS = frozenset(
 MAX_REPEATS = 20
 """Most repeats of a run ``--repeats`` accepts [1]."""
 
+_TUNNEL_OPTION_KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
+_TUNNEL_OPTION_VALUE_RE = re.compile(r"[A-Za-z0-9._:/-]{1,128}\Z")
+"""``--tunnel-option KEY=VALUE``: OVS's option names (``remote_ip``, ``dst_port``) and plain values
+(addresses, numbers, ``true``, ``flow``): no quotes, braces, commas or blanks, which OVS's database
+syntax would read as more than one value, and nothing that could break a log line."""
+
 _CPU_LIST_RE = re.compile(r"\d{1,4}(?:-\d{1,4})?(?:,\d{1,4}(?:-\d{1,4})?)*\Z")
 """An EAL ``-l`` core list: ``2``, ``2-3``, ``2,4-5`` (``--tg-cpus``)."""
 
@@ -295,7 +301,7 @@ class LabOptions:
                 f"got {self.ring_size!r}."
             )
         for key, value in self.tunnel_options:
-            if not key or not key.replace("_", "").replace("-", "").isalnum() or not value or " " in value:
+            if not _TUNNEL_OPTION_KEY_RE.match(key) or not _TUNNEL_OPTION_VALUE_RE.match(value):
                 raise LabError(
                     f"Option '--tunnel-option' must be KEY=VALUE (a tunnel port option of OVS, such as "
                     f"csum=true), got {key!r}={value!r}."

@@ -168,7 +168,7 @@ def test_the_datapath_pops_and_pushes_tunnels_and_counts_agree(run_state: LabRun
                     if not spec.decap:
                         assert ("vxlan(" if tunnel_type is TunnelType.VXLAN else "geneve(") in flows, flows
                     # The VTEP address stays in OVS's namespace, on a device that is down.
-                    link = ovs.ip("-br", "addr", "show", "dev", overlay.underlay_bridge(ovs))
+                    link = ovs.ip("-br", "addr", "show", "dev", ovs.underlay_bridge)
                     assert "DOWN" in link and overlay.VTEP_IP in link, link
         host = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, check=True).stdout
         assert overlay.VTEP_IP not in host

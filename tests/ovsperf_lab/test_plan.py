@@ -126,6 +126,16 @@ def test_unknown_test_and_bad_options(here: MachineFacts) -> None:
         ):
             LabOptions(flows=bad)
     assert LabOptions(flows=1_048_576).flows == 1_048_576
+    # --tunnel-option: one OVS option of plain text; what OVS's database syntax would split (quotes,
+    # braces, commas, blanks) or what would break a log line is refused before OVS sees it.
+    good = (("remote_ip", "198.19.254.2"), ("dst_port", "4790"), ("csum", "true"), ("remote_ip", "fd00::2"))
+    assert LabOptions(tunnel_options=good).tunnel_options == good
+    for key, value in (("remote_ip", 'x",key="1'), ("key", "{a=b}"), ("csum", "true,x"), ("csum", "a b"),
+                       ("csum", "line\nbreak"), ("Remote_ip", "1.2.3.4"), ("", "1"), ("csum", ""),
+                       ("rémote", "1"), ("csum", "é")):  # fmt: skip
+        with pytest.raises(LabError, match="Option '--tunnel-option' must be KEY=VALUE") as caught:
+            LabOptions(tunnel_options=((key, value),))
+        assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
