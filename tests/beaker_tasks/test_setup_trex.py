@@ -101,17 +101,20 @@ def _tarball(top: str = "v3.04", *, with_binary: bool = True) -> bytes:
     return buffer.getvalue()
 
 
-class _Served:
-    """Files served over HTTP on 127.0.0.1 by a thread of the test; ``hits`` counts the requests."""
+class Served:
+    """Files served over HTTP by a thread of the test on ``bind`` (127.0.0.1, or 0.0.0.0: every address
+    of the test's namespace); ``hits`` counts the requests, ``clients`` lists their addresses."""
 
-    def __init__(self) -> None:
+    def __init__(self, bind: str = "127.0.0.1") -> None:
         self.files: dict[str, bytes] = {}
         self.hits = 0
+        self.clients: list[str] = []
         served = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 served.hits += 1
+                served.clients.append(self.client_address[0])
                 body = served.files.get(self.path)
                 if body is None:
                     self.send_error(404)
@@ -124,12 +127,17 @@ class _Served:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer((bind, 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    @property
+    def port(self) -> int:
+        """Return the port the server listens on."""
+        return int(self.server.server_address[1])
+
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        return f"http://127.0.0.1:{self.port}{path}"
 
     def close(self) -> None:
         self.server.shutdown()
@@ -137,8 +145,8 @@ class _Served:
 
 
 @pytest.fixture
-def served() -> Iterator[_Served]:
-    server = _Served()
+def served() -> Iterator[Served]:
+    server = Served()
     yield server
     server.close()
 
@@ -185,7 +193,7 @@ def _params(lab: Lab, inventory: Path, install: Path, **extra: str) -> dict[str,
     return params
 
 
-def _inventory(tmp_path: Path, served: _Served, body: bytes, *, sha256: str | None = None) -> Path:
+def _inventory(tmp_path: Path, served: Served, body: bytes, *, sha256: str | None = None) -> Path:
     served.files["/trex/release/v3.04.tar.gz"] = body
     return write_trex_inventory(
         tmp_path / "inventory.yaml",
@@ -194,7 +202,7 @@ def _inventory(tmp_path: Path, served: _Served, body: bytes, *, sha256: str | No
     )
 
 
-def test_install_start_stop(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_install_start_stop(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
     params = _params(lab, _inventory(tmp_path, served, _tarball()), install)
@@ -265,7 +273,7 @@ def test_install_start_stop(tmp_path: Path, trex_lab: Lab, served: _Served) -> N
     assert "Starting  TRex v3.04" in log.read_text()
 
 
-def test_a_wrong_checksum_aborts_before_unpacking(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_a_wrong_checksum_aborts_before_unpacking(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     (lab.bin / "tar").symlink_to(SHIM_DIR / "generic.sh")  # records a call, unpacks nothing
     install = lab.root / "opt" / "trex"
@@ -285,7 +293,7 @@ def test_a_wrong_checksum_aborts_before_unpacking(tmp_path: Path, trex_lab: Lab,
 
 
 def test_a_wrong_checksum_leaves_an_installed_trex_alone(
-    tmp_path: Path, trex_lab: Lab, served: _Served
+    tmp_path: Path, trex_lab: Lab, served: Served
 ) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
@@ -299,7 +307,7 @@ def test_a_wrong_checksum_leaves_an_installed_trex_alone(
     assert sorted(p.relative_to(install) for p in install.rglob("*")) == before
 
 
-def test_download_failures_are_bounded_warn_and_abort(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_download_failures_are_bounded_warn_and_abort(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     inventory = _inventory(tmp_path, served, _tarball())
     served.files.clear()  # the server answers 404
@@ -314,7 +322,7 @@ def test_download_failures_are_bounded_warn_and_abort(tmp_path: Path, trex_lab: 
     assert "Cannot download the TRex tarball" in run.stderr and "in 2 attempts within 30 s" in run.stderr
 
 
-def test_a_tarball_without_t_rex_64_is_refused(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_a_tarball_without_t_rex_64_is_refused(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
     run = lab.run(
@@ -329,7 +337,7 @@ def test_a_tarball_without_t_rex_64_is_refused(tmp_path: Path, trex_lab: Lab, se
 
 @pytest.mark.parametrize("mode", ["hang", "fail"])
 def test_a_server_that_does_not_come_up_is_warn_with_its_log(
-    tmp_path: Path, trex_lab: Lab, served: _Served, mode: str
+    tmp_path: Path, trex_lab: Lab, served: Served, mode: str
 ) -> None:
     lab = trex_lab
     params = _params(lab, _inventory(tmp_path, served, _tarball()), lab.root / "opt" / "trex")
@@ -356,7 +364,7 @@ def test_a_server_that_does_not_come_up_is_warn_with_its_log(
     assert run.called("rstrnt-abort") == [["-t", "recipe"]]
 
 
-def test_the_dut_unpacks_the_client_only(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_the_dut_unpacks_the_client_only(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
     params = _params(lab, _inventory(tmp_path, served, _tarball()), install, SETUP_TREX_HOST=TREX_DUT)
@@ -379,9 +387,7 @@ def test_a_moongen_dut_refuses(tmp_path: Path, trex_lab: Lab) -> None:
     assert "does not drive TRex: its inventory peer's generator is 'moongen'" in run.stderr
 
 
-def test_a_bound_nic_without_its_mac_is_warn_and_abort(
-    tmp_path: Path, trex_lab: Lab, served: _Served
-) -> None:
+def test_a_bound_nic_without_its_mac_is_warn_and_abort(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     for pci in TREX_NICS:  # what setup_dpdk leaves: no kernel interface
         net = lab.sysfs / "bus" / "pci" / "devices" / pci / "net"
@@ -402,7 +408,7 @@ def test_a_bound_nic_without_its_mac_is_warn_and_abort(
 # --- never replace what is not ours -------------------------------------------------------------
 
 
-def test_a_foreign_install_dir_is_never_replaced(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_a_foreign_install_dir_is_never_replaced(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     """A directory holding anything but our stamp is someone else's: abort before the download,
     naming it; its file stays as it was."""
     lab = trex_lab
@@ -420,7 +426,7 @@ def test_a_foreign_install_dir_is_never_replaced(tmp_path: Path, trex_lab: Lab, 
 
 
 def test_an_empty_or_older_install_dir_of_ours_is_replaced(
-    tmp_path: Path, trex_lab: Lab, served: _Served
+    tmp_path: Path, trex_lab: Lab, served: Served
 ) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
@@ -448,7 +454,7 @@ def test_system_and_odd_install_dirs_are_refused(trex_lab: Lab, directory: str) 
     assert not run.called("systemctl")
 
 
-def test_a_foreign_trex_cfg_and_unit_are_kept_once(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_a_foreign_trex_cfg_and_unit_are_kept_once(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     install = lab.root / "opt" / "trex"
     params = _params(lab, _inventory(tmp_path, served, _tarball()), install)
@@ -490,7 +496,7 @@ def _bind_to_dpdk(lab: Lab) -> None:
 
 
 def test_a_second_install_on_nics_bound_to_dpdk_uses_the_cached_macs(
-    tmp_path: Path, trex_lab: Lab, served: _Served
+    tmp_path: Path, trex_lab: Lab, served: Served
 ) -> None:
     lab = trex_lab
     params = _params(lab, _inventory(tmp_path, served, _tarball()), lab.root / "opt" / "trex")
@@ -524,7 +530,7 @@ def test_a_second_install_on_nics_bound_to_dpdk_uses_the_cached_macs(
 
 
 def test_start_opens_the_async_and_sync_ports_in_firewalld(
-    tmp_path: Path, trex_lab: Lab, served: _Served
+    tmp_path: Path, trex_lab: Lab, served: Served
 ) -> None:
     lab = trex_lab
     params = _params(lab, _inventory(tmp_path, served, _tarball()), lab.root / "opt" / "trex")
@@ -628,7 +634,7 @@ def test_the_task_asks_for_a_python_with_pyyaml_that_runs_our_package() -> None:
     assert "python3.11 python3.11-pyyaml" in requires
 
 
-def test_install_stops_a_running_server_first(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_install_stops_a_running_server_first(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     params = _params(lab, _inventory(tmp_path, served, _tarball()), lab.root / "opt" / "trex")
     assert lab.run("setup_trex", **params).returncode == 0
@@ -645,7 +651,7 @@ def test_install_stops_a_running_server_first(tmp_path: Path, trex_lab: Lab, ser
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
-def test_a_failed_daemon_reload_aborts(tmp_path: Path, trex_lab: Lab, served: _Served) -> None:
+def test_a_failed_daemon_reload_aborts(tmp_path: Path, trex_lab: Lab, served: Served) -> None:
     lab = trex_lab
     params = _params(lab, _inventory(tmp_path, served, _tarball()), lab.root / "opt" / "trex")
     run = lab.run("setup_trex", FAKE_SYSTEMCTL_RELOAD_FAILS="1", **params)

@@ -9,7 +9,6 @@ first tests are loopback ports nothing listens on; the last ones are real sshd h
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import ipaddress
 import json
@@ -17,9 +16,7 @@ import logging
 import os
 import signal
 import tarfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -33,7 +30,7 @@ from remote.errors import RemoteError
 from remote.ssh import parse_target
 from tests.beaker_tasks.shims import FAKE_VSPERF, VSPERF_STUB
 from tests.beaker_tasks.shims import Lab as FakeMachine
-from tests.beaker_tasks.test_setup_trex import JOURNALCTL, SYSTEMCTL
+from tests.beaker_tasks.test_setup_trex import JOURNALCTL, SYSTEMCTL, Served
 from tests.vsperf_configs.trexinv import TREX_DUT, TREX_NICS, TREX_TG, TREX_URL, write_trex_inventory
 
 from .conftest import Lab
@@ -190,36 +187,6 @@ def _tarball() -> bytes:
     return buffer.getvalue()
 
 
-@contextmanager
-def _served(body: bytes) -> Iterator[tuple[int, list[str]]]:
-    """Serve ``body`` at ``/trex/v3.04.tar.gz`` on every address of the test's namespace; yield the
-    port and the list of the clients' addresses, one per request."""
-    clients: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            clients.append(self.client_address[0])
-            if self.path != "/trex/v3.04.tar.gz":
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1]), clients
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def _outside(host: SshHost) -> str:
     """Return the test namespace's address on the host's veth pair (the /30's other end)."""
     return str(ipaddress.ip_address(host.address) - 1)
@@ -251,7 +218,10 @@ def test_a_whole_trex_run_installs_starts_and_stops_trex_around_vsperf(lab: Lab,
         tmp_path / "trex.pid",
     )
     collector, log_dir = tmp_path / "ci_in", tmp_path / "run-logs"
-    with _served(body) as (port, clients):
+    server = Served("0.0.0.0")  # every address of the test's namespace: both hosts download
+    server.files["/trex/v3.04.tar.gz"] = body
+    port, clients = server.port, server.clients
+    try:
         url = f"http://{_outside(lab.tg)}:{port}/trex/v3.04.tar.gz"
         inventory = write_trex_inventory(
             tmp_path / "inventory.yaml",
@@ -309,6 +279,8 @@ def test_a_whole_trex_run_installs_starts_and_stops_trex_around_vsperf(lab: Lab,
             if pidfile.exists():  # setup_trex stop ends it; a failed run may not have
                 with suppress(ProcessLookupError, ValueError):
                     os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    finally:
+        server.close()
     logs = {p.name: p.read_text() for p in log_dir.glob("*.log")}
     assert code == ExitCode.OK, logs
     assert reboots.count == {lab.tg.address: 1, lab.dut.address: 1}
