@@ -40,9 +40,11 @@ tg_hist_bucket_mid(unsigned int idx)
 
 /* Return the p-quantile (0 < p <= 1) of n values counted in hist [ns]: the median equivalent
  * value of the bucket that holds the ceil(p * n)-th smallest value (nearest-rank definition),
- * clamped to [min, max] [ns]; exactly min or max for the first or last rank. NaN when n is 0. */
+ * clamped to [min, max] [ns]; exactly min or max for the first or last rank. NaN when n is 0.
+ * min and max are the exact extremes as reported (not their bucketed ns), so that a quantile is
+ * never below the reported minimum nor above the reported maximum. */
 double
-tg_hist_quantile(const uint64_t *hist, uint64_t n, uint64_t min, uint64_t max, double p)
+tg_hist_quantile(const uint64_t *hist, uint64_t n, double min, double max, double p)
 {
 	uint64_t target, cum = 0;
 	unsigned int i;
@@ -52,18 +54,18 @@ tg_hist_quantile(const uint64_t *hist, uint64_t n, uint64_t min, uint64_t max, d
 		return NAN;
 	target = (uint64_t)ceil(p * (double)n);
 	if (target <= 1)
-		return (double)min;	/* the extremes are known exactly */
+		return min;	/* the extremes are known exactly */
 	if (target >= n)
-		return (double)max;
+		return max;
 	for (i = 0; i < TG_HIST_BUCKETS - 1; i++) {
 		cum += hist[i];
 		if (cum >= target)
 			break;
 	}
 	v = tg_hist_bucket_mid(i);
-	if (v < (double)min)
-		v = (double)min;
-	if (v > (double)max)
-		v = (double)max;
+	if (v < min)
+		v = min;
+	if (v > max)
+		v = max;
 	return v;
 }

@@ -48,6 +48,6 @@ tg_hist_ns(uint64_t cycles, uint64_t mult)
 uint64_t tg_hist_bucket_lowest(unsigned int idx);
 uint64_t tg_hist_bucket_highest(unsigned int idx);
 double tg_hist_bucket_mid(unsigned int idx);
-double tg_hist_quantile(const uint64_t *hist, uint64_t n, uint64_t min, uint64_t max, double p);
+double tg_hist_quantile(const uint64_t *hist, uint64_t n, double min, double max, double p);
 
 #endif /* OVSPERF_TRAFFICGEN_HIST_H */

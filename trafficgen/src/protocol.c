@@ -540,16 +540,25 @@ parse_trial(struct tg_app *app, json_t *cmd, struct tg_trial_cfg *cfg, char *err
 	return ret;
 }
 
-/* The p-quantile of a direction's latency [ns]; null when nothing was received. */
+/* TSC cycles in ns, exactly as the latency_*_ns fields report them. */
+static double
+cycles_ns(double cycles, uint64_t tsc_hz)
+{
+	return cycles * 1e9 / (double)tsc_hz;
+}
+
+/* The p-quantile of a direction's latency [ns], clamped to the reported latency_min_ns and
+ * latency_max_ns (the same expression), so min <= p50 <= p99 <= p99.9 <= max holds in every
+ * answer; null when nothing was received. */
 static json_t *
-stream_quantile(const struct tg_stream *s, double p)
+stream_quantile(const struct tg_stream *s, uint64_t tsc_hz, double p)
 {
 	double ns;
 
 	if (s->rx_distinct == 0)
 		return json_null();
-	ns = tg_hist_quantile(s->hist, s->rx_distinct, tg_hist_ns(s->lat_min, s->ns_mult),
-			      tg_hist_ns(s->lat_max, s->ns_mult), p);
+	ns = tg_hist_quantile(s->hist, s->rx_distinct, cycles_ns((double)s->lat_min, tsc_hz),
+			      cycles_ns((double)s->lat_max, tsc_hz), p);
 	return isnan(ns) ? json_null() : json_real(ns);
 }
 
@@ -558,7 +567,7 @@ nullable_ns(double cycles, uint64_t tsc_hz)
 {
 	if (isnan(cycles))
 		return json_null();
-	return json_real(cycles * 1e9 / (double)tsc_hz);
+	return json_real(cycles_ns(cycles, tsc_hz));
 }
 
 /* The non-empty buckets of a direction's latency histogram: [[middle_ns, count], ...] in
@@ -617,9 +626,9 @@ direction_json(struct tg_app *app, const struct tg_trial_cfg *cfg, const struct 
 							     app->tsc_hz));
 	json_object_set_new(d, "latency_max_ns", nullable_ns(got ? (double)s->lat_max : NAN,
 							     app->tsc_hz));
-	json_object_set_new(d, "latency_p50_ns", stream_quantile(s, 0.5));
-	json_object_set_new(d, "latency_p99_ns", stream_quantile(s, 0.99));
-	json_object_set_new(d, "latency_p999_ns", stream_quantile(s, 0.999));
+	json_object_set_new(d, "latency_p50_ns", stream_quantile(s, app->tsc_hz, 0.5));
+	json_object_set_new(d, "latency_p99_ns", stream_quantile(s, app->tsc_hz, 0.99));
+	json_object_set_new(d, "latency_p999_ns", stream_quantile(s, app->tsc_hz, 0.999));
 	if (cfg->latency_histogram)
 		json_object_set_new(d, "latency_histogram", histogram_json(s));
 	if (s->nb_mix > 0) {

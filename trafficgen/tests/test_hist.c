@@ -146,6 +146,13 @@ check_quantiles(void)
 	CHECK(tg_hist_bucket_lowest(tg_hist_index(100000000)) == 99942400 &&
 	      tg_hist_bucket_highest(tg_hist_index(100000000)) == 100007935, "bucket of 1e8");
 	CHECK(tg_hist_quantile(hist, 3, 99942400, 99950000, 0.5) == 99950000, "quantile above max");
+	/* The receive path buckets tg_hist_ns() (rounded down, fixed point), while the reported
+	 * minimum is the exact cycles * 1e9 / TSC Hz: frames of exactly 60 ns counted in the 59 ns
+	 * bucket must still give a p50 that is not below the reported 60.0 (CI saw 60.0 > 59.0). */
+	memset(hist, 0, TG_HIST_BUCKETS * sizeof(*hist));
+	hist[tg_hist_index(59)] = 3;
+	CHECK(tg_hist_quantile(hist, 3, 60.0, 60.0, 0.5) == 60.0, "p50 below the exact minimum");
+	CHECK(tg_hist_quantile(hist, 3, 59.7, 61.2, 0.5) >= 59.7, "p50 below a fractional minimum");
 	free(hist);
 }
 
