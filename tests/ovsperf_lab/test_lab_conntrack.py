@@ -27,6 +27,8 @@ from ovsperf_lab.ovs import OvsSandbox
 from ovsperf_lab.plan import LabOptions, LabPlan, plan_run
 from ovsperf_lab.run import run_lab
 from ovsperf_lab.state import HUGEPAGE_DIR
+from resultstore.cli import main as results_main
+from resultstore.trendlinks import series_page_name
 from tests.ovsperf_lab.test_lab_real import leftovers as all_leftovers
 from tests.ovsperf_lab.test_lab_real import read_rows
 
@@ -95,6 +97,19 @@ def test_ct_commit_at_1_and_1000_connections(tmp_path: Path, state_root: Path) -
     assert outcome.complete, outcome.reason
     check_ct_results(outcome.results_dir, VsperfTest.PHY2PHY_CT_TPUT, flows)
     assert leftovers(state_root, before) == []
+    # The store and the trend pages keep the two connection counts apart: one series each.
+    db, pages = str(tmp_path / "results.sqlite"), tmp_path / "trends"
+    assert results_main(["--db", db, "import", str(outcome.results_dir)]) == 0
+    assert results_main(["--db", db, "trend", "--output-dir", str(pages)]) == 0
+    series = {p.name for p in (pages / "series").glob(f"{SCENARIO}__phy2phy_ct_tput__*.html")}
+    assert series == {
+        series_page_name(SCENARIO, "phy2phy_ct_tput", "p2p", 64, ""),  # 1 flow: no label
+        series_page_name(SCENARIO, "phy2phy_ct_tput", "p2p", 64, "flows=1000"),
+    }, sorted(p.name for p in (pages / "series").iterdir())
+    page = (
+        pages / "series" / series_page_name(SCENARIO, "phy2phy_ct_tput", "p2p", 64, "flows=1000")
+    ).read_text()
+    assert "1000" in page and outcome.results_dir.name in page
 
 
 @pytest.mark.dpdk
