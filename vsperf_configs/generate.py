@@ -80,7 +80,34 @@ def default_settings() -> list[Setting]:
         Setting(("PATHS", "vswitch", "ovs_var_tmp"), "/var/run/openvswitch/", d),
         Setting(("PATHS", "vswitch", "ovs_etc_tmp"), "/etc/openvswitch/", d),
         Setting(("PATHS", "dpdk", "type"), "bin", d),
+        # VSperf's functions.settings_update_paths() checks every PATHS tool of the vswitch, DPDK and
+        # QEMU before each test, p2p included, and fails the test on one it cannot find. VSperf's
+        # defaults name DPDK 17.x's tools; checked with real VSperf 90ef48d4 (docs/beaker_tasks.md).
+        Setting(
+            ("PATHS", "dpdk", "bin", "bind-tool"),
+            "dpdk-devbind.py",
+            d,
+            "on PATH (dpdk-tools), as setup_dpdk calls it; VSperf's /usr/share/dpdk/tools/ path is gone",
+        ),
+        Setting(
+            ("PATHS", "dpdk", "bin", "testpmd"),
+            "dpdk-testpmd",
+            d,
+            "its name since DPDK 20.11; VSperf's default 'testpmd' is not on PATH",
+        ),
+        Setting(
+            ("PATHS", "dpdk", "bin", "modules"),
+            ["vfio-pci"],
+            d,
+            "the driver setup_dpdk binds the NICs to; VSperf's default igb_uio is not packaged",
+        ),
         Setting(("PATHS", "qemu", "type"), "bin", d),
+        Setting(
+            ("PATHS", "qemu", "bin", "qemu-system"),
+            "/usr/libexec/qemu-kvm",
+            d,
+            "RHEL's QEMU (qemu-kvm; RHEL has no qemu-system-x86_64); VSperf checks it even for p2p",
+        ),
         Setting(("VSWITCH_AFFINITIZATION_ON",), 1, d, "apply VSWITCH_PMD_CPU_MASK"),
         Setting(("VNF_AFFINITIZATION_ON",), True, d, "apply GUEST_CORE_BINDING"),
     ]

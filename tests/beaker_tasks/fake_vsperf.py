@@ -15,6 +15,11 @@ It fails where VSperf 10 (opnfv-10.0.0) fails on a lab host:
 * every ``p2p`` test makes a pod of class ``POD`` from ``POD_DIR`` (VSperf's defaults: ``'Papi'``
   from its own ``pods/``, here the stub's, which raises "Invalid kube-config file" as the real one
   does without Kubernetes): a configuration that does not select our no-op pod fails the test;
+* every test first looks up the ``PATHS`` tools of the vswitch, DPDK and QEMU as
+  ``tools/functions.py`` ``settings_update_paths()`` does, on the files of a RHEL DUT
+  (``RHEL_DUT_FILES``): a name must be on ``PATH``, a glob must match one file, a path must exist;
+  and ``dpdk.init()`` ``modprobe``s ``PATHS['dpdk']['bin']['modules']``, where ``igb_uio`` is not
+  packaged (checked with the real VSperf, docs/beaker_tasks.md "Checked with real VSperf");
 * hugepages as ``tools/hugepages.py`` handles them, on the fake mount table ``$TASK_PROC/mounts``:
   before a test hugetlbfs is mounted at ``HUGEPAGE_DIR`` only when none is mounted anywhere, and
   after it ``umount HUGEPAGE_DIR`` takes the topmost mount there whenever any hugetlbfs is mounted.
@@ -28,6 +33,7 @@ Tests are looked up as VSperf's ``vsperf`` does for exact names: among ``INTEGRA
 file defined); names not found are skipped, and none found is "No tests matched", exit 1.
 """
 
+import fnmatch
 import importlib.util
 import os
 import sys
@@ -51,6 +57,46 @@ HEADER = (
     "min_latency_ns,max_latency_ns,avg_latency_ns,type,packet_size,id,deployment,vswitch,traffic_type,"
     "test_execution_time,start_time,stop_time,stream_count,match_type,pre-installed_flows"
 )
+
+
+RHEL_DUT_FILES = (
+    "/usr/bin/dpdk-devbind.py",
+    "/usr/bin/dpdk-testpmd",
+    "/usr/libexec/qemu-kvm",
+    "/usr/sbin/ovs-vswitchd",
+    "/usr/sbin/ovsdb-server",
+    "/usr/bin/ovsdb-tool",
+    "/usr/bin/ovs-vsctl",
+    "/usr/bin/ovs-ofctl",
+    "/usr/bin/ovs-dpctl",
+    "/usr/bin/ovs-appctl",
+    "/usr/share/openvswitch/vswitch.ovsschema",
+)
+"""What a RHEL 9 DUT with openvswitch, dpdk, dpdk-tools and qemu-kvm has of VSperf's ``PATHS`` tools."""
+UNPACKAGED_MODULES = ("igb_uio",)
+"""Kernel modules no RHEL package provides (DPDK moved igb_uio to dpdk-kmods in 20.11)."""
+
+
+def missing_tool(settings: dict[str, Any]) -> str | None:
+    """Return what VSperf raises for the first ``PATHS`` tool a RHEL DUT lacks, else None.
+
+    As ``tools/functions.py`` ``settings_update_paths()``: the vswitch's, DPDK's and QEMU's tools
+    of their ``type``; a relative name is looked up on ``PATH``, a glob must match one file.
+    """
+    paths = settings["PATHS"]
+    for entry in (paths["vswitch"][settings["VSWITCH"]], paths["dpdk"], paths["qemu"]):
+        for tool, value in entry[entry["type"]].items():
+            if tool in ("modules", "path"):
+                continue
+            if any(c in value for c in "*?["):
+                if len(fnmatch.filter(RHEL_DUT_FILES, value)) != 1:
+                    return f"Path to the {tool} is not valid: {value}."
+            elif not value.startswith("/"):
+                if not any(f in RHEL_DUT_FILES for f in (f"/usr/bin/{value}", f"/usr/sbin/{value}")):
+                    return f"Cannot locate tool {value}"
+            elif value not in RHEL_DUT_FILES:
+                return f"Path to the {tool} is not valid: {value}"
+    return None
 
 
 RX_SHARE = 0.09421
@@ -216,6 +262,17 @@ def main(argv: list[str]) -> int:
     for index, test in enumerate(tests):
         if test in failing:
             log("ERROR", f"Failed to run test: {test}")
+            log("INFO", "Continuing with next test...")
+            continue
+        missing = missing_tool(settings)  # PerformanceTestCase.__init__: settings_update_paths()
+        modules = settings["PATHS"]["dpdk"]["bin"].get("modules", [])
+        unpackaged = [m for m in modules if m in UNPACKAGED_MODULES and settings["VSWITCH"] == "OvsDpdkVhost"]
+        if missing or unpackaged:
+            log("ERROR", f"Failed to run test: {test}")
+            print(
+                f"RuntimeError: {missing}" if missing else f"Unable to insert module '{unpackaged[0]}'.",
+                flush=True,
+            )
             log("INFO", "Continuing with next test...")
             continue
         mounts.mount(hugepage_dir)  # run_initialize(): _mount_hugepages()

@@ -133,6 +133,28 @@ def test_stand_in_fails_a_guest_test_without_hugetlbfs_for_qemu(lab: Lab) -> Non
     assert HOST_MOUNT in lab.mounts()
 
 
+def test_stand_in_fails_every_test_on_vsperfs_dpdk_and_qemu_tool_defaults(lab: Lab) -> None:
+    """What the real VSperf 90ef48d4 raised on our file before it named the tools (docs/beaker_tasks.md,
+    "Checked with real VSperf"): each dropped line brings back VSperf's default, and its error."""
+    expected = {
+        "PATHS['dpdk']['bin']['bind-tool']": (
+            "Path to the bind-tool is not valid: /usr/share/dpdk/tools/dpdk*bind.py."
+        ),
+        "PATHS['dpdk']['bin']['testpmd']": "Cannot locate tool testpmd",
+        "PATHS['qemu']['bin']['qemu-system']": "Cannot locate tool qemu-system-x86_64",
+        "PATHS['dpdk']['bin']['modules']": "Unable to insert module 'igb_uio'.",
+    }
+    _stack(lab, 1)  # a test that fails before run_initialize() neither mounts nor unmounts
+    for dropped, error in expected.items():
+        ran = _fake_vsperf(lab, _conf(lab, "OVS_DPDK1q_CT", dropped), "phy2phy_ct_tput")
+        assert "Failed to run test: phy2phy_ct_tput" in ran.stdout, dropped
+        assert error in ran.stdout, ran.stdout
+        assert _csvs(lab) == []
+    ran = _fake_vsperf(lab, _conf(lab, "OVS_DPDK1q_CT"), "phy2phy_ct_tput")
+    assert "Failed to run test" not in ran.stdout, ran.stdout
+    assert _csvs(lab) == ["result_0_phy2phy_ct_tput_p2p.csv"]
+
+
 # --- the task -------------------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ def _check_config(text: str, sentinel: Path, tmp_path: Path) -> None:
     conf.write_text(text)
     # Executed as VSperf does (exec of the file in a module namespace holding its defaults).
     code = "import sys\nns = {'TRAFFIC': {}, 'PATHS': {'vswitch': {'OvsDpdkVhost': {}, 'OvsVanilla': {}}, "
-    code += "'dpdk': {}, 'qemu': {}}, 'VSWITCHD_DPDK_CONFIG': {}, 'PERFORMANCE_TESTS': [], "
+    code += "'dpdk': {'bin': {}}, 'qemu': {'bin': {}}}, 'VSWITCHD_DPDK_CONFIG': {}, 'PERFORMANCE_TESTS': [], "
     code += "'VXLAN_FRAME_L3': {}, 'VXLAN_FRAME_L4': {}, 'GENEVE_FRAME_L3': {}, 'GENEVE_FRAME_L4': {}}\n"
     code += "exec(open(sys.argv[1]).read(), ns)\n"
     subprocess.run(

@@ -41,7 +41,16 @@ VSPERF_DEFAULTS: dict[str, Any] = {
             "OvsDpdkVhost": {"type": "src", "src": {}, "bin": {"ovs-vswitchd": "ovs-vswitchd"}},
             "OvsVanilla": {"type": "src", "src": {}, "bin": {"ovs-vswitchd": "ovs-vswitchd"}},
         },
-        "dpdk": {"type": "src", "src": {}, "bin": {"modules": ["vfio-pci"]}},
+        # conf/02_vswitch.conf at 90ef48d4: DPDK 17.x's tool names, which distributions no longer ship.
+        "dpdk": {
+            "type": "src",
+            "src": {},
+            "bin": {
+                "bind-tool": "/usr/share/dpdk/tools/dpdk*bind.py",
+                "modules": ["uio", "igb_uio"],
+                "testpmd": "testpmd",
+            },
+        },
         "qemu": {"type": "src", "src": {}, "bin": {"qemu-system": "qemu-system-x86_64"}},
         # conf/03_traffic.conf: the TRex client library VSperf imports (tools/pkt_gen/trex).
         "trafficgen": {"Trex": {"type": "src", "src": {"path": "/root/vswitchperf/src/trex/trex/scripts/"}}},
