@@ -27,8 +27,8 @@ typecheck:
 # Code that runs on the lab hosts (Python >= 3.9; pyproject.toml per-file-target-version lists the same).
 LAB_HOST_CODE := vsperf_configs ovsperf_catalog ovsperf_common beaker_tasks/perf_synchronization/perfsync.py
 
-# Code that runs inside VSperf's own Python (RHEL 8's python3 is 3.6).
-VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors beaker_tasks/vsperf_test/pods
+# Code that runs inside VSperf's own Python or its guests (RHEL 8's python3 is 3.6).
+VSPERF_PLUGIN_CODE := beaker_tasks/vsperf_test/collectors beaker_tasks/vsperf_test/pods beaker_tasks/vsperf_test/guest-dpdk
 
 compat:
 	$(VENV)/bin/vermin --no-tips --violations -t=3.9- $(LAB_HOST_CODE)
@@ -49,10 +49,14 @@ vlab: setup
 
 # The Beaker plan of OVS_DPDK1q on the two VMs with the ovsperf engine, a short MLRsearch (TCG is slow).
 VLAB_LAB_ARGS ?= --frame-sizes 64,1518 --min-load 500 --final-trial-duration 1 --duration-sum 3 --search-duration-max 900 --latency-loads 0,50,90 --latency-time 1
+# Then PVP and PVVP through real QEMU guests (TCG) on this machine: the guest image is built once
+# (kept at VLAB_GUEST_IMAGE), `ovsperf-lab run` runs each with a short search (docs/lab.md "Guests").
+VLAB_GUEST_IMAGE ?= /var/lib/ovsperf-vlab/guest/pvp-guest.qcow2
 vlab-test: setup
 	$(SUDO) $(ROOT)/scripts/install-debian-packages.sh $(ROOT)/packaging/vlab-packages.txt
 	$(SUDO) $(VENV)/bin/ovsperf-vlab selftest $(VLAB_ARGS)
 	$(SUDO) $(VENV)/bin/ovsperf-vlab plan --config OVS_DPDK1q --engine ovsperf --lab-args "$(VLAB_LAB_ARGS)" $(VLAB_ARGS)
+	$(SUDO) $(VENV)/bin/ovsperf-vlab guest-test $(VLAB_GUEST_IMAGE) --accel tcg
 
 bench:
 	for b in benchmarks/bench_*.py; do $(SUDO) $(PY) "$$b" || exit $$?; done

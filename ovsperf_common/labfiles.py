@@ -149,3 +149,51 @@ GUEST_COLUMN = "guest_loopback_app"
 TUNNEL_COLUMN = "tunnel_type"
 """Appended last for the overlay tests: ``vxlan`` or ``geneve`` (VSperf
 ``ResultsConstants.TUNNEL_TYPE``, written by its overlay test cases)."""
+
+# --- QEMU guests of ovsperf-lab run --guest-image ----------------------------------------------
+# ``ovsperf-vlab guest-image`` writes the image and its sidecars; ``ovsperf-lab run`` reads them and
+# writes the console logs and boot times; ``ovsperf-vlab guest-test`` reads those.
+
+GUEST_MARKER = "ovsperf-guest: forwarding"
+"""The line an ``ovsperf-vlab guest-image`` guest prints on its serial console once its bridge
+forwards (its manifest's ``marker``)."""
+
+GUEST_ERROR_PREFIX = "ovsperf-guest: error"
+"""How such a guest's console line starts when it cannot forward (``ovsperf-lab run`` fails at once,
+quoting the line)."""
+
+GUEST_MARKER_MAX_CHARS = 200
+"""Longest console marker a manifest may name [characters]."""
+
+GUEST_KERNEL_SUFFIX = ".kernel"
+"""``IMAGE.kernel`` beside a guest image: what QEMU loads with ``-kernel`` (its GRUB core image)."""
+
+GUEST_MANIFEST_SUFFIX = ".json"
+"""``IMAGE.json`` beside a guest image: its manifest (builder, ``loopback``, ``marker``, ...)."""
+
+GUEST_MANIFEST_MAX_BYTES = 64 * 1024
+"""Largest guest image manifest read [B]."""
+
+GUEST_BUILD_LOG_SUFFIX = ".build.log"
+"""``IMAGE.build.log`` beside a guest image: the mmdebstrap log of its build."""
+
+GUEST_BOOT_KEY = "guest_boot_s"
+"""Key of ``ovsperf-metadata.json`` with QEMU guests: ``{"result_<index>_<test>": [s, ...]}``, each
+guest's boot time in chain order, from its QEMU's start to up [s]."""
+
+
+def guest_sidecar_name(image_name: str, suffix: str) -> str:
+    """Return the name of the sidecar ``suffix`` of the guest image named ``image_name``.
+
+    ``('g.qcow2', GUEST_KERNEL_SUFFIX)`` → ``'g.qcow2.kernel'``.
+    """
+    return image_name + suffix
+
+
+def guest_serial_log_name(index: int) -> str:
+    """Return the name of guest ``index``'s serial console log in a run's state directory.
+
+    0 → ``'guest-serial.log'``, 1 → ``'guest-2-serial.log'``; the results directory holds it as
+    ``<stem>_<timestamp>.log``.
+    """
+    return "guest-serial.log" if index == 0 else f"guest-{index + 1}-serial.log"

@@ -32,6 +32,7 @@ from ovsperf_lab.machine import parse_cpulist, probe_machine
 from ovsperf_lab.model import MAX_FLOWS
 from ovsperf_lab.plan import RING_SIZES, FlowRules, LabOptions, SearchMethod, plan_run
 from ovsperf_lab.state import DEFAULT_STATE_ROOT
+from ovsperf_lab.vnf import GuestAccel
 
 # The run, compare and progress modules (MLRsearch, scipy, matplotlib, rich: ovsperf[lab]) are
 # imported by the sub-command that needs them, inside the runner.
@@ -408,7 +409,26 @@ def _parser() -> argparse.ArgumentParser:
         help="run every test this many times; generate-report pools the repeats as samples (%(default)s)",
     )
     run.add_argument("--pmd-cores", type=int, help="OVS PMD threads (default: min(queues, CPUs - 1))")
-    run.add_argument("--guest-image", type=Path, help="PVP through a QEMU/KVM guest booted from this image")
+    run.add_argument(
+        "--guest-image",
+        type=Path,
+        help="PVP/PVVP through QEMU guests booted from this image (ovsperf-vlab guest-image builds one)",
+    )
+    run.add_argument(
+        "--guest-accel",
+        choices=["kvm", "tcg"],
+        help="how QEMU runs the guests (default: kvm when /dev/kvm is usable, else tcg)",
+    )
+    run.add_argument(
+        "--guest-boot-timeout-s",
+        type=float,
+        help="longest a guest may take to boot and forward [s] (default: 120 with kvm, 600 with tcg)",
+    )
+    run.add_argument(
+        "--guest-memory-mb",
+        type=int,
+        help="memory of each guest, 2 MiB hugepages [MiB] (default: the scenario's, at most 2048)",
+    )
     run.add_argument(
         "--ct-zone",
         type=int,
@@ -459,6 +479,11 @@ def _run_scenario(args: argparse.Namespace) -> int:
         loss_percent=args.loss,
         pmd_cores=args.pmd_cores,
         guest_image=args.guest_image,
+        guest_accel=GuestAccel.from_spec(args.guest_accel, field="--guest-accel")
+        if args.guest_accel
+        else None,
+        guest_boot_timeout_s=args.guest_boot_timeout_s,
+        guest_memory_mb=args.guest_memory_mb,
         granularity_percent=args.granularity,
         flows=flows[0],
         flow_sweep=flows if len(flows) > 1 else (),

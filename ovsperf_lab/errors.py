@@ -59,3 +59,11 @@ class OvsOverloadedError(OvsError):
 
 class VnfError(LabError):
     """The PVP forwarder (testpmd process or QEMU guest) failed to start or died."""
+
+
+class GuestBootError(VnfError):
+    """A QEMU guest did not come up (its QEMU exited, or its console never showed the marker in time).
+
+    Its message already names the guest, the exit status and the console's end: the testbed raises
+    it as it is, not as the bare death of the forwarder process.
+    """

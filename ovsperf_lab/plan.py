@@ -3,7 +3,8 @@
 Input: a :class:`~ovsperf_catalog.model.Scenario`, the :class:`~ovsperf_lab.machine.MachineFacts`
 and the user's :class:`LabOptions`. Output: a :class:`LabPlan` (CPU assignment, frame sizes,
 search parameters, forwarder for PVP) or :class:`~ovsperf_lab.errors.RefusedScenarioError`
-listing every unmet requirement with the command that fixes it. Pure: no processes, no files.
+listing every unmet requirement with the command that fixes it. Pure: no processes; the only files
+read are a guest image's sidecars (:func:`~ovsperf_lab.vnf.read_guest_image`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ovsperf_lab.model import MAX_FLOWS, check_generator_mix
 from ovsperf_lab.requirements import Demand, Need, unmet
 from ovsperf_lab.search import mlrconfig
 from ovsperf_lab.search.binary import SearchConfig
+from ovsperf_lab.vnf import GUEST_BOOT_TIMEOUT_S, GuestAccel, read_guest_image
 
 DEFAULT_RING_SIZE = 8192
 """vhost-user ring size of the lab's generator and VNF ports [descriptors]. Measured on a
@@ -101,7 +103,7 @@ class VnfKind(enum.Enum):
     TESTPMD = "testpmd"
     """``dpdk-testpmd`` io forwarding in a host process (default; no image needed)."""
     QEMU = "qemu"
-    """A QEMU/KVM guest booted from the user's image."""
+    """A QEMU guest (KVM or TCG) booted from the user's image; PVVP: two."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,15 @@ class LabOptions:
     pmd_cores: int | None = None
     """OVS PMD threads; default min(queues, CPUs - 1)."""
     guest_image: Path | None = None
-    """Guest disk image for PVP in a QEMU/KVM guest; ``None`` uses the testpmd process VNF."""
+    """Guest disk image for PVP/PVVP in QEMU guests; ``None`` uses the testpmd process VNF."""
+    guest_accel: GuestAccel | None = None
+    """How QEMU runs the guests (``--guest-accel``); ``None``: KVM when ``/dev/kvm`` is usable, else TCG."""
+    guest_boot_timeout_s: float | None = None
+    """Deadline of each guest's boot (``--guest-boot-timeout-s``) [s]; ``None``: by accelerator
+    (:data:`~ovsperf_lab.vnf.GUEST_BOOT_TIMEOUT_S`)."""
+    guest_memory_mb: int | None = None
+    """Memory of each guest, hugepage-backed (``--guest-memory-mb``) [MiB]; ``None``: the
+    scenario's, at most :data:`MAX_DEFAULT_GUEST_MEMORY_MB`."""
     granularity_percent: float = 1.0
     """Search granularity as a share of the start rate [%] (lua uses an absolute 0.1 Mpps)."""
     flows: int = SearchConfig.flows
@@ -252,14 +262,16 @@ class LabOptions:
             min_rate_pps=self.min_load_pps,
         )
 
-    def hugepage_memory_mb(self, *, vnf: bool, forwarders: int = 1) -> int:
+    def hugepage_memory_mb(self, *, vnf: bool, forwarders: int = 1, forwarder_mb: int | None = None) -> int:
         """Return the hugepage memory OVS, the generator and the forwarders reserve on this machine [MiB].
 
         The generator counts unless it runs on a TG host; the forwarders (``forwarders`` of them,
-        PVVP: 2) only with ``vnf``.
+        PVVP: 2) only with ``vnf``, each ``forwarder_mb`` [MiB] (a guest's memory), else
+        :attr:`vnf_memory_mb`.
         """
         generator = 0 if self.tg_ssh is not None else self.generator_memory_mb
-        return self.ovs_socket_mem_mb + generator + (self.vnf_memory_mb * forwarders if vnf else 0)
+        each = self.vnf_memory_mb if forwarder_mb is None else forwarder_mb
+        return self.ovs_socket_mem_mb + generator + (each * forwarders if vnf else 0)
 
     def __post_init__(self) -> None:
         """Check every option against its range.
@@ -316,6 +328,32 @@ class LabOptions:
                     f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
                     f"generator can hold), got {flows!r}."
                 )
+        if self.guest_image is None:
+            for name, value in (
+                ("--guest-accel", self.guest_accel),
+                ("--guest-memory-mb", self.guest_memory_mb),
+                ("--guest-boot-timeout-s", self.guest_boot_timeout_s),
+            ):
+                if value is not None:
+                    raise LabError(
+                        f"Option '{name}' needs '--guest-image' (it sets how the QEMU guests run); "
+                        "add '--guest-image' or drop it."
+                    )
+        if self.guest_boot_timeout_s is not None and not (
+            math.isfinite(self.guest_boot_timeout_s) and 0 < self.guest_boot_timeout_s <= 7200
+        ):
+            raise LabError(
+                f"Option '--guest-boot-timeout-s' must be in (0, 7200] s, got {self.guest_boot_timeout_s!r}."
+            )
+        if self.guest_memory_mb is not None and not (
+            type(self.guest_memory_mb) is int
+            and 128 <= self.guest_memory_mb <= 65536
+            and self.guest_memory_mb % 2 == 0
+        ):
+            raise LabError(
+                f"Option '--guest-memory-mb' must be an even number of MiB in [128, 65536] (2 MiB "
+                f"hugepages), got {self.guest_memory_mb!r}."
+            )
         if self.ovs_socket_mem_mb < 64 or self.generator_memory_mb < 16:
             raise LabError(
                 f"Options '--socket-mem-mb' (>= 64) and '--tg-memory-mb' (>= 16) are too small: "
@@ -435,6 +473,35 @@ class CpuPlan:
     empty: one forwarder on :attr:`vnf_cpu`."""
 
 
+MAX_DEFAULT_GUEST_MEMORY_MB = 2048
+"""Most memory a guest gets from the scenario (``guest.memory_mb``) without ``--guest-memory-mb`` [MiB]."""
+
+
+@dataclass(frozen=True)
+class GuestPlan:
+    """How the QEMU guests of a PVP or PVVP run, decided before anything starts."""
+
+    image: Path
+    """The disk image (``--guest-image``), opened read-only by every guest."""
+    kernel: Path | None
+    """What QEMU loads with ``-kernel`` (the GRUB core image beside the image), ``None``: the disk boots."""
+    accel: GuestAccel
+    """KVM or TCG."""
+    memory_mb: int
+    """Memory of each guest [MiB] (2 MiB hugepages)."""
+    vcpus: int
+    """vCPUs of each guest [1] (all on the guest's one host CPU)."""
+    boot_timeout_s: float
+    """Deadline of each guest's boot [s]."""
+    loopback: GuestLoopback
+    """What forwards in the guest, as its image says (else the scenario's): ``guest_loopback_app``."""
+    marker: str | None
+    """The console line that says a guest forwards (its image's manifest); ``None``: up is OVS
+    seeing its vhost-user ports up."""
+    count: int
+    """Guests of the run (PVVP: 2, PVP: 1)."""
+
+
 @dataclass(frozen=True)
 class LabPlan:
     """Everything the run needs to know, decided before anything starts."""
@@ -463,6 +530,8 @@ class LabPlan:
     """The user's options (memory sizes, flows, granularity)."""
     warnings: tuple[str, ...]
     """Degradations the user should know of (e.g. shared CPUs)."""
+    guest: GuestPlan | None = None
+    """The QEMU guests (:attr:`vnf` QEMU), ``None`` otherwise."""
 
     @property
     def max_loss_ratio(self) -> float:
@@ -486,7 +555,8 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
 
     :raises RefusedScenarioError: listing every reason the machine cannot run it (each with
         the fix), before anything is started.
-    :raises LabError: when ``options.tests`` names a test the scenario does not have.
+    :raises LabError: when ``options.tests`` names a test the scenario does not have, or the guest
+        image's manifest is there but invalid (:func:`~ovsperf_lab.vnf.read_guest_image`).
     """
     reasons: list[str] = []
     warnings: list[str] = []
@@ -508,11 +578,6 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
                 "choose an OVS-DPDK scenario (ovsperf-lab list)."
             )
     chained = any(t.topology is Topology.PVVP for t in tests)
-    if chained and options.guest_image is not None:
-        reasons.append(
-            "PVVP with '--guest-image' (two QEMU guests chained) is not supported by the local lab yet; "
-            "drop '--guest-image' to chain two testpmd forwarders, or pick other tests with '--test'."
-        )
     overlays = [t.value for t in tests if t.topology is Topology.OP2P]
     if overlays and options.generator != DEFAULT_GENERATOR:
         reasons.append(
@@ -528,11 +593,17 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         )
 
     vnf: VnfKind | None = None
+    guest_plan: GuestPlan | None = None
     if needs_vnf:
         guest = scenario.guest
         if options.guest_image is not None:
             vnf = VnfKind.QEMU
             needs.add(Need.PVP_GUEST)
+            guest_plan = _guest_plan(
+                scenario, facts, options, options.guest_image, 2 if chained else 1, warnings
+            )
+            if guest_plan.accel is GuestAccel.KVM:
+                needs.add(Need.PVP_GUEST_KVM)
         elif guest is not None and guest.loopback is GuestLoopback.LINUX_BRIDGE:
             reasons.append(
                 "PVP with a 'linux_bridge' guest needs a guest image (kernel forwarding in a VM); "
@@ -561,9 +632,15 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         )
     demand = Demand(
         pmd_cores=pmds,
-        memory_mb=options.hugepage_memory_mb(vnf=needs_vnf, forwarders=2 if chained else 1),
+        memory_mb=options.hugepage_memory_mb(
+            vnf=needs_vnf,
+            forwarders=2 if chained else 1,
+            forwarder_mb=guest_plan.memory_mb if guest_plan is not None else None,
+        ),
         needs=frozenset(needs),
         guest_image=options.guest_image,
+        guests=guest_plan.count if guest_plan is not None else 0,
+        guest_memory_mb=guest_plan.memory_mb if guest_plan is not None else 0,
         pmd_cpus_named=options.pmd_cpus is not None,
         local_generator=options.tg_ssh is None and options.generator != "trex",
     )
@@ -618,6 +695,60 @@ def plan_run(scenario: Scenario, facts: MachineFacts, options: LabOptions) -> La
         guest_image=options.guest_image,
         options=options,
         warnings=tuple(warnings),
+        guest=guest_plan,
+    )
+
+
+def _guest_plan(
+    scenario: Scenario, facts: MachineFacts, options: LabOptions, image: Path, count: int, warnings: list[str]
+) -> GuestPlan:
+    """Return how the ``count`` guests run: accelerator, memory, boot deadline, loopback.
+
+    The accelerator is ``--guest-accel``, else KVM when ``/dev/kvm`` opens, else TCG; the loopback
+    is the one the image's manifest names (a WARNING when the scenario asks for another), else the
+    scenario's.
+
+    :raises LabError: when the image's manifest is there but invalid (naming the file and field).
+    """
+    guest = scenario.guest
+    accel = options.guest_accel
+    if accel is None:
+        accel = GuestAccel.KVM if facts.kvm else GuestAccel.TCG
+    memory_mb = options.guest_memory_mb
+    if memory_mb is None:
+        memory_mb = min(
+            guest.memory_mb if guest else MAX_DEFAULT_GUEST_MEMORY_MB, MAX_DEFAULT_GUEST_MEMORY_MB
+        )
+    info = read_guest_image(image)
+    kernel, image_loopback = info.kernel, info.loopback
+    wanted = guest.loopback if guest is not None else GuestLoopback.TESTPMD
+    loopback = wanted
+    if image_loopback is not None:
+        try:
+            loopback = GuestLoopback(image_loopback)
+        except ValueError:
+            warnings.append(f"Guest image '{image}' names an unknown loopback {image_loopback!r}.")
+        if loopback is not wanted:
+            warnings.append(
+                f"Scenario '{scenario.name}' asks for the '{wanted.value}' loopback in the guest; "
+                f"guest image '{image}' runs '{loopback.value}', so the results record '{loopback.value}'."
+            )
+    if accel is GuestAccel.TCG:
+        warnings.append(
+            "The guests run under TCG (QEMU's binary translator, no KVM): their forwarding rate is tiny and "
+            "says nothing of OVS; such numbers test the path, compare them only with TCG runs."
+        )
+    timeout_s = options.guest_boot_timeout_s
+    return GuestPlan(
+        image=image,
+        kernel=kernel,
+        accel=accel,
+        memory_mb=memory_mb,
+        vcpus=guest.vcpus if guest else 2,
+        boot_timeout_s=timeout_s if timeout_s is not None else GUEST_BOOT_TIMEOUT_S[accel],
+        loopback=loopback,
+        marker=info.marker,
+        count=count,
     )
 
 

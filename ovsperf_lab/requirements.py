@@ -29,7 +29,9 @@ class Need(enum.Enum):
     PVP_TESTPMD = "pvp-testpmd"
     """PVP with the testpmd process as forwarder."""
     PVP_GUEST = "pvp-guest"
-    """PVP through a QEMU/KVM guest (``--guest-image``)."""
+    """PVP or PVVP through QEMU guests (``--guest-image``)."""
+    PVP_GUEST_KVM = "pvp-guest-kvm"
+    """Guests under KVM (``--guest-accel kvm``, or the default where ``/dev/kvm`` opens)."""
     KERNEL_DATAPATH = "kernel-datapath"
     """The kernel datapath (OvsVanilla)."""
 
@@ -51,6 +53,10 @@ class Demand:
     among the CPUs this process runs on."""
     local_generator: bool = True
     """Whether the generator runs here and needs a CPU of its own (not on a TG host or a TRex server)."""
+    guests: int = 0
+    """QEMU guests of the run [1] (their memory is part of :attr:`memory_mb`)."""
+    guest_memory_mb: int = 0
+    """Memory of each guest [MiB]."""
 
     @property
     def hugepages_2m(self) -> int:
@@ -90,6 +96,11 @@ def check_machine(facts: MachineFacts, demand: Demand) -> list[Check]:
     ovs = facts.ovs_vswitchd_dpdk
     missing_tools = sorted(t for t, path in facts.ovs_tools.items() if path is None)
     image = demand.guest_image
+    guests = (
+        f", of which {demand.guests} QEMU guest(s) x {demand.guest_memory_mb} MiB ('--guest-memory-mb')"
+        if demand.guests
+        else ""
+    )
     return [
         Check(
             "root",
@@ -122,7 +133,8 @@ def check_machine(facts: MachineFacts, demand: Demand) -> list[Check]:
             facts.hugepages_2m_free >= pages,
             f"{facts.hugepages_2m_total} reserved, {facts.hugepages_2m_free} free ({free_mb} MiB); "
             f"this run needs {pages} ({demand.memory_mb} MiB + {HUGEPAGE_HEADROOM} pages headroom)",
-            f"{pages} free 2 MB hugepages are needed, {facts.hugepages_2m_free} are free",
+            f"{pages} free 2 MB hugepages are needed ({demand.memory_mb} MiB{guests}, plus "
+            f"{HUGEPAGE_HEADROOM} pages headroom), {facts.hugepages_2m_free} are free ({free_mb} MiB)",
             f"run 'echo {max(pages, facts.hugepages_2m_total + pages - facts.hugepages_2m_free)} "
             "> /proc/sys/vm/nr_hugepages' as root (or sudo scripts/setup-debian.sh)",
             Need.ALWAYS,
@@ -165,9 +177,9 @@ def check_machine(facts: MachineFacts, demand: Demand) -> list[Check]:
             "KVM (PVP with a guest image)",
             facts.kvm,
             "/dev/kvm usable" if facts.kvm else "/dev/kvm missing or not accessible",
-            "A guest image was given but '/dev/kvm' is not usable",
-            "enable VT-x/AMD-V and load kvm_intel/kvm_amd",
-            Need.PVP_GUEST,
+            "A guest image was given with '--guest-accel kvm' but '/dev/kvm' is not usable",
+            "enable VT-x/AMD-V and load kvm_intel/kvm_amd, or give '--guest-accel tcg'",
+            Need.PVP_GUEST_KVM,
         ),
         Check(
             "guest image",

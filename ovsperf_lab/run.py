@@ -22,6 +22,7 @@ from typing import Any
 
 from ovsperf_catalog.model import GuestLoopback, Topology, VsperfTest
 from ovsperf_common.framemix import item_name
+from ovsperf_common.labfiles import GUEST_BOOT_KEY
 from ovsperf_lab import conntrack, overlay
 from ovsperf_lab.conntrack import ConntrackGenerator, ConntrackRules
 from ovsperf_lab.crosscheck import CrossCheckedGenerator
@@ -77,6 +78,9 @@ class LabRunOutcome:
     index per repeat of each test)."""
     csv_paths: list[Path] = field(default_factory=list)
     """Result CSVs written."""
+    guest_boot_s: dict[str, list[float]] = field(default_factory=dict)
+    """``result_<index>_<test>`` → each QEMU guest's boot time in chain order [s] (metadata
+    :data:`~ovsperf_common.labfiles.GUEST_BOOT_KEY`); empty without guests."""
 
 
 def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_version: str) -> Environment:
@@ -84,7 +88,8 @@ def _environment(plan: LabPlan, facts: MachineFacts, ovs_version: str, dpdk_vers
     if plan.vnf is VnfKind.TESTPMD:
         vnf = f"testpmd (host process, io forwarding), Version: {dpdk_version}, GIT tag: None"
     elif plan.vnf is VnfKind.QEMU:
-        vnf = f"QemuDpdkVhostUser ({plan.guest_image}), Version: None, GIT tag: None"
+        accel = f", {plan.guest.accel.value}" if plan.guest is not None else ""
+        vnf = f"QemuDpdkVhostUser ({plan.guest_image}{accel}), Version: None, GIT tag: None"
     cpus = plan.cpus
     return Environment(
         os_name=facts.os_name,
@@ -160,6 +165,8 @@ def _guest(plan: LabPlan, test: VsperfTest) -> GuestLoopback | None:
     """Return what loops frames back in ``test``'s guest (the CSV's ``guest`` column), ``None``: no guest."""
     if test.topology in (Topology.P2P, Topology.OP2P):
         return None
+    if plan.guest is not None:  # what the guest image runs, which may not be what the scenario asks
+        return plan.guest.loopback
     if plan.vnf is VnfKind.TESTPMD or plan.scenario.guest is None:
         return GuestLoopback.TESTPMD
     return plan.scenario.guest.loopback
@@ -238,7 +245,8 @@ def run_lab(
             switch.ovs.stop()  # idempotent: stopped already unless a crash left it
             writer.copy_log(switch.ovs.vswitchd_log, f"vswitchd_{writer.timestamp}.log")
             writer.copy_log(switch.ovs.ovsdb_log, f"ovsdb-server_{writer.timestamp}.log")
-        for name in ("vnf-testpmd.log", "vnf-testpmd-2.log", "qemu.log", "guest-serial.log"):
+        for name in ("vnf-testpmd.log", "vnf-testpmd-2.log", "qemu.log", "qemu-2.log", "guest-serial.log",
+                     "guest-2-serial.log"):  # fmt: skip
             writer.copy_log(state.run_dir / name, f"{name.removesuffix('.log')}_{writer.timestamp}.log")
         for line in release(state):
             log.debug("Teardown: %s.", line)
@@ -285,6 +293,7 @@ def run_lab(
                     "latency_levels_percent": list(plan.options.latency_levels_percent),
                     "latency_trial_s": plan.options.latency_trial_s,
                 },
+                **({GUEST_BOOT_KEY: outcome.guest_boot_s} if outcome.guest_boot_s else {}),
                 # Per frame size: every goal's throughput (docs/results-format.md).
                 "throughput": {
                     f"result_{index}_{test.value}": [r.to_json() for r in rows]
@@ -348,6 +357,10 @@ class _TestRunner:
                 tunnel_type=tunnel.tunnel_type if tunnel is not None else None,
             )
             rows = self.outcome.results.setdefault(index, (test, []))[1]
+            if bed.guest_boot_s:
+                self.outcome.guest_boot_s[f"result_{index}_{test.value}"] = [
+                    round(s, 3) for s in bed.guest_boot_s
+                ]
             rules = self._conntrack(test, bed)
             generator = self._generator(part, bed, rules, tunnel)
             for number, (size, flows) in enumerate(searches, start=1):

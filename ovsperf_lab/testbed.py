@@ -27,9 +27,10 @@ from pathlib import Path
 from types import TracebackType
 
 from ovsperf_catalog.model import Topology
+from ovsperf_common.labfiles import GUEST_MARKER
 from ovsperf_lab import overlay, topology
 from ovsperf_lab.devargs import parse_devargs
-from ovsperf_lab.errors import LabError, OvsError, TrafficGeneratorError, VnfError
+from ovsperf_lab.errors import GuestBootError, LabError, OvsError, TrafficGeneratorError, VnfError
 from ovsperf_lab.generators.api import (
     DEFAULT_LINK_SPEED_MBPS,
     GeneratorFactory,
@@ -44,7 +45,14 @@ from ovsperf_lab.machine import MachineFacts
 from ovsperf_lab.ovs import OVS_DPDK_VSWITCHD, OvsConfig, OvsSandbox
 from ovsperf_lab.plan import CpuPlan, FlowRules, LabOptions, LabPlan, VnfKind
 from ovsperf_lab.state import LabRunState, renice
-from ovsperf_lab.vnf import ForwarderProcess, make_testpmd_argv, qemu_argv
+from ovsperf_lab.vnf import (
+    ForwarderProcess,
+    GuestAccel,
+    guest_serial_log,
+    make_testpmd_argv,
+    qemu_argv,
+    wait_guests_ready,
+)
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +80,7 @@ class SwitchBuild:
 
 @dataclass(frozen=True)
 class ForwarderSpec:
-    """How the PVP forwarder runs: a ``dpdk-testpmd`` process or a QEMU/KVM guest."""
+    """How the PVP forwarder runs: a ``dpdk-testpmd`` process or a QEMU guest (KVM or TCG)."""
 
     kind: VnfKind
     """testpmd or QEMU."""
@@ -89,6 +97,16 @@ class ForwarderSpec:
     next_cpus: tuple[int, ...] = ()
     """CPUs of the forwarders after the first in a chain (PVVP: the second's), in chain order;
     a forwarder beyond them runs on :attr:`cpu`."""
+    accel: GuestAccel = GuestAccel.KVM
+    """How QEMU runs the guests (QEMU only)."""
+    kernel: Path | None = None
+    """What QEMU loads with ``-kernel`` (QEMU only); ``None``: the disk boots by itself."""
+    boot_timeout_s: float = 120.0
+    """Deadline of each guest's boot (QEMU only): to its image's marker, else both vhost-user ports
+    up in OVS [s]."""
+    marker: str | None = GUEST_MARKER
+    """The console line that says a guest forwards (QEMU only); ``None``: the image prints none, the
+    guest is up when OVS sees its two vhost-user ports up."""
 
     def cpu_of(self, index: int) -> int:
         """Return the CPU of forwarder ``index`` of the chain (0: the first)."""
@@ -98,15 +116,20 @@ class ForwarderSpec:
     def for_plan(cls, plan: LabPlan, facts: MachineFacts) -> ForwarderSpec:
         """Return the forwarder ``plan`` asks for on this machine (testpmd unless a QEMU guest can run)."""
         cpu = plan.cpus.vnf_cpu if plan.cpus.vnf_cpu is not None else plan.cpus.generator_cpu
-        if plan.vnf is VnfKind.QEMU and plan.guest_image is not None and facts.qemu is not None:
-            guest = plan.scenario.guest
+        if plan.vnf is VnfKind.QEMU and plan.guest is not None and facts.qemu is not None:
+            guest = plan.guest
             return cls(
                 kind=VnfKind.QEMU,
                 binary=facts.qemu,
                 cpu=cpu,
-                memory_mb=min(guest.memory_mb if guest else 2048, 2048),
-                guest_image=plan.guest_image,
-                vcpus=guest.vcpus if guest else 2,
+                memory_mb=guest.memory_mb,
+                guest_image=guest.image,
+                vcpus=guest.vcpus,
+                next_cpus=plan.cpus.vnf_cpus[1:],
+                accel=guest.accel,
+                kernel=guest.kernel,
+                boot_timeout_s=guest.boot_timeout_s,
+                marker=guest.marker,
             )
         return cls(
             VnfKind.TESTPMD,
@@ -282,6 +305,9 @@ class Testbed:
     """The PVP forwarder (PVVP: the first of the chain), ``None`` for P2P."""
     vnfs: tuple[ForwarderProcess, ...] = ()
     """Every forwarder, in chain order (PVP: :attr:`vnf` alone, PVVP: two)."""
+    guest_boot_s: tuple[float, ...] = ()
+    """Each QEMU guest's boot time, from its QEMU's start to up, in chain order [s]; empty without
+    guests."""
 
     @property
     def ovs(self) -> OvsSandbox:
@@ -323,6 +349,7 @@ def open_testbed(
         raise LabError(f"Topology '{deployment.value}' needs a forwarder, and the testbed has none.")
     vnf: ForwarderProcess | None = None
     vnfs: list[ForwarderProcess] = []
+    boot_s: list[float] = []
     generator: TrafficGenerator | None = None
     try:
         if tunnel is not None:
@@ -334,6 +361,18 @@ def open_testbed(
             for index, sockets in enumerate(lay.forwarder_sockets):
                 vnfs.append(_start_forwarder(config.forwarder, config, state, sockets, index))
             vnf = vnfs[0]
+            spec = config.forwarder
+            if spec.kind is VnfKind.QEMU:
+                for each in vnfs:  # booting under TCG shares the PMD's CPU on a small machine
+                    if each.pid is not None:
+                        renice(each.pid, config.nice)
+                boot_s = wait_guests_ready(
+                    [(each, guest_serial_log(state.run_dir, i)) for i, each in enumerate(vnfs)],
+                    timeout_s=spec.boot_timeout_s,
+                    accel=spec.accel,
+                    marker=spec.marker,
+                    ports_up=lambda i: _guest_ports_up(ovs, lay, i),
+                )
         generator = generator_factory(
             GeneratorRequest(
                 ports=lay.attachments(wire.tg_ports if wire is not None else None),
@@ -368,8 +407,14 @@ def open_testbed(
         if not lay.wire:  # a NIC's ring is the driver's choice (rte_eth_dev_adjust_nb_rx_tx_desc)
             check_rings(generator, config.ring_size)
         speed = ports[0].link_speed_mbps or DEFAULT_LINK_SPEED_MBPS
-        yield Testbed(switch, lay, generator, speed, vnf, tuple(vnfs))
+        yield Testbed(switch, lay, generator, speed, vnf, tuple(vnfs), tuple(boot_s))
     except (TrafficGeneratorError, VnfError, OvsError) as err:
+        # A guest's boot failure names the guest and quotes its console: only OVS's death beats it.
+        if isinstance(err, GuestBootError):
+            cause = root_cause(err, ovs, None)
+            if cause is err:
+                raise
+            raise cause from err
         cause = root_cause(err, ovs, vnfs[0] if vnfs else None)
         for later in vnfs[1:]:
             if cause is err:
@@ -401,13 +446,22 @@ def _check_alive(vnfs: list[ForwarderProcess]) -> None:
         vnf.check_alive()
 
 
+def _guest_ports_up(ovs: OvsSandbox, lay: topology.Layout, index: int) -> bool:
+    """Return whether OVS sees both vhost-user ports of forwarder ``index`` of the chain up."""
+    mine = {p.name for p in lay.vnf_ports[2 * index : 2 * index + 2]}
+    states = topology.port_link_states(ovs, lay)
+    return bool(mine) and all(states.get(name) == "up" for name in mine)
+
+
 def _start_forwarder(
     spec: ForwarderSpec, config: TestbedConfig, state: LabRunState, sockets: tuple[Path, Path], index: int = 0
 ) -> ForwarderProcess:
     """Start forwarder ``index`` of the chain on its two vhost-user ``sockets``; it is tracked in ``state``.
 
     The first is ``vnf-testpmd`` (log ``vnf-testpmd.log``), the second ``vnf-testpmd-2``, each with
-    its own DPDK file prefix and CPU (:meth:`ForwarderSpec.cpu_of`).
+    its own DPDK file prefix and CPU (:meth:`ForwarderSpec.cpu_of`). Guests likewise: ``qemu``
+    (log ``qemu.log``, console ``guest-serial.log``), ``qemu-2`` (``guest-2-serial.log``), each on
+    its CPU with its own MACs.
 
     :raises VnfError: when it cannot be started.
     """
@@ -415,14 +469,20 @@ def _start_forwarder(
         argv = qemu_argv(
             binary=spec.binary,
             image=spec.guest_image,
-            cpu=spec.cpu,
+            cpu=spec.cpu_of(index),
             vcpus=spec.vcpus,
             memory_mb=spec.memory_mb,
             sockets=sockets,
             queues=config.queues,
-            serial_log=state.run_dir / "guest-serial.log",
+            serial_log=guest_serial_log(state.run_dir, index),
+            accel=spec.accel,
+            kernel=spec.kernel,
+            index=index,
         )
-        name = "qemu"
+        name = "qemu" if index == 0 else f"qemu-{index + 1}"
+        guest = ForwarderProcess(state, name, argv, state.run_dir / f"{name}.log", enter_quits=False)
+        guest.start()
+        return guest
     else:
         ring, queues = config.ring_size, config.queues
         argv = make_testpmd_argv(

@@ -1,4 +1,4 @@
-"""Command line ``ovsperf-vlab up|down|reset|status|ssh|selftest|plan``: parse arguments, run one."""
+"""Command line ``ovsperf-vlab up|down|reset|status|ssh|selftest|plan|guest-image|guest-test``."""
 
 from __future__ import annotations
 
@@ -117,6 +117,37 @@ def build_parser() -> argparse.ArgumentParser:
         ("status", "list the VMs and their SSH ports"),
     ):
         _add_lab_options(sub.add_parser(name, help=text, epilog=EPILOG))
+    image = sub.add_parser(
+        "guest-image",
+        help="build the PVP/PVVP guest image of 'ovsperf-lab run --guest-image' (a Linux bridge at boot)",
+        epilog=EPILOG,
+    )
+    image.add_argument(
+        "output", type=Path, help="the qcow2 file to write (OUT.kernel and OUT.json beside it)"
+    )
+    image.add_argument("--rebuild", action="store_true", help="build even when an earlier build is there")
+    image.add_argument("--mirror", default=DEFAULT_MIRROR, help=f"Debian mirror (default: {DEFAULT_MIRROR})")
+    image.add_argument("--nice", type=int, default=0, choices=range(0, 20), metavar="0..19",
+                       help="niceness of the build (default: 0)")  # fmt: skip
+    guest_test = sub.add_parser(
+        "guest-test",
+        help="build the guest image (cached), run PVP and PVVP through QEMU guests with ovsperf-lab run, "
+        "check the results (make vlab-test)",
+        epilog=EPILOG,
+    )
+    guest_test.add_argument("output", type=Path, help="the guest image (built when missing)")
+    guest_test.add_argument(
+        "--mirror", default=DEFAULT_MIRROR, help=f"Debian mirror (default: {DEFAULT_MIRROR})"
+    )
+    guest_test.add_argument(
+        "--accel", choices=["kvm", "tcg"], default="tcg", help="--guest-accel (default: tcg)"
+    )
+    guest_test.add_argument(
+        "--lab-args", default="", help="more ovsperf-lab run options, one shell-quoted string"
+    )
+    guest_test.add_argument(
+        "--results-dir", type=Path, help="where the runs write (default: a temporary directory)"
+    )
     ssh = sub.add_parser("ssh", help="open SSH to a VM (or run a command there)", epilog=EPILOG)
     _add_lab_options(ssh)
     ssh.add_argument("vm", choices=VM_NAMES, help="which VM")
@@ -255,8 +286,37 @@ def _ssh(args: argparse.Namespace) -> int:
     os.execvp(argv[0], argv)  # replaces this process: ssh's exit status is the command's
 
 
+def _guest_image(args: argparse.Namespace) -> int:
+    from vlab.guestimage import build_guest_image
+
+    with sigterm_interrupts():
+        image = build_guest_image(args.output, args.mirror, nice=args.nice, rebuild=args.rebuild)
+    print(_tsv(image.disk, image.kernel, "reused" if image.reused else "built"))
+    return ExitCode.OK
+
+
+def _guest_test(args: argparse.Namespace) -> int:
+    from vlab.guesttest import GuestTestOptions, run_guest_test
+    from vlab.qemu import Accel
+
+    try:
+        lab_args = tuple(shlex.split(args.lab_args))
+    except ValueError as err:
+        raise VlabError(f"'--lab-args' is not a shell-quoted option list: {err}.") from err
+    accel = Accel.from_spec(args.accel, field="--accel")
+    options = GuestTestOptions(image=args.output, mirror=args.mirror, accel=accel, lab_args=lab_args,
+                               results_dir=args.results_dir)  # fmt: skip
+    with sigterm_interrupts():
+        report = run_guest_test(options)
+    for line in report:
+        print(_tsv(*line))
+    return ExitCode.OK
+
+
 def _run(args: argparse.Namespace) -> int:
     commands = {
+        "guest-image": _guest_image,
+        "guest-test": _guest_test,
         "up": _up,
         "down": _down,
         "reset": _reset,

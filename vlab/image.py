@@ -25,6 +25,7 @@ import signal
 import subprocess
 import tarfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,11 +220,11 @@ def mmdebstrap_argv(tarball: Path, mirror: str, public_key: Path, nice: int) -> 
             f"printf '%s' '{unit}' > \"$1/etc/systemd/network/20-interconnect-{vm}.network\""
             for vm, unit in INTERCONNECT_UNITS.items()
         ),
-        'grep -qs localhost "$1/etc/hosts" || printf \'127.0.0.1\tlocalhost\n\' >> "$1/etc/hosts"',
+        LOCALHOST_HOOK,
         f"printf '{HOSTS_LINES}' >> \"$1/etc/hosts\"",
         'chroot "$1" systemctl enable systemd-networkd',
         'chroot "$1" systemctl mask systemd-networkd-wait-online.service',
-        f"printf 'LABEL={ROOT_LABEL} / ext4 errors=remount-ro 0 1\\n' > \"$1/etc/fstab\"",
+        fstab_hook(ROOT_LABEL, fsck_pass=1),
         'printf "vlab\\n" > "$1/etc/hostname"',
         # setup_dpdk on Debian edits /etc/default/grub and runs update-grub, as on a host with GRUB;
         # the VMs boot through the image's GRUB, which reads the grub.cfg update-grub writes.
@@ -232,16 +233,22 @@ def mmdebstrap_argv(tarball: Path, mirror: str, public_key: Path, nice: int) -> 
         f'sed -i \'s/^GRUB_CMDLINE_LINUX=.*/GRUB_CMDLINE_LINUX="{GUEST_KERNEL_ARGS}"/; '
         's/^GRUB_TIMEOUT=.*/GRUB_TIMEOUT=0/\' "$1/etc/default/grub"',
         f"printf '%s' '{BOOTSTRAP_GRUB_CFG}' > \"$1/boot/grub/grub.cfg\"",
-        'chroot "$1" grub-mkimage -O i386-pc -o /boot/vlab-grub.core -p "(hd0)/boot/grub" '
-        + " ".join(GRUB_MODULES),
-        'cat "$1/usr/lib/grub/i386-pc/lnxboot.img" "$1/boot/vlab-grub.core" > "$1/boot/vlab-grub.lnx"',
-        'rm "$1/boot/vlab-grub.core"',
-        # What grub-install would copy: the modules grub.cfg loads (insmod) from $prefix.
-        'cp -r "$1/usr/lib/grub/i386-pc" "$1/boot/grub/"',
+        *grub_core_hooks("vlab-grub"),
     ]
+    return mmdebstrap_command(PACKAGES, hooks, tarball, mirror, nice)
+
+
+def mmdebstrap_command(
+    packages: Sequence[str], hooks: Sequence[str], tarball: Path, mirror: str, nice: int
+) -> list[str]:
+    """Return the mmdebstrap command writing a ``minbase`` :data:`SUITE` root of ``packages`` to ``tarball``.
+
+    ``hooks`` are its ``--customize-hook`` shell commands, in order (``$1``: the root); ``nice``:
+    the niceness it runs at (0: as this process).
+    """
     argv = ["nice", "-n", str(nice)] if nice else []
     argv += ["mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar"]
-    argv += [f"--include={','.join(PACKAGES)}"]
+    argv += [f"--include={','.join(packages)}"]
     argv += [f"--customize-hook={hook}" for hook in hooks]
     argv += [SUITE, str(tarball), mirror]
     return argv
@@ -259,39 +266,13 @@ def build_image(paths: LabPaths, mirror: str, *, nice: int = 0) -> Image:
     """
     public_key = ensure_key(paths)
     sweep_partial_builds(paths)
-    niced = ["nice", "-n", str(nice)] if nice else []
     start = time.monotonic()
     with atomic_directory(paths.image_dir) as tmp:
         tarball = tmp / "rootfs.tar"
         log.info("Building the image with mmdebstrap from %s (%s); this takes minutes.", mirror, SUITE)
         run_mmdebstrap(mmdebstrap_argv(tarball, mirror, public_key, nice), paths.build_log)
         kernel_version = _extract_boot(tarball, tmp)
-        tree = tmp / "rootfs"
-        tree.mkdir()
-        untar = ["tar", "--numeric-owner", "--xattrs", "-xpf", str(tarball), "-C", str(tree)]
-        _check(
-            "tar", run_command(untar, timeout_s=CONVERT_TIMEOUT_S, what="tar extracting the root file system")
-        )
-        tarball.unlink()
-        raw = tmp / "root.raw"
-        mke2fs = [
-            *niced,
-            "mke2fs",
-            "-q",
-            "-t",
-            "ext4",
-            "-L",
-            ROOT_LABEL,
-            "-d",
-            str(tree),
-            str(raw),
-            IMAGE_SIZE,
-        ]
-        _check("mke2fs", run_command(mke2fs, timeout_s=CONVERT_TIMEOUT_S, what="mke2fs"))
-        shutil.rmtree(tree)
-        convert = [*niced, "qemu-img", "convert", "-O", "qcow2", str(raw), str(tmp / "root.qcow2")]
-        _check("qemu-img", run_command(convert, timeout_s=CONVERT_TIMEOUT_S, what="qemu-img convert"))
-        raw.unlink()
+        tarball_to_qcow2(tarball, tmp / "root.qcow2", label=ROOT_LABEL, size=IMAGE_SIZE, nice=nice)
         manifest = {"suite": SUITE, "mirror": mirror, "packages": list(PACKAGES),
                     "kernel_version": kernel_version, "bootloader": BOOTLOADER,
                     "built_at": time.time()}  # fmt: skip
@@ -304,15 +285,81 @@ def build_image(paths: LabPaths, mirror: str, *, nice: int = 0) -> Image:
     return image
 
 
+LOCALHOST_HOOK = 'grep -qs localhost "$1/etc/hosts" || printf \'127.0.0.1\tlocalhost\n\' >> "$1/etc/hosts"'
+"""mmdebstrap hook: name 127.0.0.1 localhost in the image's ``/etc/hosts`` unless it is there."""
+
+
+def fstab_hook(label: str, *, fsck_pass: int) -> str:
+    """Return the mmdebstrap hook writing an ``/etc/fstab`` that mounts the ext4 ``label`` at ``/``.
+
+    :param fsck_pass: fstab's sixth field (1: checked at boot, 0: never).
+    """
+    return f"printf 'LABEL={label} / ext4 errors=remount-ro 0 {fsck_pass}\\n' > \"$1/etc/fstab\""
+
+
+def grub_core_hooks(core_name: str) -> list[str]:
+    """Return the mmdebstrap hooks that build ``/boot/<core_name>.lnx``, a GRUB core image for ``-kernel``.
+
+    ``grub-mkimage`` (``i386-pc``, :data:`GRUB_MODULES`, prefix ``(hd0)/boot/grub``: the
+    partitionless disk) with ``lnxboot.img`` in front, so that QEMU's ``-kernel`` loads it as it
+    would a Linux kernel; the modules grub.cfg loads (``insmod``) are copied to ``/boot/grub``, as
+    grub-install would. The image needs ``grub-pc-bin`` and a ``/boot/grub``.
+    """
+    core = f"/boot/{core_name}.core"
+    return [
+        f'chroot "$1" grub-mkimage -O i386-pc -o {core} -p "(hd0)/boot/grub" ' + " ".join(GRUB_MODULES),
+        f'cat "$1/usr/lib/grub/i386-pc/lnxboot.img" "$1{core}" > "$1/boot/{core_name}.lnx"',
+        f'rm "$1{core}"',
+        'cp -r "$1/usr/lib/grub/i386-pc" "$1/boot/grub/"',
+    ]
+
+
+def tarball_to_qcow2(tarball: Path, qcow2: Path, *, label: str, size: str, nice: int = 0) -> None:
+    """Turn mmdebstrap's ``tarball`` into the qcow2 disk ``qcow2``: an ext4 file system, no partition table.
+
+    ``tar`` extracts it beside ``qcow2`` (numeric owners, xattrs), ``mke2fs -d`` makes the ext4
+    file system ``label`` of ``size`` (sparse), ``qemu-img convert`` the qcow2; the tarball and
+    each intermediate are removed as soon as the next step has them.
+
+    :param nice: niceness of mke2fs and qemu-img.
+    :raises VlabError: when tar, mke2fs or qemu-img fails.
+    :raises CommandError: when one of them is missing or outlives :data:`CONVERT_TIMEOUT_S`.
+    """
+    niced = ["nice", "-n", str(nice)] if nice else []
+    tree = qcow2.with_name(qcow2.name + ".rootfs")
+    tree.mkdir()
+    untar = ["tar", "--numeric-owner", "--xattrs", "-xpf", str(tarball), "-C", str(tree)]
+    _check("tar", run_command(untar, timeout_s=CONVERT_TIMEOUT_S, what="tar extracting the root file system"))
+    tarball.unlink()
+    raw = qcow2.with_name(qcow2.name + ".raw")
+    mke2fs = [*niced, "mke2fs", "-q", "-t", "ext4", "-L", label, "-d", str(tree), str(raw), size]
+    _check("mke2fs", run_command(mke2fs, timeout_s=CONVERT_TIMEOUT_S, what="mke2fs"))
+    shutil.rmtree(tree)
+    convert = [*niced, "qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow2)]
+    _check("qemu-img", run_command(convert, timeout_s=CONVERT_TIMEOUT_S, what="qemu-img convert"))
+    raw.unlink()
+
+
 def sweep_partial_builds(paths: LabPaths) -> list[Path]:
     """Remove the hidden leftovers of interrupted builds beside the image directory; return them."""
+    return sweep_hidden_siblings(paths.image_dir, "image")
+
+
+def sweep_hidden_siblings(target: Path, what: str) -> list[Path]:
+    """Remove the hidden ``.<target>.*.tmp`` (or ``.old``) directories beside ``target``; return them.
+
+    What an atomic build of ``target`` left when it was killed. The caller holds the build's lock,
+    so none of them is a build still running.
+
+    :param what: what was built, for the log (``'image'``, ``'guest image'``).
+    """
     removed: list[Path] = []
-    parent = paths.image_dir.parent
+    parent = target.parent
     if not parent.is_dir():
         return removed
-    for entry in sorted(parent.glob(f".{paths.image_dir.name}.*")):
+    for entry in sorted(parent.glob(f".{target.name}.*")):
         if entry.name.endswith(TEMPORARY_SUFFIXES) and entry.is_dir() and not entry.is_symlink():
-            log.info("Removing '%s', left by an interrupted image build.", entry)
+            log.info("Removing '%s', left by an interrupted %s build.", entry, what)
             shutil.rmtree(entry)
             removed.append(entry)
     return removed

@@ -107,11 +107,13 @@ def test_pinned_pmds_leaving_no_forwarder_cpus_are_refused_before_anything_start
     assert placed.cpus.vnf_cpus == (2, 3)
 
 
-def test_pvvp_with_a_guest_image_is_refused(tmp_path: Path) -> None:
+def test_pvvp_with_a_guest_image_chains_two_guests(tmp_path: Path) -> None:
     image = tmp_path / "guest.qcow2"
     image.write_bytes(b"QFI\xfb")
-    with pytest.raises(RefusedScenarioError, match=r"PVVP with '--guest-image' .* not supported"):
-        plan_run(PVVP, machine(qemu="/usr/bin/qemu-system-x86_64", kvm=True), LabOptions(guest_image=image))
+    facts = machine(qemu="/usr/bin/qemu-system-x86_64", kvm=True)
+    plan = plan_run(PVVP, facts, LabOptions(guest_image=image, guest_memory_mb=512))
+    assert plan.vnf is VnfKind.QEMU and plan.guest is not None and plan.guest.count == 2
+    assert plan.cpus.vnf_cpus == (1, 1)  # tests/ovsperf_lab/test_lab_guests.py: boots and failures
 
 
 def test_hugepages_count_both_forwarders() -> None:

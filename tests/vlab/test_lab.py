@@ -50,7 +50,7 @@ def _sleeper(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
 def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "{up,selftest,plan,down,reset,status,ssh}" in out
+    assert "{up,selftest,plan,down,reset,status,guest-image,guest-test,ssh}" in out
 
 
 @pytest.mark.parametrize(
