@@ -12,6 +12,7 @@ from ovsperf_common.exitcodes import ExitCode
 from ovsperf_common.runner import one_line, run_command
 from vsperf_configs.errors import VsperfConfigError
 from vsperf_configs.generate import (
+    DEFAULT_GUEST_DPDK_DIR,
     DEFAULT_HUGEPAGE_DIR,
     DEFAULT_POD_DIR,
     HOST_HUGEPAGE_DIR,
@@ -61,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         help="VSperf's own hugetlbfs mount point (HUGEPAGE_DIR), which VSperf unmounts after each test; "
         f"never the host's {HOST_HUGEPAGE_DIR} (default: %(default)s)",
     )
+    parser.add_argument(
+        "--guest-dpdk-dir",
+        default=DEFAULT_GUEST_DPDK_DIR,
+        help="where the vsperf_test task installed its guest DPDK adapter, which VSperf copies into "
+        "testpmd guests as their DPDK tree (PATHS['dpdk']['src']['path']; default: %(default)s)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--list-tests",
@@ -92,6 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         args.telemetry_collector_dir,
         args.pod_dir,
         args.hugepage_dir,
+        args.guest_dpdk_dir,
     )
     if args.list_tests:
         sys.stdout.write("".join(f"{i} {name} {dep}\n" for i, name, dep in config.tests))

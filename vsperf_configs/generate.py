@@ -418,6 +418,43 @@ DEFAULT_HUGEPAGE_DIR = "/dev/hugepages-vsperf"
 """VSperf's own hugetlbfs mount point, which the vsperf_test task mounts before VSperf runs."""
 
 
+DEFAULT_GUEST_DPDK_DIR = "/opt/ovsperf/vsperf-guest-dpdk"
+"""Where the vsperf_test task's setup installs ``beaker_tasks/vsperf_test/guest-dpdk`` on the DUT."""
+
+
+def guest_dpdk_settings(scenario: Scenario, guest_dpdk_dir: str) -> list[Setting]:
+    """Return the task layer's DPDK "source tree" for testpmd guests, none for other scenarios.
+
+    With ``GUEST_LOOPBACK = ['testpmd']`` and ``PATHS['dpdk']['type'] = 'bin'`` VSperf 90ef48d4 rsyncs
+    ``PATHS['dpdk']['src']['path']`` into each guest's share as ``DPDK/``
+    (``testcases/testcase.py`` ``_copy_fwd_tools_for_guest``; ``tools/functions.py``
+    ``settings_update_paths`` copies the path into ``TOOLS['dpdk_src']`` unchecked, so a p2p test
+    never needs it), runs its ``./*tools/dpdk*bind.py`` and ``make`` + ``./testpmd`` in
+    ``app/test-pmd`` in the guest (``vnfs/qemu/qemu.py`` ``_configure_testpmd``) and reads its
+    ``lib/librte_eal/common/include/rte_version.h`` for the results (``tools/systeminfo.py``
+    ``get_version('loopback_testpmd')``). ``guest_dpdk_dir`` holds our adapter that runs the guest's
+    packaged tools instead. Only testpmd guests get the setting: other configurations stay as they were.
+
+    :raises VsperfConfigError: when ``guest_dpdk_dir`` is not an absolute, normalised path.
+    """
+    path = Path(guest_dpdk_dir)
+    if not path.is_absolute() or str(path) != guest_dpdk_dir or ".." in path.parts:
+        raise VsperfConfigError(
+            f"--guest-dpdk-dir '{one_line(guest_dpdk_dir)}' is not an absolute, normalised directory."
+        )
+    guest = scenario.guest
+    if guest is None or vm_count(scenario) == 0 or guest.loopback is not GuestLoopback.TESTPMD:
+        return []
+    return [
+        Setting(
+            ("PATHS", "dpdk", "src", "path"),
+            guest_dpdk_dir,
+            Layer.TASK,
+            "vsperf_test's adapter: VSperf copies it into each guest as DPDK/; it runs the packaged testpmd",
+        )
+    ]
+
+
 def pod_settings(pod_dir: Path) -> list[Setting]:
     """Return the task layer's pod: VSperf loads our no-op pod instead of its Kubernetes one.
 
@@ -520,16 +557,19 @@ def generate_config(
     telemetry_collector_dir: Path | None = None,
     pod_dir: Path = DEFAULT_POD_DIR,
     hugepage_dir: str = DEFAULT_HUGEPAGE_DIR,
+    guest_dpdk_dir: str = DEFAULT_GUEST_DPDK_DIR,
 ) -> GeneratedConfig:
     """Build the VSperf conf file for ``scenario_name`` on the DUT ``hostname``.
 
     With ``telemetry_collector_dir`` VSperf also loads our collector from there
     (:func:`telemetry_settings`). VSperf always loads our no-op pod from ``pod_dir``
     (:func:`pod_settings`) and uses ``hugepage_dir`` as its own hugetlbfs mount
-    (:func:`hugepage_settings`).
+    (:func:`hugepage_settings`); testpmd guests get ``guest_dpdk_dir`` as their DPDK tree
+    (:func:`guest_dpdk_settings`).
 
     :raises VsperfConfigError: when the catalog cannot be loaded or has no such scenario, when
-        ``pod_dir`` lacks our pod, or ``hugepage_dir`` is the host's mount.
+        ``pod_dir`` lacks our pod, ``hugepage_dir`` is the host's mount, or ``guest_dpdk_dir``
+        is not an absolute, normalised path.
     :raises InventoryError: when the inventory cannot be read, has no entry for ``hostname``, the
         entry is not a DUT or lacks what the scenario needs.
     """
@@ -547,7 +587,8 @@ def generate_config(
         layers.insert(2, overlay_settings(scenario, generator) + conntrack_settings(scenario))
         if telemetry_collector_dir is not None:
             layers.append(telemetry_settings(telemetry_collector_dir))
-        layers += [pod_settings(pod_dir), hugepage_settings(hugepage_dir)]
+        task = pod_settings(pod_dir) + hugepage_settings(hugepage_dir)
+        layers.append(task + guest_dpdk_settings(scenario, guest_dpdk_dir))
     except FieldError as err:
         raise InventoryError(err.reason, path=inventory.path, host=host.hostname, field=err.field) from err
     settings = merge_layers(layers)

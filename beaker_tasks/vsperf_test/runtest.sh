@@ -4,7 +4,8 @@
 # VSPERF_ACTION=setup (DUT, boot 0): tuned cpu-partitioning with the DUT's isolated CPUs, IRQs kept
 #   off them, NetworkManager off the test NICs, VSperf checked out at a pinned commit with its Python
 #   dependencies in a venv of a Python it runs on (3.6 to 3.9), an SSH key pair for reaching the
-#   MoonGen host; reboot; (boot 1+) checks.
+#   MoonGen host, our guest "DPDK source tree" adapter (guest-dpdk/) at VSPERF_GUEST_DPDK_DIR with an
+#   rte_version.h of the DUT's packaged DPDK; reboot; (boot 1+) checks.
 # VSPERF_ACTION=setup GUEST=1 (inside the guest): DPDK present, vfio-pci in no-IOMMU mode; in a
 #   Beaker job, then the perfsync state GUEST_READY for the DUT.
 # VSPERF_ACTION=run: generate the VSperf configuration (vsperf-config) for SCENARIO on this DUT,
@@ -23,7 +24,7 @@
 # DUT_HOSTNAME (inventory key, default `hostname -f`), VSPERF_REPO, VSPERF_DIR, VSPERF_VENV,
 # VSPERF_BASE_PYTHON, VSPERF_PYTHON_CANDIDATES, VSPERF_HUGEPAGE_DIR, VSPERF_TIMEOUT_S, MOONGEN_LOG_DIR,
 # MOONGEN_LOG_POLL_S, GUEST_NAME, GUEST_ADDRESS, GUEST_RECIPE_URL, GUEST_TIMEOUT_S,
-# GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only),
+# GUEST_SHUTDOWN_TIMEOUT_S, VSPERF_TELEMETRY (1: our collector, 0: VSperf's pidstat only), VSPERF_GUEST_DPDK_DIR,
 # VSPERF_RESULTS_FILE (a file to write the results directory's path into, for ovsperf-remote);
 # see README.md.
 set -o nounset -o pipefail
@@ -55,12 +56,18 @@ set -o nounset -o pipefail
 : "${GUEST_TIMEOUT_S:=14400}"
 : "${GUEST_SHUTDOWN_TIMEOUT_S:=300}"
 : "${VSPERF_TELEMETRY:=1}"
+# Where setup installs guest-dpdk/ (VSperf's PATHS['dpdk']['src']['path'] for testpmd guests).
+: "${VSPERF_GUEST_DPDK_DIR:=/opt/ovsperf/vsperf-guest-dpdk}"
 VSPERF_TEST_METADATA="${TASK_METADATA_FILE}"
 VSPERF_TEST_TELEMETRY="${TASK_TELEMETRY_FILE}"
 # Our VSperf collector (VSperf's pidstat + OVS's PMD counters around each test).
 VSPERF_TEST_COLLECTORS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/collectors"
 # Our VSperf pod, which does nothing: VSperf 10 makes a Kubernetes pod for every p2p test otherwise.
 VSPERF_TEST_PODS="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/pods"
+# Our "DPDK source tree" for VSperf's testpmd guests: it runs the guest's packaged DPDK tools.
+VSPERF_TEST_GUEST_DPDK="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/guest-dpdk"
+# The file that marks VSPERF_GUEST_DPDK_DIR as ours (setup never replaces a directory without it).
+VSPERF_TEST_GUEST_DPDK_MARK=".ovsperf-vsperf-guest-dpdk"
 # Python versions VSperf runs on: its pinned requirements need < 3.10 (jinja2 2.7.3 imports
 # collections.Mapping), VSperf itself needs imp (gone in 3.12) and 3.6 (RHEL 8) at least.
 VSPERF_TEST_PYTHON_MIN="3.6"
@@ -177,6 +184,66 @@ vsperf_test_python_deps() {
         -r "${VSPERF_VENV}/ovsperf-requirements.txt" -c "${VSPERF_VENV}/ovsperf-constraints.txt"
 }
 
+# --- the guest's "DPDK source tree" (guest-dpdk/) ------------------------------------------------
+# VSperf copies PATHS['dpdk']['src']['path'] into each testpmd guest as DPDK/, runs its
+# ./*tools/dpdk*bind.py, `make` in app/test-pmd and ./testpmd (vnfs/qemu/qemu.py _configure_testpmd),
+# and reads lib/librte_eal/common/include/rte_version.h for its results (tools/systeminfo.py).
+
+# Print the DUT's packaged DPDK version (rpm, else dpkg; without epoch and release); 1 if unknown.
+vsperf_test_dpdk_version() {
+    local version
+    version="$(rpm -q --qf '%{VERSION}\n' dpdk 2>/dev/null | head -n 1)"
+    [[ "${version}" =~ ^[0-9] ]] || version="$(dpkg-query -W -f '${Version}' dpdk 2>/dev/null)"
+    version="${version#*:}"
+    version="${version%%-*}"
+    [[ "${version}" =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || return 1
+    printf '%s\n' "${version}"
+}
+
+# vsperf_test_rte_version_h VERSION: print an rte_version.h for DPDK VERSION (YY.MM[.MINOR]), or,
+# when VERSION is empty, one without RTE_VER_* lines (VSperf then reports the version as None).
+# The lines are as DPDK's rte_version.h writes them and VSperf's parser reads them: one space apart,
+# RTE_VER_SUFFIX quoted, RTE_VER_RELEASE 16 for a release.
+vsperf_test_rte_version_h() {
+    local year month minor
+    printf '/* Written by the ovsperf vsperf_test task; only VSperf reads it (tools/systeminfo.py). */\n'
+    if [[ -z "$1" ]]; then
+        printf '/* The DUT'"'"'s packaged DPDK version is unknown (no rpm or dpkg package dpdk). */\n'
+        return 0
+    fi
+    IFS=. read -r year month minor <<<"$1"
+    printf '/* The DUT'"'"'s packaged DPDK %s; its guest installs the same build. */\n' "$1"
+    printf '#define RTE_VER_PREFIX "DPDK"\n#define RTE_VER_YEAR %d\n#define RTE_VER_MONTH %d\n' \
+        "$((10#${year}))" "$((10#${month}))"
+    printf '#define RTE_VER_MINOR %d\n#define RTE_VER_SUFFIX ""\n#define RTE_VER_RELEASE 16\n' \
+        "$((10#${minor:-0}))"
+}
+
+# Install guest-dpdk/ at VSPERF_GUEST_DPDK_DIR (a fresh copy, swapped in), replacing only a
+# directory of ours (it holds VSPERF_TEST_GUEST_DPDK_MARK).
+vsperf_test_install_guest_dpdk() {
+    local dest="${VSPERF_GUEST_DPDK_DIR}" new version include
+    if [[ -e "${dest}" || -L "${dest}" ]] && [[ ! -f "${dest}/${VSPERF_TEST_GUEST_DPDK_MARK}" ]]; then
+        task_log "  '${dest}' exists and is not ours (no ${VSPERF_TEST_GUEST_DPDK_MARK}): not replacing it."
+        return 1
+    fi
+    mkdir -p "$(dirname "${dest}")" || return 1
+    new="${dest}.new.$$"
+    rm -rf "${new}" && cp -R "${VSPERF_TEST_GUEST_DPDK}" "${new}" || return 1
+    find "${new}" -name __pycache__ -prune -exec rm -rf {} + || return 1
+    chmod -R u=rwX,go=rX "${new}" && chmod 0755 "${new}/usertools/dpdk-devbind.py" || return 1
+    version="$(vsperf_test_dpdk_version)" || version=""
+    task_log "  DPDK on ${DUT_HOSTNAME}: ${version:-unknown} (rte_version.h for VSperf's results)"
+    include="${new}/lib/librte_eal/common/include"
+    mkdir -p "${include}" && vsperf_test_rte_version_h "${version}" >"${include}/rte_version.h" || return 1
+    printf 'Installed by the ovsperf vsperf_test task from %s; replaced by its next setup.\n' \
+        "${VSPERF_TEST_GUEST_DPDK}" >"${new}/${VSPERF_TEST_GUEST_DPDK_MARK}" || return 1
+    if [[ -e "${dest}" ]]; then
+        rm -rf "${dest}.old.$$" && mv "${dest}" "${dest}.old.$$" || return 1
+    fi
+    mv "${new}" "${dest}" && rm -rf "${dest}.old.$$"
+}
+
 vsperf_test_setup_host() {
     vsperf_test_inventory
     if ((TASK_REBOOTCOUNT == 0)); then
@@ -200,6 +267,9 @@ vsperf_test_setup_host() {
             task_abort "Cannot install VSperf's Python dependencies (package index down?)."
         task_run "Create the SSH key pair for the MoonGen host" task_ssh_key "ovsperf-vsperf@${DUT_HOSTNAME}" ||
             task_abort "Cannot create an SSH key pair."
+        task_run "Install the guest's DPDK adapter for VSperf's testpmd at ${VSPERF_GUEST_DPDK_DIR}" \
+            vsperf_test_install_guest_dpdk ||
+            task_abort "Cannot install the guest DPDK adapter at '${VSPERF_GUEST_DPDK_DIR}' (see the log above)."
         task_mark persistent
         task_phase_end
         [[ "${VSPERF_SETUP_REBOOT}" != "1" ]] || task_reboot
@@ -217,6 +287,8 @@ vsperf_test_setup_host() {
     [[ -x "${VSPERF_VENV}/bin/python" && -f "${VSPERF_DIR}/vsperf" ]] ||
         task_abort "VSperf is not installed in '${VSPERF_DIR}' with '${VSPERF_VENV}'."
     vsperf_test_check_venv
+    [[ -f "${VSPERF_GUEST_DPDK_DIR}/${VSPERF_TEST_GUEST_DPDK_MARK}" ]] ||
+        task_abort "The guest DPDK adapter is not installed at '${VSPERF_GUEST_DPDK_DIR}' (run VSPERF_ACTION=setup again)."
     task_phase_end
 }
 
@@ -262,7 +334,7 @@ vsperf_test_config() {
     [[ "${VSPERF_TELEMETRY}" != "1" ]] || telemetry=(--telemetry-collector-dir "${VSPERF_TEST_COLLECTORS}")
     task_run "Generate the VSperf configuration for ${SCENARIO} on ${DUT_HOSTNAME}" \
         task_vsperf_config "${args[@]}" ${telemetry[@]+"${telemetry[@]}"} --pod-dir "${VSPERF_TEST_PODS}" \
-        --hugepage-dir "${VSPERF_HUGEPAGE_DIR}" --output "${VSPERF_TEST_CONF}" ||
+        --hugepage-dir "${VSPERF_HUGEPAGE_DIR}" --guest-dpdk-dir "${VSPERF_GUEST_DPDK_DIR}" --output "${VSPERF_TEST_CONF}" ||
         task_abort "vsperf-config failed: $(grep '^vsperf-config: ' "${TASK_PHASE_LOG}" | tail -n 1)"
     listing="$(task_vsperf_config "${args[@]}" --pod-dir "${VSPERF_TEST_PODS}" --list-tests)" ||
         task_abort "vsperf-config cannot list the tests of ${SCENARIO}."
@@ -473,6 +545,12 @@ vsperf_test_preflight() {
         task_abort "VSperf is not installed in '${VSPERF_DIR}' (run VSPERF_ACTION=setup first)."
     vsperf_test_check_venv
     vsperf_test_check_nics
+    # testpmd guests: VSperf copies this directory into each guest (PATHS['dpdk']['src']['path']).
+    if grep -q "^PATHS\['dpdk'\]\['src'\]\['path'\] = " "${VSPERF_TEST_CONF}"; then
+        [[ -f "${VSPERF_GUEST_DPDK_DIR}/${VSPERF_TEST_GUEST_DPDK_MARK}" ]] ||
+            task_abort "The guest DPDK adapter VSperf copies into testpmd guests is not installed at" \
+                "'${VSPERF_GUEST_DPDK_DIR}' (run VSPERF_ACTION=setup again)."
+    fi
     if [[ "${INV_GENERATOR:-moongen}" == "trex" ]]; then
         task_run "TRex host ${INV_MOONGEN_ADDRESS} reachable over SSH, its server on TCP 4501 and 4500" vsperf_test_trex_reachable ||
             task_abort "Cannot reach TRex at ${INV_MOONGEN_USER}@${INV_MOONGEN_ADDRESS} (SSH, and its server on TCP 4501 and 4500:" \

@@ -25,7 +25,13 @@ It fails where VSperf 10 (opnfv-10.0.0) fails on a lab host:
   after it ``umount HUGEPAGE_DIR`` takes the topmost mount there whenever any hugetlbfs is mounted.
   A test whose teardown unmounts the host's ``/dev/hugepages`` fails (the real VSperf leaves the host
   without it), and so does a guest test that finds no hugetlbfs at ``HUGEPAGE_DIR`` for QEMU's
-  ``mem-path`` (the real QEMU would silently run the guest without hugepages).
+  ``mem-path`` (the real QEMU would silently run the guest without hugepages);
+* a testpmd guest (``GUEST_LOOPBACK``) gets ``PATHS['dpdk']['src']['path']`` rsynced into its share
+  (``testcases/testcase.py`` ``_copy_fwd_tools_for_guest``; VSperf's default is its checkout's
+  ``src/dpdk/dpdk/``, which no task builds): a missing directory fails the test with "Unable to copy
+  DPDK to shared directory", and one without a single ``*tools/dpdk*bind.py`` and an
+  ``app/test-pmd/Makefile`` fails it as the guest's 60 s wait for testpmd's "Done" would
+  (``vnfs/qemu/qemu.py`` ``_configure_testpmd``).
 
 Tests are looked up as VSperf's ``vsperf`` does for exact names: among ``INTEGRATION_TESTS`` with
 ``--integration`` (and then over the defaults of ``conf/integration/``), else among
@@ -105,6 +111,18 @@ TX_SHARE = 0.99604
 """Offered rate as a share of the line rate [1]."""
 LINK_BPS = 2 * 10e9
 """Two 10 GbE ports, both directions summed as VSperf reports them [bit/s]."""
+
+
+def guest_dpdk_error(settings: dict[str, Any], guests: int) -> str | None:
+    """Return why VSperf's testpmd guests cannot start from ``PATHS['dpdk']['src']['path']``, else None."""
+    if "testpmd" not in settings.get("GUEST_LOOPBACK", [])[:guests]:
+        return None
+    source = Path(settings["PATHS"]["dpdk"]["src"].get("path", "/root/vswitchperf/src/dpdk/dpdk/"))
+    if not source.is_dir():
+        return "Unable to copy DPDK to shared directory"
+    if len(list(source.glob("*tools/dpdk*bind.py"))) != 1 or not (source / "app/test-pmd/Makefile").is_file():
+        return f"pexpect.exceptions.TIMEOUT: no testpmd 'Done' from a guest's copy of {source}"
+    return None
 
 
 def rates(size: int) -> str:
@@ -288,6 +306,13 @@ def main(argv: list[str]) -> int:
         if deployment[test] in ("pvp", "pvvp") and not mounts.hugetlbfs(hugepage_dir):
             log("ERROR", f"Failed to run test: {test}")
             print(f"RuntimeError: QEMU mem-path {hugepage_dir} is not a hugetlbfs mount", flush=True)
+            mounts.umount(hugepage_dir)
+            log("INFO", "Continuing with next test...")
+            continue
+        guest_error = guest_dpdk_error(settings, {"pvp": 1, "pvvp": 2}.get(deployment[test], 0))
+        if guest_error is not None:
+            log("ERROR", f"Failed to run test: {test}")
+            print(guest_error, flush=True)
             mounts.umount(hugepage_dir)
             log("INFO", "Continuing with next test...")
             continue

@@ -46,6 +46,7 @@ SPECIFIC = (
     "tuned-adm",
     "dpdk-devbind.py",
     "rpm",
+    "dpkg-query",
     "ssh-keygen",
     "git",
     "rsync",
@@ -167,6 +168,8 @@ class Lab:
             "FAKE_OVS_FIXTURES": str(OVS_FIXTURES),
             # VSperf's own hugetlbfs mount point: here, never the test machine's /dev.
             "VSPERF_HUGEPAGE_DIR": str(self.root / "hugepages-vsperf"),
+            # Where vsperf_test installs the guest DPDK adapter: here, never the test machine's /opt.
+            "VSPERF_GUEST_DPDK_DIR": str(self.root / "opt" / "vsperf-guest-dpdk"),
         }
         env.update(params)
         return env

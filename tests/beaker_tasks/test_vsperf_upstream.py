@@ -39,6 +39,8 @@ def _conf(lab: Lab, scenario: str, *drop: str) -> Path:
             str(REPO / "beaker_tasks" / "vsperf_test" / "pods"),
             "--hugepage-dir",
             str(lab.root / "hugepages-vsperf"),
+            "--guest-dpdk-dir",
+            str(REPO / "beaker_tasks" / "vsperf_test" / "guest-dpdk"),
             "--output",
             str(out),
         ],
@@ -281,3 +283,24 @@ def test_run_refuses_a_venv_of_the_wrong_python(lab: Lab, tmp_path: Path) -> Non
     assert run.returncode == 2
     assert f"'{lab.root / 'venv'}' is a Python 3.12 venv; VSperf needs 3.6 to <3.10" in run.stderr
     assert not run.called("vsperf")
+
+
+def test_stand_in_fails_a_testpmd_guest_without_the_guest_dpdk_tree(lab: Lab, tmp_path: Path) -> None:
+    """VSperf rsyncs PATHS['dpdk']['src']['path'] into a testpmd guest (testcases/testcase.py): its default,
+    the checkout's src/dpdk/dpdk/, is not there; an empty directory gives the guest nothing to run."""
+    _stack(lab, 1)
+    ran = _fake_vsperf(lab, _conf(lab, "OVS_DPDK1q_GUEST_DPDK1q", "PATHS['dpdk']['src']['path']"), "pvp_tput")
+    assert "Failed to run test: pvp_tput" in ran.stdout
+    assert "Unable to copy DPDK to shared directory" in ran.stdout
+    conf = _conf(lab, "OVS_DPDK1q_GUEST_DPDK1q")
+    text = conf.read_text().replace(str(REPO / "beaker_tasks" / "vsperf_test" / "guest-dpdk"), str(tmp_path))
+    conf.write_text(text)
+    _stack(lab, 1)
+    ran = _fake_vsperf(lab, conf, "pvp_tput")
+    assert "Failed to run test: pvp_tput" in ran.stdout
+    assert f"no testpmd 'Done' from a guest's copy of {tmp_path}" in ran.stdout
+    assert _csvs(lab) == []
+    _stack(lab, 1)
+    ran = _fake_vsperf(lab, _conf(lab, "OVS_DPDK1q_GUEST_DPDK1q"), "pvp_tput")  # the task's tree: runs
+    assert "Failed to run test" not in ran.stdout, ran.stdout
+    assert _csvs(lab) == ["result_0_pvp_tput_pvp.csv"]

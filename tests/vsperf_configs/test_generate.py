@@ -8,7 +8,7 @@ import pytest
 from ovsperf_catalog.catalog import load_catalog
 from ovsperf_catalog.model import Topology
 from vsperf_configs.errors import CpuOverlapError, InventoryError, VsperfConfigError
-from vsperf_configs.generate import DEFAULT_FLOWS, generate_config
+from vsperf_configs.generate import DEFAULT_FLOWS, DEFAULT_GUEST_DPDK_DIR, generate_config
 from vsperf_configs.testcases import needs_integration
 
 from .vsperf_loader import VSPERF_DEFAULTS, load_like_vsperf
@@ -258,3 +258,36 @@ def test_dpdk_and_qemu_tools_are_ones_vsperf_finds(
     ]
     assert not rejected & {v for v in values if isinstance(v, str)}
     assert not any(c in v for v in values if isinstance(v, str) for c in "*?[")  # VSperf globs these
+
+
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS)
+def test_only_testpmd_guests_get_the_guest_dpdk_tree(
+    tmp_path: Path, example_inventory: Path, scenario: str
+) -> None:
+    # VSperf 90ef48d4 rsyncs PATHS['dpdk']['src']['path'] into every testpmd guest as DPDK/
+    # (testcases/testcase.py _copy_fwd_tools_for_guest) and never checks it otherwise
+    # (tools/functions.py settings_update_paths, 'bin' type): other scenarios keep VSperf's default.
+    spec = load_catalog().get(scenario)
+    paths = _generate(tmp_path, example_inventory, scenario)["PATHS"]
+    assert isinstance(paths, dict)
+    testpmd = spec.guest is not None and spec.guest.loopback.value == "testpmd"
+    testpmd = testpmd and any(t in (Topology.PVP, Topology.PVVP) for t in spec.topologies)
+    expected = {"path": DEFAULT_GUEST_DPDK_DIR} if testpmd else VSPERF_DEFAULTS["PATHS"]["dpdk"]["src"]
+    assert paths["dpdk"]["src"] == expected
+    assert paths["dpdk"]["type"] == "bin"
+
+
+def test_nightly_pvp_and_pvvp_use_the_guest_dpdk_tree(tmp_path: Path, example_inventory: Path) -> None:
+    for scenario, guests in (("OVS_DPDK1q_GUEST_DPDK1q", 1), ("OVS_DPDK1q_PVVP", 2)):
+        text = generate_config(scenario, DUT, example_inventory, guest_dpdk_dir="/srv/g").text
+        assert "PATHS['dpdk']['src']['path'] = '/srv/g'  # vsperf_test's adapter" in text
+        settings = _generate(tmp_path, example_inventory, scenario)
+        assert settings["GUEST_LOOPBACK"] == ["testpmd"] * guests
+        assert settings["PATHS"]["dpdk"]["src"] == {"path": "/opt/ovsperf/vsperf-guest-dpdk"}  # type: ignore[index]
+
+
+@pytest.mark.parametrize("bad", ["relative/dir", "/opt/../etc", "/opt/x/", ""])
+def test_guest_dpdk_dir_must_be_absolute_and_normalised(example_inventory: Path, bad: str) -> None:
+    with pytest.raises(VsperfConfigError) as err:
+        generate_config("OVS_DPDK1q", DUT, example_inventory, guest_dpdk_dir=bad)
+    assert str(err.value) == f"--guest-dpdk-dir '{bad}' is not an absolute, normalised directory."

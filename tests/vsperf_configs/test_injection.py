@@ -50,7 +50,8 @@ def _check_config(text: str, sentinel: Path, tmp_path: Path) -> None:
     conf.write_text(text)
     # Executed as VSperf does (exec of the file in a module namespace holding its defaults).
     code = "import sys\nns = {'TRAFFIC': {}, 'PATHS': {'vswitch': {'OvsDpdkVhost': {}, 'OvsVanilla': {}}, "
-    code += "'dpdk': {'bin': {}}, 'qemu': {'bin': {}}}, 'VSWITCHD_DPDK_CONFIG': {}, 'PERFORMANCE_TESTS': [], "
+    code += "'dpdk': {'bin': {}, 'src': {}}, 'qemu': {'bin': {}}}, "
+    code += "'VSWITCHD_DPDK_CONFIG': {}, 'PERFORMANCE_TESTS': [], "
     code += "'VXLAN_FRAME_L3': {}, 'VXLAN_FRAME_L4': {}, 'GENEVE_FRAME_L3': {}, 'GENEVE_FRAME_L4': {}}\n"
     code += "exec(open(sys.argv[1]).read(), ns)\n"
     subprocess.run(
@@ -152,6 +153,12 @@ def test_hostile_command_line_paths_stay_in_a_comment(
     odd.write_text(EXAMPLE.read_text())
     assert main(["--scenario", "OVS_DPDK1q_GUEST_DPDK1q", "--host", DUT, "--inventory", str(odd)]) == 0
     _check_config(capsys.readouterr().out, sentinel, tmp_path)
+    guest_dpdk = f"/opt/x'\n__import__('os').system('touch {sentinel.name}')\n#"
+    argv = ["--scenario", "OVS_DPDK1q_GUEST_DPDK1q", "--host", DUT, "--inventory", str(EXAMPLE)]
+    assert main([*argv, "--guest-dpdk-dir", guest_dpdk]) == 0
+    out = capsys.readouterr().out
+    assert f"PATHS['dpdk']['src']['path'] = {guest_dpdk!r}  #" in out
+    _check_config(out, sentinel, tmp_path)
 
 
 @pytest.mark.parametrize("scenario", load_catalog().names())
