@@ -51,15 +51,19 @@ to the generator."""
 
 STOP_SCRIPT = (
     "pid=$1 prefix=$2; "
+    "gone() { s=$(sed -n 's/.*) \\(.\\).*/\\1/p' \"/proc/$pid/stat\" 2>/dev/null); "
+    '[ -z "$s" ] || [ "$s" = Z ]; }; '
+    'wait_gone() { i=0; while [ "$i" -lt 50 ] && ! gone; do sleep 0.1; i=$((i + 1)); done; }; '
     'if [ -r "/proc/$pid/cmdline" ] && tr "\\000" "\\n" < "/proc/$pid/cmdline" | grep -qxF -- "$prefix"; '
-    'then kill -TERM "$pid" 2>/dev/null; i=0; '
-    'while [ "$i" -lt 50 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done; '
-    'kill -KILL "$pid" 2>/dev/null; echo stopped; fi; '
+    'then kill -TERM "$pid" 2>/dev/null; wait_gone; '
+    'gone || { kill -KILL "$pid" 2>/dev/null; wait_gone; }; echo stopped; fi; '
     'rm -f -- "$3/$prefix"map_*; rm -rf -- "${4:?}/$prefix"'
 )
 """Run on the TG with ``$1`` PID, ``$2`` DPDK file prefix, ``$3`` hugepage dir, ``$4`` DPDK runtime
-root: SIGTERM (SIGKILL after 5 s) the PID only while its command line holds the prefix as one
-word (never a reused PID), then remove the prefix's hugepage files and runtime directory."""
+root: SIGTERM the PID only while its command line holds the prefix as one word (never a reused
+PID), SIGKILL when it has not exited within 5 s, and wait up to 5 s more until it has (gone from
+``/proc`` or a zombie: a killed process can spend a moment in state D while the kernel unmaps its
+hugepages); then remove the prefix's hugepage files and runtime directory. At most ~10 s."""
 
 _USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}\Z")
 _HOST_RE = re.compile(

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import cast
 
@@ -122,6 +125,42 @@ def test_the_stop_script_kills_only_a_pid_running_with_the_prefix(tmp_path: Path
         ours.kill()
         other.wait()
         ours.wait()
+
+
+def test_the_stop_script_returns_only_when_a_stopped_generator_is_gone(tmp_path: Path) -> None:
+    """A generator that is stopped (SIGSTOP) and ignores SIGTERM is killed and has exited on return.
+
+    CI once saw the killed process still in state D (the kernel unmapping its memory) after the old
+    script had printed 'stopped'; now it waits until the process is gone or a zombie, at most 5 s.
+    """
+    huge, runtime = tmp_path / "huge", tmp_path / "run"
+    huge.mkdir()
+    runtime.mkdir()
+    # 1.5 GiB of touched memory, as a generator's hugepages: unmapping it at exit takes a while.
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "m = b'\\x01' * (3 << 29); print(1, flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, "ovsperf-lab-t-st"], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"1\n"  # SIGTERM is ignored from here
+        os.kill(proc.pid, signal.SIGSTOP)
+        start = time.monotonic()
+        done = subprocess.run(
+            ["sh", "-c", STOP_SCRIPT, "sh", str(proc.pid), "ovsperf-lab-t-st", str(huge), str(runtime)],
+            capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+        took = time.monotonic() - start
+        assert done.stdout.split() == ["stopped"], done
+        # Not yet reaped by its parent (this test), so a zombie: it has exited, nothing runs.
+        state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state == "Z", state
+        assert 4.5 <= took < 12.0, took  # 5 s for SIGTERM, then SIGKILL and the short wait
+        assert proc.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize(
