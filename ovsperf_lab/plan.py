@@ -328,6 +328,15 @@ class LabOptions:
                     f"Option '--flows' must be in [1, {MAX_FLOWS}] (the most flows per direction the "
                     f"generator can hold), got {flows!r}."
                 )
+        if self.guest_image is not None and (
+            "," in str(self.guest_image) or not str(self.guest_image).isprintable()
+        ):
+            # QEMU splits '-drive file=PATH,...' at commas: one in the path would add drive options
+            # (snapshot=off would let the guest write the image).
+            raise LabError(
+                f"Option '--guest-image': {str(self.guest_image)[:200]!r} holds a comma or a control "
+                "character, which QEMU's -drive option cannot take; rename or link the image."
+            )
         if self.guest_image is None:
             for name, value in (
                 ("--guest-accel", self.guest_accel),

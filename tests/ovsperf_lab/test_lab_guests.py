@@ -12,7 +12,6 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -189,6 +188,12 @@ def test_a_huge_manifest_is_not_read_whole(image: Path) -> None:
         read_guest_image(image)
 
 
+@pytest.mark.parametrize("bad", ["/v/guest.qcow2,snapshot=off", "/v/guest\n.qcow2"])
+def test_a_guest_image_path_qemu_would_split_is_refused(bad: str) -> None:
+    with pytest.raises(LabError, match=r"Option '--guest-image'.*comma or a control character"):
+        LabOptions(guest_image=Path(bad))
+
+
 @pytest.mark.parametrize("bad", [64, 255, 0])
 def test_guest_memory_option_is_checked(bad: int) -> None:
     with pytest.raises(LabError, match="Option '--guest-memory-mb' must be an even number"):
@@ -355,12 +360,9 @@ def test_a_guest_whose_qemu_exits_is_named_with_its_status(tmp_path: Path) -> No
 
 
 @pytest.fixture
-def state(state_root: Path) -> Iterator[LabRunState]:
-    run = LabRunState.create(state_root, f"ovsperf-lab-gg{state_root.name[-6:]}")
-    try:
-        yield run
-    finally:
-        release(run)
+def state(run_state: LabRunState) -> LabRunState:
+    """The shared run state (tests/ovsperf_lab/conftest.py: released and checked at the end)."""
+    return run_state
 
 
 @pytest.mark.dpdk
