@@ -8,6 +8,8 @@ unmasked in messages (:func:`masked_url`).
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,12 +90,31 @@ def check_sqlite_file(path: Path, shown: str) -> None:
 
 
 def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    """Enable foreign keys, WAL and a busy timeout on every new SQLite connection."""
+    """Enable foreign keys, WAL and a busy timeout on every new SQLite connection.
+
+    The switch to WAL is stored in the file, so only a new file's first connection makes it.
+    SQLite does not call the busy handler for it: while another process holds the new file's
+    write lock (creating the schema), ``PRAGMA journal_mode=WAL`` fails at once with "database is
+    locked" (two of three processes first opening a new store failed this way about 1 round in
+    20). It is retried every 20 ms until the file is in WAL mode or ``SQLITE_BUSY_TIMEOUT_S``
+    passes; then the last error is raised (``sqlite3.OperationalError``).
+    """
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+        while True:
+            try:
+                if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    cursor.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
+    finally:
+        cursor.close()
 
 
 def open_engine(url: str, *, create_directory: bool = True) -> Engine:
