@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import secrets
+import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,22 @@ _DUMP_PORTS_RE = re.compile(
 
 def _count(text: str) -> int | None:
     return None if text == "?" else int(text)
+
+
+def accepts_connections(path: Path) -> bool:
+    """Return whether the Unix stream socket ``path`` accepts a connection now (then closed).
+
+    A daemon's socket file exists from ``bind()``, before its ``listen()``: a client connecting in
+    between is refused, and ``ovs-vsctl`` and ``ovs-ofctl`` try only once (seen
+    "database connection failed (Connection refused)" right after the file appeared, under load).
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:  # missing, refused, not a socket, or a 1 s stall
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -169,8 +186,8 @@ class OvsSandbox:
         )
         self._wait(
             self.config.start_timeout_s,
-            f"ovsdb-server socket '{self.db_sock}'",
-            lambda: True if self.db_sock.exists() else None,
+            f"ovsdb-server socket '{self.db_sock}' to accept connections",
+            lambda: True if accepts_connections(self.db_sock) else None,
             self.ovsdb_log,
         )
         other = {
@@ -287,7 +304,7 @@ class OvsSandbox:
         return f"unix:{self.run_dir / (bridge + '.mgmt')}"
 
     def wait_bridge(self, bridge: str, timeout_s: float = 30.0) -> None:
-        """Wait until ``bridge``'s OpenFlow management socket exists.
+        """Wait until ``bridge``'s OpenFlow management socket accepts connections.
 
         :param timeout_s: the wait on an idle machine [s]; stretched by the load average
             (:func:`~ovsperf_common.deadline.load_scaled_timeout`).
@@ -297,8 +314,8 @@ class OvsSandbox:
         mgmt = self.run_dir / (bridge + ".mgmt")
         self._wait(
             timeout_s,
-            f"bridge '{bridge}' management socket '{mgmt}'",
-            lambda: True if mgmt.exists() else None,
+            f"bridge '{bridge}' management socket '{mgmt}' to accept connections",
+            lambda: True if accepts_connections(mgmt) else None,
             self.vswitchd_log,
         )
 

@@ -2,12 +2,14 @@
 
 Two 30 s waits for a bridge's management socket expired at load average ~7 on this 2-CPU VM. The
 load average is set by the test (``os.getloadavg``), the socket is made by the test: no OVS runs.
+A socket file is not enough: the wait lasts until the socket accepts connections.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 import threading
 import time
 
@@ -39,21 +41,35 @@ def test_timeouts_scale_with_the_load_per_cpu_within_bounds(monkeypatch: pytest.
     assert load_scaled_timeout(30.0) == 30.0 * MAX_LOAD_FACTOR == 120.0
 
 
-def test_bridge_socket_that_appears_late_on_a_loaded_machine_is_awaited(
+def test_bridge_socket_that_listens_late_on_a_loaded_machine_is_awaited(
     run_state: LabRunState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _load(monkeypatch, 7.0)  # 3.5 per CPU: a 0.4 s wait allows 1.4 s
     sandbox = _sandbox(run_state)
     mgmt = sandbox.run_dir / "br0.mgmt"
-    maker = threading.Timer(0.6, mgmt.touch)
-    maker.start()
-    started = time.monotonic()
-    try:
-        sandbox.wait_bridge("br0", timeout_s=0.4)
-    finally:
-        maker.cancel()
-    assert mgmt.exists()
-    assert 0.55 <= time.monotonic() - started < 1.4
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        # The file exists from bind(); a daemon between bind() and listen() refuses clients,
+        # so the wait must last until listen(), 0.6 s later.
+        server.bind(str(mgmt))
+        maker = threading.Timer(0.6, server.listen)
+        maker.start()
+        started = time.monotonic()
+        try:
+            sandbox.wait_bridge("br0", timeout_s=0.4)
+        finally:
+            maker.cancel()
+        waited = time.monotonic() - started
+    assert 0.55 <= waited < 1.4
+
+
+def test_a_regular_file_in_place_of_the_socket_is_not_taken_for_it(
+    run_state: LabRunState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _load(monkeypatch, 0.5)
+    sandbox = _sandbox(run_state)
+    (sandbox.run_dir / "br0.mgmt").touch()
+    with pytest.raises(OvsError, match=r"'br0' management socket '.*br0\.mgmt' to accept connections"):
+        sandbox.wait_bridge("br0", timeout_s=0.2)
 
 
 def test_a_timeout_on_an_overloaded_machine_says_so(

@@ -281,8 +281,9 @@ def test_compare_with_testpmd_end_to_end(
          "--generator", "testpmd", "--rounds", "2", "--min-rounds", "2", "--trial-duration", "1",
          "--seed", "3", "--output", str(tmp_path), "--no-progress"]
     )  # fmt: skip
-    out = capsys.readouterr().out.splitlines()
-    assert code in (0, 1), out
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert code in (0, 1), (out, captured.err)
     [page] = out
     assert Path(page).is_file() and Path(page).name == "index.html"
     rounds = (Path(page).parent / "rounds.csv").read_text().splitlines()
