@@ -303,3 +303,32 @@ def test_run_refuses_testpmd_and_doctor_lists_both(
     doctor = capsys.readouterr().out
     assert "[ok  ] traffic generator 'testpmd': " in doctor
     assert "traffic generator 'trafficgen': " in doctor
+
+
+def test_a_start_with_a_port_missing_is_tried_once_more_then_raised(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # DPDK's eth_virtio_dev_init fails now and then after OVS connected: testpmd comes up with one port.
+    starts: list[int] = []
+    outcomes: list[object] = [testpmd_generator.PortMissingError("testpmd PID 7 has 1 ports, not 2."), "gen"]
+
+    def flowgen(config: testpmd_generator.FlowgenConfig, flows: int) -> object:
+        starts.append(flows)
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(testpmd_generator, "FlowgenGenerator", flowgen)
+    lay = topology.layout(Topology.P2P, Path("/nonexistent"))
+    request = GeneratorRequest(
+        lay.attachments(), cpu=0, file_prefix="p", memory_mb=64, queues=1, ring_size=64
+    )
+    started: object = testpmd_generator.start(request)
+    assert started == "gen"
+    assert starts == [1, 1]
+    assert "testpmd PID 7 has 1 ports, not 2. Starting testpmd once more." in caplog.text
+    outcomes[:] = [testpmd_generator.PortMissingError("first"), testpmd_generator.PortMissingError("second")]
+    with pytest.raises(testpmd_generator.PortMissingError, match=r"^second$"):
+        testpmd_generator.start(request)
+    assert starts == [1, 1, 1, 1]
