@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ovsperf_common.deadline import Deadline
 from ovsperf_common.installgroups import GROUPS_OF_MODULE
 from ovsperf_common.regularfile import require_regular
 from resultstore.errors import StoreDatabaseError
@@ -103,14 +104,14 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     try:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+        deadline = Deadline.in_seconds(SQLITE_BUSY_TIMEOUT_S, "the SQLite file's switch to WAL")
         while True:
             try:
                 if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     cursor.execute("PRAGMA journal_mode=WAL")
                 return
             except sqlite3.OperationalError as err:
-                if "locked" not in str(err) or time.monotonic() >= deadline:
+                if "locked" not in str(err) or deadline.expired():
                     raise
                 time.sleep(0.02)
     finally:

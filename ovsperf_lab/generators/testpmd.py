@@ -88,6 +88,9 @@ _LINK_POLL_S = 0.2
 _STARTUP_NOTE_RE = re.compile(r"(?i)virtio|vhost|fail|error")
 """Start-up output lines that say why a port is missing."""
 
+_STARTUP_NOTE_CHARS = 1500
+"""Most of those lines' end quoted in the error [characters] (the cause is the last of them)."""
+
 
 class PortMissingError(TrafficGeneratorError):
     """testpmd started with fewer than its two ports: a ``net_virtio_user`` vdev failed to initialise.
@@ -207,10 +210,10 @@ class FlowgenGenerator(ProcessGenerator):
             )
             self._ports = self.ports()
             if len(self._ports) != 2:
-                said = [line for line in startup.splitlines() if _STARTUP_NOTE_RE.search(line)]
+                said = "\n".join(line for line in startup.splitlines() if _STARTUP_NOTE_RE.search(line))
                 raise PortMissingError(
                     f"testpmd PID {self.pid} has {len(self._ports)} ports, not 2; its start-up said: "
-                    f"{chr(10).join(said[-8:]) or startup[-2000:]!r}."
+                    f"{(said or startup)[-_STARTUP_NOTE_CHARS:]!r}."
                 )
         except BaseException:
             self.close()
